@@ -1,0 +1,67 @@
+"""`dpexplorer [FILE]` opens the window; `dpexplorer account|calibrate|release ...` are tools.
+
+Each tool lives in ``dpexplorer.commands.<name>`` and is imported only when asked for, so that
+opening the window never pays for them (and the window's code is never imported by a tool)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from dpexplorer import __version__
+
+COMMANDS: dict[str, str] = {
+    "account": "compose privacy guarantees under every accounting method",
+    "calibrate": "calibrate a mechanism's noise to (epsilon, delta)",
+    "release": "release statistics from a plan through the exact samplers and the ledger",
+}
+
+
+def _app_parser() -> argparse.ArgumentParser:
+    tools = "\n".join(f"  dpexplorer {name:<10} {text}" for name, text in COMMANDS.items())
+    parser = argparse.ArgumentParser(
+        prog="dpexplorer",
+        description="Explore differential privacy on your own data. With no FILE, opens the "
+        "bundled UCI Adult dataset.",
+        epilog=f"tools (each has --help):\n{tools}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("file", nargs="?", help="CSV, TSV, .csv.gz or Parquet file to open")
+    parser.add_argument(
+        "--screenshot",
+        metavar="OUT.png",
+        help="open the window offscreen, wait for every view, save it to OUT.png and exit",
+    )
+    parser.add_argument("--version", action="version", version=f"dpexplorer {__version__}")
+    return parser
+
+
+def _run_command(name: str, argv: Sequence[str]) -> int:
+    module = importlib.import_module(f"dpexplorer.commands.{name}")
+    parser = argparse.ArgumentParser(prog=f"dpexplorer {name}", description=COMMANDS[name])
+    module.add_arguments(parser)
+    args = parser.parse_args(list(argv))
+    return int(module.run(args))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `dpexplorer` console script; returns the exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list and args_list[0] in COMMANDS:
+        try:
+            return _run_command(args_list[0], args_list[1:])
+        except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+            return int(exc.code or 0)
+    try:
+        args = _app_parser().parse_args(args_list)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    from dpexplorer.gui.app import run_app  # Qt is imported only when a window is wanted
+
+    return run_app(args.file, screenshot=args.screenshot)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

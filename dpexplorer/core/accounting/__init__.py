@@ -1,0 +1,1 @@
+"""Composition of guarantees under every theorem (basic, advanced, KOV, zCDP, RDP, PLD)."""

@@ -1,0 +1,62 @@
+"""Guarantee types: what a mechanism promises, in the richest form it has.
+
+Mechanisms return one of these from ``Mechanism.guarantee``; the accountant composes lists of
+them. The noise types (:class:`LaplaceNoise`, :class:`GaussianNoise`) carry the exact
+privacy-loss distribution implicitly: the accountant derives pure/approximate DP, zCDP, RDP and
+the PLD from them. All are immutable values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PureDP:
+    """epsilon-DP (delta = 0)."""
+
+    epsilon: float
+
+
+@dataclass(frozen=True)
+class ApproxDP:
+    """(epsilon, delta)-DP."""
+
+    epsilon: float
+    delta: float
+
+
+@dataclass(frozen=True)
+class ZCDP:
+    """rho-zero-concentrated DP (Bun & Steinke 2016), optionally with a delta (approximate zCDP)."""
+
+    rho: float
+    delta: float = 0.0
+
+
+@dataclass(frozen=True)
+class RDPCurve:
+    """Renyi DP: epsilon_RDP(order) at each order alpha > 1 (Mironov 2017)."""
+
+    orders: tuple[float, ...]
+    epsilons: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class LaplaceNoise:
+    """Laplace noise of ``scale`` b on a query of l1 ``sensitivity``: exact PLD known,
+    pure epsilon = sensitivity / scale."""
+
+    scale: float
+    sensitivity: float = 1.0
+
+
+@dataclass(frozen=True)
+class GaussianNoise:
+    """Gaussian noise of standard deviation ``sigma`` on a query of l2 ``sensitivity``: exact PLD
+    known, rho = sensitivity^2 / (2 sigma^2)."""
+
+    sigma: float
+    sensitivity: float = 1.0
+
+
+Guarantee = PureDP | ApproxDP | ZCDP | RDPCurve | LaplaceNoise | GaussianNoise

@@ -1,0 +1,230 @@
+"""The Mechanism contract of DESIGN.md: what every mechanism module offers.
+
+Inputs are immutable values built by ``dpexplorer.data`` from a query on D and its worst-case
+neighbour D' (core never reads files). Outputs are plain arrays the views draw as they are."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+
+from dpexplorer.core.accounting.guarantees import Guarantee
+from dpexplorer.core.mechanisms.params import Param, validate_params
+
+Relation = Literal["add_remove", "replace"]
+
+
+# ---------------------------------------------------------------- inputs (from the data layer)
+@dataclass(frozen=True, eq=False)
+class NumericInput:
+    """A real- or vector-valued statistic on D and on its worst-case neighbour D'.
+
+    ``value_d``/``value_d_prime`` have shape (d,) (d = 1 for a scalar). The sensitivities are
+    global sensitivities under ``relation``. Data-dependent mechanisms (smooth sensitivity, PTR,
+    Dist2Instability) also get the clipped column of D and D', sorted ascending, with ``bounds``
+    and the statistic's name (``"median"``, ``"quantile"``, ``"trimmed_mean"``, ...)."""
+
+    value_d: np.ndarray
+    value_d_prime: np.ndarray
+    sensitivity_l1: float
+    sensitivity_l2: float
+    n: int
+    statistic: str
+    relation: Relation = "add_remove"
+    output_range: tuple[float, float] | None = None
+    bounds: tuple[float, float] | None = None
+    sorted_values_d: np.ndarray | None = None
+    sorted_values_d_prime: np.ndarray | None = None
+    quantile: float = 0.5
+    trim_fraction: float = 0.0
+    differing_row: str = ""
+    labels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class SelectionInput:
+    """Choose one (or k) of several candidates by score, e.g. the most common category.
+
+    ``scores_d``/``scores_d_prime`` are the utilities u(D, r) and u(D', r); ``sensitivity`` is
+    Delta_u = max over r and neighbours of |u(D, r) - u(D', r)|; ``monotone`` says every score
+    moves in the same direction between any two neighbours (allows epsilon = Delta_u / sigma)."""
+
+    candidates: tuple[str, ...]
+    scores_d: np.ndarray
+    scores_d_prime: np.ndarray
+    sensitivity: float
+    monotone: bool
+    n: int
+    statistic: str = "argmax"
+    relation: Relation = "add_remove"
+    differing_row: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class WorkloadInput:
+    """k counting queries over a discretised universe of N cells (for BLR and PMW).
+
+    ``histogram_d``/``histogram_d_prime`` count the rows in each cell (length N);
+    ``workload`` is a (k, N) 0/1 matrix: query i counts the cells j with workload[i, j] = 1.
+    Queries are normalised (answers are fractions of n) by the mechanisms that need it."""
+
+    cell_labels: tuple[str, ...]
+    query_labels: tuple[str, ...]
+    histogram_d: np.ndarray
+    histogram_d_prime: np.ndarray
+    workload: np.ndarray
+    n: int
+    relation: Relation = "add_remove"
+    differing_row: str = ""
+
+
+QueryInput = NumericInput | SelectionInput | WorkloadInput
+
+
+# ---------------------------------------------------------------- outputs (for the views)
+@dataclass(frozen=True)
+class PointMass:
+    """An output with positive probability, e.g. "⊥" (no answer) of propose-test-release."""
+
+    label: str
+    mass_d: float
+    mass_d_prime: float
+
+
+@dataclass(frozen=True, eq=False)
+class NumericOutput:
+    """Output distributions of M(D) and M(D') on a grid, for one coordinate.
+
+    For ``discrete=False`` the arrays are densities; for ``discrete=True`` they are pmfs on the
+    grid points. ``privacy_loss`` is ln p_D(o)/p_D'(o) on the grid (±inf where one side is 0).
+    ``point_masses`` hold the outputs that are not on the grid (each with its own loss)."""
+
+    grid: np.ndarray
+    density_d: np.ndarray
+    density_d_prime: np.ndarray
+    privacy_loss: np.ndarray
+    discrete: bool = False
+    point_masses: tuple[PointMass, ...] = ()
+    coordinate: int = 0
+    note: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class CategoricalOutput:
+    """Selection probabilities of M(D) and M(D') over named outcomes, with the loss of each."""
+
+    labels: tuple[str, ...]
+    pmf_d: np.ndarray
+    pmf_d_prime: np.ndarray
+    privacy_loss: np.ndarray
+    note: str = ""
+
+
+OutputDistribution = NumericOutput | CategoricalOutput
+
+
+@dataclass(frozen=True, eq=False)
+class Curve:
+    """A named curve for a plot: y against x, with axis names; ``kind`` says whether it is the
+    exact value, a proven bound or a Monte-Carlo estimate."""
+
+    x: np.ndarray
+    y: np.ndarray
+    x_label: str
+    y_label: str
+    name: str
+    kind: Literal["exact", "bound", "monte_carlo"] = "exact"
+
+
+@dataclass(frozen=True, eq=False)
+class AccuracyReport:
+    """Accuracy of the mechanism at its current parameters, on D.
+
+    ``error_tail``: P(|error| > alpha) against alpha (exact); ``error_tail_bound``: the
+    seed's bound for the same, when the seed proves one. ``ci_halfwidth`` is the half-width of
+    the interval that holds the error with probability ``ci_level``; ``mse`` the mean squared
+    error (inf where undefined, e.g. Cauchy noise). ``error_vs_epsilon`` and ``error_vs_n``
+    are curves of a typical error (the report says which in its ``y_label``)."""
+
+    error_tail: Curve
+    error_tail_bound: Curve | None
+    ci_level: float
+    ci_halfwidth: float
+    mse: float
+    error_vs_epsilon: tuple[Curve, ...] = ()
+    error_vs_n: tuple[Curve, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+OutputKind = Literal["numeric", "categorical", "synthetic", "transcript"]
+
+
+class Mechanism(ABC):
+    """One mechanism. Subclasses set the class attributes and implement the abstract methods;
+    methods take already validated parameters (use :meth:`validate`)."""
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    summary: ClassVar[str]
+    input_type: ClassVar[type]
+    output_kind: ClassVar[OutputKind]
+    params: ClassVar[tuple[Param, ...]]
+    order: ClassVar[int] = 100
+    """Position in the picker (smaller first)."""
+
+    def validate(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Defaults filled in, each value checked against its declaration."""
+        return validate_params(self.params, values)
+
+    def accepts(self, query: QueryInput) -> str | None:
+        """None if the mechanism applies to ``query``, else the reason it does not."""
+        if isinstance(query, self.input_type):
+            return None
+        return f"{self.label} needs a {self.input_type.__name__} query"
+
+    @abstractmethod
+    def guarantee(self, params: Mapping[str, Any], query: QueryInput) -> Guarantee:
+        """The privacy guarantee, in the richest form available (for the accountant)."""
+
+    @abstractmethod
+    def epsilon_delta(self, params: Mapping[str, Any], query: QueryInput) -> tuple[float, float]:
+        """The (epsilon, delta) the mechanism claims (the number the auditor checks)."""
+
+    @abstractmethod
+    def output_distribution(
+        self, params: Mapping[str, Any], query: QueryInput
+    ) -> OutputDistribution:
+        """Exact output distributions of M(D) and M(D') with the privacy loss."""
+
+    @abstractmethod
+    def delta_at(self, params: Mapping[str, Any], query: QueryInput, epsilon: float) -> float:
+        """Exact hockey-stick divergence sup_S P[M(D) in S] - e^epsilon P[M(D') in S],
+        the larger of the two directions D->D' and D'->D."""
+
+    def privacy_profile(
+        self, params: Mapping[str, Any], query: QueryInput, epsilons: np.ndarray
+    ) -> np.ndarray:
+        """delta(epsilon) at each epsilon (exact, on this pair D, D')."""
+        return np.array([self.delta_at(params, query, float(e)) for e in epsilons])
+
+    @abstractmethod
+    def accuracy(
+        self, params: Mapping[str, Any], query: QueryInput, ci_level: float = 0.95
+    ) -> AccuracyReport:
+        """Accuracy on D: error tail, CI, MSE, error against epsilon and n, the seed's bound."""
+
+    @abstractmethod
+    def simulate(
+        self,
+        params: Mapping[str, Any],
+        query: QueryInput,
+        rng: np.random.Generator,
+        size: int,
+        on: Literal["D", "D'"] = "D",
+    ) -> np.ndarray:
+        """``size`` independent outputs of M(D) (or M(D')), vectorised. Numeric: shape (size,)
+        for the shown coordinate, NaN for "⊥"; categorical: candidate indices, -1 for "⊥"."""

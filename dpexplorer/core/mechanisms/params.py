@@ -1,0 +1,144 @@
+"""The parameter declaration of DESIGN.md: declared once, it drives the GUI's controls,
+tooltips and validation, the CLI's parsing and the saved sessions."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from dpexplorer.core.errors import InvalidParameterError
+
+ParamType = Literal["float", "int", "choice", "bool"]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a mechanism.
+
+    ``low``/``high`` bound the value; ``low_open``/``high_open`` say whether the bound itself is
+    excluded (epsilon > 0, delta < 1). ``log_scale`` asks the GUI for a logarithmic slider.
+    ``help`` is written for a data steward: what the parameter does to privacy and accuracy."""
+
+    name: str
+    label: str
+    type: ParamType
+    default: Any
+    help: str
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    log_scale: bool = False
+    unit: str = ""
+    choices: tuple[str, ...] = field(default_factory=tuple)
+    slider: tuple[float, float] | None = None
+    """The span a slider covers (a typed value may go beyond it, within low/high)."""
+
+    def __post_init__(self) -> None:
+        if self.type == "choice" and self.default not in self.choices:
+            raise ValueError(f"{self.name}: default {self.default!r} is not among the choices")
+        if self.log_scale and (self.slider is None or self.slider[0] <= 0):
+            raise ValueError(f"{self.name}: a log-scale parameter needs a positive slider span")
+
+    def slider_span(self) -> tuple[float, float]:
+        """The (low, high) a slider covers: ``slider`` if declared, else the range itself."""
+        if self.slider is not None:
+            return self.slider
+        if self.low is None or self.high is None:
+            raise ValueError(f"{self.name}: an unbounded parameter needs a slider span")
+        return (self.low, self.high)
+
+    def validate(self, value: Any) -> Any:
+        """Return ``value`` converted to this parameter's type, or raise
+        :class:`InvalidParameterError` with a message naming the parameter and its range."""
+        if self.type == "bool":
+            if isinstance(value, bool):
+                return value
+            raise InvalidParameterError(f"{self.label} must be true or false, not {value!r}")
+        if self.type == "choice":
+            if value in self.choices:
+                return value
+            options = ", ".join(self.choices)
+            raise InvalidParameterError(f"{self.label} must be one of {options}; got {value!r}")
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise InvalidParameterError(f"{self.label} must be a number; got {value!r}") from None
+        if not math.isfinite(number):
+            raise InvalidParameterError(f"{self.label} must be a finite number; got {value!r}")
+        if self.type == "int":
+            if number != int(number):
+                raise InvalidParameterError(f"{self.label} must be a whole number; got {value!r}")
+            number = int(number)
+        if not self._in_range(number):
+            raise InvalidParameterError(f"{self.label} must be {self.range_text()}; got {value!r}")
+        return number
+
+    def _in_range(self, number: float) -> bool:
+        if self.low is not None and (number < self.low or (self.low_open and number == self.low)):
+            return False
+        return not (
+            self.high is not None
+            and (number > self.high or (self.high_open and number == self.high))
+        )
+
+    def range_text(self) -> str:
+        """The allowed range in words, e.g. ``"in (0, 1)"`` or ``"at least 1"``."""
+        if self.low is not None and self.high is not None:
+            left = "(" if self.low_open else "["
+            right = ")" if self.high_open else "]"
+            return f"in {left}{self.low:g}, {self.high:g}{right}"
+        if self.low is not None:
+            return f"{'greater than' if self.low_open else 'at least'} {self.low:g}"
+        if self.high is not None:
+            return f"{'less than' if self.high_open else 'at most'} {self.high:g}"
+        return "any number"
+
+
+def validate_params(declared: tuple[Param, ...], values: Mapping[str, Any]) -> dict[str, Any]:
+    """Fill defaults, reject unknown names, validate each value. Returns a new dict."""
+    known = {p.name for p in declared}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise InvalidParameterError(
+            f"unknown parameter(s) {', '.join(unknown)}; expected some of {', '.join(sorted(known))}"
+        )
+    return {p.name: p.validate(values.get(p.name, p.default)) for p in declared}
+
+
+# Parameters shared by many mechanisms, declared once.
+EPSILON = Param(
+    name="epsilon",
+    label="ε (epsilon)",
+    type="float",
+    default=1.0,
+    low=0.0,
+    high=20.0,
+    low_open=True,
+    log_scale=True,
+    slider=(0.01, 10.0),
+    help=(
+        "Privacy loss bound. Smaller ε means stronger privacy and more noise: an attacker's "
+        "odds of telling whether one person is in the data can grow by at most a factor e^ε. "
+        "Common choices lie between 0.1 and 2."
+    ),
+)
+
+DELTA = Param(
+    name="delta",
+    label="δ (delta)",
+    type="float",
+    default=1e-6,
+    low=0.0,
+    high=1.0,
+    low_open=True,
+    high_open=True,
+    log_scale=True,
+    slider=(1e-12, 0.1),
+    help=(
+        "The probability mass allowed to exceed the ε bound. Keep it well below 1/n "
+        "(n = number of people): a δ of 1/n would allow publishing one person's record outright."
+    ),
+)

@@ -1,0 +1,1 @@
+"""Loading (polars), schema, bounds, queries -> true answers on D and D'. Never imports gui."""

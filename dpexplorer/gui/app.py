@@ -1,0 +1,87 @@
+"""Start the application: `dpexplorer [FILE]` and `dpexplorer --screenshot OUT.png [FILE]`."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+SCREENSHOT_TIMEOUT_S = 120.0
+_POLL_MS = 30
+
+
+def _fail(message: str) -> int:
+    print(f"dpexplorer: {message}", file=sys.stderr)
+    return 1
+
+
+def _no_display() -> bool:
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
+        return False
+    return not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def run_app(file: str | None, *, screenshot: str | None = None) -> int:
+    """Open the main window on ``file`` (or the default dataset) and run the event loop.
+
+    With ``screenshot``: offscreen, wait until the dataset is in and no view is computing, save
+    the window as PNG and return 0; on any error, one line on stderr and return 1."""
+    if screenshot is not None:
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+        if not screenshot.lower().endswith(".png"):
+            return _fail(f"the screenshot must be a .png file, not {screenshot!r}")
+    elif _no_display():
+        print(
+            "dpexplorer: no display found (DISPLAY and WAYLAND_DISPLAY are unset); the window "
+            "runs offscreen. Run it from a desktop session or under xvfb-run to see it, or use "
+            "--screenshot OUT.png. Ctrl+C quits.",
+            file=sys.stderr,
+        )
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    from PySide6.QtWidgets import QApplication
+
+    from dpexplorer.data.default import default_dataset_path
+    from dpexplorer.gui.main_window import MainWindow
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("dpexplorer")
+    app.setOrganizationName("dpexplorer")
+    window = MainWindow(interactive=screenshot is None)
+    path = Path(file) if file else default_dataset_path()
+    window.show()
+    window.open_file(path)
+    if screenshot is None:
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl+C quits even inside Qt's loop
+        return app.exec()
+    return _screenshot(app, window, Path(screenshot))
+
+
+def _screenshot(app: object, window: object, out: Path) -> int:
+    from PySide6.QtCore import QCoreApplication
+
+    from dpexplorer.gui.main_window import MainWindow
+
+    assert isinstance(window, MainWindow)
+    deadline = time.monotonic() + SCREENSHOT_TIMEOUT_S
+    while time.monotonic() < deadline:
+        QCoreApplication.processEvents()
+        if window.last_error is not None:
+            window.close()
+            return _fail(window.last_error)
+        if window.dataset is not None and window.views_idle():
+            break
+        time.sleep(_POLL_MS / 1000)
+    else:
+        window.close()
+        return _fail(f"the views did not finish within {SCREENSHOT_TIMEOUT_S:.0f} s")
+    QCoreApplication.processEvents()
+    image = window.grab()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    ok = image.save(str(out), "PNG")
+    window.close()
+    if not ok:
+        return _fail(f"could not write {out}")
+    return 0

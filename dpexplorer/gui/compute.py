@@ -1,0 +1,133 @@
+"""The compute service of DESIGN.md: the only way the GUI computes.
+
+``submit(view, fn, ...)`` runs ``fn`` on a worker thread. Per view the latest request wins:
+submitting again cancels the older job (through its CancelToken) and bumps the view's
+generation; a result whose generation is not the view's current one is dropped, so a stale
+result never reaches the screen. Results, errors and progress come back to the main thread as
+Qt signals (emitted from the worker, delivered queued to this object's thread)."""
+
+from __future__ import annotations
+
+import inspect
+import traceback
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from dpexplorer.core.cancel import CancelToken
+from dpexplorer.core.errors import CancelledError, DPExplorerError
+
+
+@dataclass
+class _Job:
+    generation: int
+    token: CancelToken
+    future: Future[Any] | None = None
+
+
+def _accepts(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+class ComputeService(QObject):
+    """Runs pure functions off the main thread, latest-wins per view."""
+
+    finished = Signal(str, int, object)
+    """view, generation, result (only for the view's current generation)."""
+    failed = Signal(str, int, str)
+    """view, generation, message for the user (DPExplorerError text, or a one-line summary)."""
+    progress = Signal(str, float)
+    """view, fraction done."""
+    busy_changed = Signal(bool)
+    """True when the first job starts, False when the last one ends."""
+    _done = Signal(str, int, object, object)
+
+    def __init__(self, parent: QObject | None = None, max_workers: int = 2) -> None:
+        super().__init__(parent)
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="dpx-compute")
+        self._jobs: dict[str, _Job] = {}
+        self._generation: dict[str, int] = {}
+        self._done.connect(self._on_done)
+
+    # ------------------------------------------------------------------ main-thread API
+    def submit(self, view: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
+        """Run ``fn(*args, **kwargs)`` for ``view``; returns the job's generation.
+
+        If ``fn`` takes ``cancel`` or ``progress`` keyword arguments they are supplied: a
+        :class:`CancelToken` and a callback emitting :attr:`progress`."""
+        self.cancel(view)
+        generation = self._generation.get(view, 0) + 1
+        self._generation[view] = generation
+        job = _Job(generation, CancelToken())
+        if _accepts(fn, "cancel"):
+            kwargs["cancel"] = job.token
+        if _accepts(fn, "progress"):
+            kwargs["progress"] = lambda fraction: self.progress.emit(view, float(fraction))
+        was_idle = not self._jobs
+        self._jobs[view] = job
+        job.future = self._pool.submit(self._run, view, generation, fn, args, kwargs)
+        if was_idle:
+            self.busy_changed.emit(True)
+        return generation
+
+    def cancel(self, view: str) -> None:
+        """Cancel the view's running job, if any; its result will be dropped."""
+        job = self._jobs.pop(view, None)
+        if job is None:
+            return
+        job.token.cancel()
+        if job.future is not None:
+            job.future.cancel()
+        self._generation[view] = self._generation.get(view, 0) + 1
+        if not self._jobs:
+            self.busy_changed.emit(False)
+
+    def current_generation(self, view: str) -> int:
+        return self._generation.get(view, 0)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._jobs)
+
+    def pending_views(self) -> tuple[str, ...]:
+        return tuple(self._jobs)
+
+    def shutdown(self) -> None:
+        """Cancel everything and wait for the workers to stop (call when the window closes)."""
+        for view in list(self._jobs):
+            self.cancel(view)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    # ------------------------------------------------------------------ worker side
+    def _run(
+        self, view: str, generation: int, fn: Callable[..., Any], args: tuple, kwargs: dict
+    ) -> None:
+        try:
+            result: object = fn(*args, **kwargs)
+            error: object = None
+        except CancelledError:
+            return
+        except DPExplorerError as exc:
+            result, error = None, str(exc)
+        except Exception as exc:  # a bug: say so in one line, keep the trace for the log
+            traceback.print_exc()
+            result, error = None, f"internal error in {view}: {type(exc).__name__}: {exc}"
+        self._done.emit(view, generation, result, error)
+
+    def _on_done(self, view: str, generation: int, result: object, error: object) -> None:
+        job = self._jobs.get(view)
+        if job is None or job.generation != generation:
+            return  # stale: a newer request superseded this one
+        del self._jobs[view]
+        if error is None:
+            self.finished.emit(view, generation, result)
+        else:
+            self.failed.emit(view, generation, str(error))
+        if not self._jobs:
+            self.busy_changed.emit(False)

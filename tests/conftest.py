@@ -1,0 +1,75 @@
+"""Test configuration: GUI tests run offscreen by themselves, never touch the user's settings or
+ledger, and fail if they leave worker threads or timers running."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import time
+import weakref
+
+# Set here, by the configuration, not by whoever calls pytest.
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
+_SANDBOX = tempfile.mkdtemp(prefix="dpexplorer-tests-")
+os.environ["XDG_CONFIG_HOME"] = os.path.join(_SANDBOX, "config")
+os.environ["XDG_DATA_HOME"] = os.path.join(_SANDBOX, "data")
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import pytest  # noqa: E402
+
+_LIVE_TIMERS: weakref.WeakSet = weakref.WeakSet()
+
+
+def _track_timers() -> None:
+    """Record every QTimer started, so a test that leaves one running can be failed."""
+    from PySide6.QtCore import QTimer
+
+    if getattr(QTimer, "_dpx_tracked", False):
+        return
+    original_start = QTimer.start
+
+    def start(self: QTimer, *args: object) -> None:
+        _LIVE_TIMERS.add(self)
+        original_start(self, *args)
+
+    QTimer.start = start  # type: ignore[method-assign]
+    QTimer._dpx_tracked = True  # type: ignore[attr-defined]
+
+
+def _leftover_threads(before: set[int]) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.ident not in before and t.is_alive()]
+
+
+@pytest.fixture(autouse=True)
+def _no_leaks_in_gui_tests(request: pytest.FixtureRequest):
+    """For tests that use qtbot: after the widgets are closed, no new thread, no thread-pool job
+    and no active QTimer may remain."""
+    if "qtbot" not in request.fixturenames:
+        yield
+        return
+    _track_timers()
+    before = {t.ident for t in threading.enumerate()}
+    yield
+    from PySide6.QtCore import QCoreApplication, QThreadPool
+
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        QCoreApplication.processEvents()
+        threads = _leftover_threads(before)
+        pool = QThreadPool.globalInstance().activeThreadCount()
+        timers = [t for t in list(_LIVE_TIMERS) if _alive_and_active(t)]
+        if not threads and not pool and not timers:
+            return
+        time.sleep(0.02)
+    names = [t.name for t in threads]
+    pytest.fail(
+        f"GUI test left running: threads {names}, {pool} thread-pool jobs, {len(timers)} timers"
+    )
+
+
+def _alive_and_active(timer: object) -> bool:
+    try:
+        return bool(timer.isActive())  # type: ignore[attr-defined]
+    except RuntimeError:  # the C++ object was deleted: not running
+        return False
