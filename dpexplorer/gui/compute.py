@@ -105,9 +105,7 @@ class ComputeService(QObject):
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     # ------------------------------------------------------------------ worker side
-    def _run(
-        self, view: str, generation: int, fn: Callable[..., Any], args: tuple, kwargs: dict
-    ) -> None:
+    def _run(self, view: str, generation: int, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
         try:
             result: object = fn(*args, **kwargs)
             error: object = None

@@ -1,0 +1,150 @@
+"""The explorer: wires the query and mechanism panels to the views through the compute service.
+
+A parameter's trip (STYLE.md): widget -> throttle -> compute service -> a pure core function ->
+result -> plot. The state it keeps is what the views were asked to show; nothing is computed
+here."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, Signal
+
+from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
+from dpexplorer.gui import jobs
+from dpexplorer.gui.compute import ComputeService
+from dpexplorer.gui.mechanism_panel import MechanismPanel
+from dpexplorer.gui.throttle import Throttle
+from dpexplorer.gui.views.accuracy import AccuracyView
+from dpexplorer.gui.views.neighbours import NeighboursView
+
+if TYPE_CHECKING:
+    from dpexplorer.data.load import Dataset
+
+QUERY_JOB = "query"
+REGISTRY_JOB = "registry"
+NEIGHBOURS_JOB = "neighbours"
+ACCURACY_JOB = "accuracy"
+DRAWS_JOB = "draws"
+
+
+def _load_registry() -> tuple[Mechanism, ...]:
+    from dpexplorer.core.mechanisms.registry import all_mechanisms
+
+    return all_mechanisms()
+
+
+def _query_input(dataset: Dataset, query: object, relation: str) -> QueryInput:
+    from dpexplorer.data.answers import query_input
+
+    return query_input(dataset, query, relation)  # type: ignore[arg-type]
+
+
+class Explorer(QObject):
+    """Holds what is being explored and keeps the views in step with it."""
+
+    query_ready = Signal(object)
+    """The QueryInput for the current dataset, query and relation."""
+    views_updated = Signal(str)
+
+    def __init__(
+        self,
+        compute: ComputeService,
+        mechanism_panel: MechanismPanel,
+        neighbours_view: NeighboursView,
+        accuracy_view: AccuracyView,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.compute = compute
+        self.mechanism_panel = mechanism_panel
+        self.neighbours_view = neighbours_view
+        self.accuracy_view = accuracy_view
+        self.mechanisms: tuple[Mechanism, ...] | None = None
+        self.dataset: Dataset | None = None
+        self.query: object | None = None
+        self.relation = "add_remove"
+        self.query_input: QueryInput | None = None
+        self.mechanism: Mechanism | None = None
+        self.params: dict[str, Any] = {}
+        self._throttle = Throttle(self._submit_views, 30, self)
+        compute.finished.connect(self._on_result)
+        mechanism_panel.changed.connect(self._mechanism_changed)
+        neighbours_view.draw_button.clicked.connect(self.draw)
+        accuracy_view.ci_level.valueChanged.connect(lambda _v: self._throttle())
+        compute.submit(REGISTRY_JOB, _load_registry)
+
+    # ------------------------------------------------------------------ inputs
+    def set_dataset(self, dataset: Dataset) -> None:
+        self.dataset = dataset
+        self.query_input = None
+        self._submit_query()
+
+    def set_query(self, query: object, relation: str | None = None) -> None:
+        self.query = query
+        if relation is not None:
+            self.relation = relation
+        self._submit_query()
+
+    def _submit_query(self) -> None:
+        if self.dataset is None or self.query is None:
+            return
+        self.compute.cancel(NEIGHBOURS_JOB)
+        self.compute.cancel(ACCURACY_JOB)
+        self.compute.cancel(DRAWS_JOB)
+        self.compute.submit(QUERY_JOB, _query_input, self.dataset, self.query, self.relation)
+
+    def _mechanism_changed(self, mechanism: Mechanism, params: dict[str, Any]) -> None:
+        self.mechanism = mechanism
+        self.params = dict(params)
+        self._throttle()
+
+    # ------------------------------------------------------------------ jobs
+    def _submit_views(self) -> None:
+        mechanism, query = self.mechanism, self.query_input
+        if mechanism is None or query is None or mechanism.accepts(query) is not None:
+            return
+        params = mechanism.validate(self.params)
+        self.compute.cancel(DRAWS_JOB)
+        self.compute.submit(NEIGHBOURS_JOB, jobs.neighbours, mechanism, params, query)
+        level = self.accuracy_view.ci_level.value()
+        self.compute.submit(ACCURACY_JOB, jobs.accuracy, mechanism, params, query, level)
+
+    def draw(self) -> None:
+        mechanism, query = self.mechanism, self.query_input
+        if mechanism is None or query is None:
+            return
+        params = mechanism.validate(self.params)
+        seed = self.mechanism_panel.seed.value()
+        self.compute.submit(DRAWS_JOB, jobs.draws, mechanism, params, query, seed)
+
+    @property
+    def pending(self) -> bool:
+        return self._throttle.pending
+
+    def stop(self) -> None:
+        self._throttle.stop()
+
+    # ------------------------------------------------------------------ results
+    def _on_result(self, view: str, generation: int, result: object) -> None:
+        if view == REGISTRY_JOB:
+            self.mechanisms = result  # type: ignore[assignment]
+            self._offer_mechanisms()
+        elif view == QUERY_JOB:
+            self.query_input = result  # type: ignore[assignment]
+            self.query_ready.emit(result)
+            self._offer_mechanisms()
+        elif view == NEIGHBOURS_JOB:
+            self.neighbours_view.show_result(result)  # type: ignore[arg-type]
+        elif view == ACCURACY_JOB:
+            self.accuracy_view.show_result(result)  # type: ignore[arg-type]
+        elif view == DRAWS_JOB:
+            self.neighbours_view.show_draws(result)  # type: ignore[arg-type]
+        else:
+            return
+        self.views_updated.emit(view)
+
+    def _offer_mechanisms(self) -> None:
+        if self.mechanisms is None or self.query_input is None:
+            return
+        self.mechanism_panel.set_choices(self.mechanisms, self.query_input)

@@ -1,0 +1,107 @@
+"""The Mechanism panel: a picker over the registry (only mechanisms that apply to the current
+query) and the parameter controls built from the chosen mechanism's declarations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QComboBox, QGroupBox, QLabel, QSpinBox, QVBoxLayout, QWidget
+
+from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
+from dpexplorer.gui.param_controls import ParamPanel
+
+
+class MechanismPanel(QGroupBox):
+    """Emits ``changed(mechanism, params)`` whenever the choice or a valid parameter changes."""
+
+    changed = Signal(object, dict)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Mechanism", parent)
+        self.mechanisms: tuple[Mechanism, ...] = ()
+        self.picker = QComboBox()
+        self.picker.setToolTip("Mechanisms that apply to the current query")
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+        self.summary.setStyleSheet("color: #444;")
+        self.params = ParamPanel()
+        self.seed = QSpinBox()
+        self.seed.setRange(0, 2**31 - 1)
+        self.seed.setValue(20261121)
+        self.seed.setToolTip(
+            "Seed of the exploration random generator used for simulated draws, so a picture "
+            "can be reproduced. Releases never use it: they draw from the operating system's "
+            "secure generator."
+        )
+        self.unavailable = QLabel()
+        self.unavailable.setWordWrap(True)
+        self.unavailable.setStyleSheet("color: #666; font-style: italic;")
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.picker)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.params)
+        seed_row = QLabel("Simulation seed:")
+        seed_row.setToolTip(self.seed.toolTip())
+        layout.addWidget(seed_row)
+        layout.addWidget(self.seed)
+        layout.addWidget(self.unavailable)
+        layout.addStretch(1)
+        self._values: dict[str, dict[str, Any]] = {}
+        self.picker.currentIndexChanged.connect(self._picked)
+        self.params.changed.connect(self._params_changed)
+
+    def current(self) -> Mechanism | None:
+        index = self.picker.currentIndex()
+        return self.mechanisms[index] if 0 <= index < len(self.mechanisms) else None
+
+    def set_choices(self, mechanisms: tuple[Mechanism, ...], query: QueryInput | None) -> None:
+        """Offer the mechanisms that accept ``query``; keep the current one if it still applies."""
+        previous = self.current()
+        applicable = tuple(m for m in mechanisms if query is not None and m.accepts(query) is None)
+        skipped = [
+            f"{m.label}: {m.accepts(query)}" for m in mechanisms if query is not None and m.accepts(query)
+        ]
+        self.unavailable.setText("Not for this query — " + "; ".join(skipped) if skipped else "")
+        self.unavailable.setVisible(bool(skipped))
+        self.picker.blockSignals(True)
+        self.picker.clear()
+        self.mechanisms = applicable
+        for mechanism in applicable:
+            self.picker.addItem(mechanism.label)
+            self.picker.setItemData(self.picker.count() - 1, mechanism.summary, role=3)  # tooltip
+        names = [m.name for m in applicable]
+        index = names.index(previous.name) if previous is not None and previous.name in names else 0
+        self.picker.setCurrentIndex(index if applicable else -1)
+        self.picker.blockSignals(False)
+        self._picked(self.picker.currentIndex())
+
+    def select(self, name: str) -> None:
+        for i, mechanism in enumerate(self.mechanisms):
+            if mechanism.name == name:
+                self.picker.setCurrentIndex(i)
+                return
+        raise KeyError(f"mechanism {name!r} does not apply to the current query")
+
+    def values(self) -> dict[str, Any]:
+        return self.params.values()
+
+    def set_values(self, values: dict[str, Any]) -> None:
+        self.params.set_values(values)
+        self._params_changed(self.params.values())
+
+    def _picked(self, index: int) -> None:
+        mechanism = self.current()
+        if mechanism is None:
+            self.summary.setText("No mechanism applies to this query.")
+            self.params.build(())
+            return
+        self.summary.setText(mechanism.summary)
+        self.params.build(mechanism.params, self._values.get(mechanism.name))
+        self.changed.emit(mechanism, self.params.values())
+
+    def _params_changed(self, values: dict[str, Any]) -> None:
+        mechanism = self.current()
+        if mechanism is not None:
+            self._values[mechanism.name] = dict(values)
+            self.changed.emit(mechanism, dict(values))

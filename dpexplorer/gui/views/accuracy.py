@@ -1,0 +1,85 @@
+"""The accuracy view: error against ε (current point marked), the error tail P(|error| > α)
+against α with the lecture's bound beside the exact value, and the confidence interval."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QWidget
+
+from dpexplorer.gui.jobs import AccuracyResult
+from dpexplorer.gui.views.base import RED, View, curve_columns, draw_curves, new_plot
+
+
+class AccuracyView(View):
+    """Draws an :class:`AccuracyResult`. ``ci_level`` is the level the user chose."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Accuracy on your dataset", parent)
+        self.ci_level = QDoubleSpinBox()
+        self.ci_level.setRange(0.5, 0.9999)
+        self.ci_level.setDecimals(4)
+        self.ci_level.setSingleStep(0.01)
+        self.ci_level.setValue(0.95)
+        self.ci_level.setToolTip(
+            "Confidence level 1 − β of the interval: the released value lands within the "
+            "interval around the true answer with this probability."
+        )
+        level_row = QHBoxLayout()
+        level_row.addWidget(QLabel("Confidence level 1 − β:"))
+        level_row.addWidget(self.ci_level)
+        level_row.addStretch(1)
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
+        level_row.addWidget(self.summary, 4)
+        self.body.addLayout(level_row)
+        self.vs_epsilon = new_plot("ε (log scale)", "error", "Error against ε")
+        self.tail = new_plot("α (error size)", "β = P(|error| > α)", "How likely is an error larger than α?")
+        self.vs_n = new_plot("n, rows in the dataset (log scale)", "error", "Error against dataset size")
+        row = QHBoxLayout()
+        row.addWidget(self.vs_epsilon)
+        row.addWidget(self.tail)
+        self.body.addLayout(row, 1)
+        self.body.addWidget(self.vs_n, 1)
+        self.result: AccuracyResult | None = None
+
+    def show_result(self, result: AccuracyResult) -> None:
+        self.result = result
+        report = result.report
+        for plot in (self.vs_epsilon, self.tail, self.vs_n):
+            plot.clear()
+        draw_curves(self.vs_epsilon, report.error_vs_epsilon, log_x=True, log_y=True)
+        self.vs_epsilon.addItem(
+            pg.InfiniteLine(
+                pos=np.log10(result.epsilon),
+                angle=90,
+                pen=pg.mkPen(RED, width=1, style=Qt.PenStyle.DashLine),
+                label=f"now: ε = {result.epsilon:.3g}",
+                labelOpts={"position": 0.9, "color": RED},
+            )
+        )
+        tails = (report.error_tail,) + ((report.error_tail_bound,) if report.error_tail_bound else ())
+        draw_curves(self.tail, tails)
+        self.tail.addItem(
+            pg.InfiniteLine(
+                pos=report.ci_halfwidth,
+                angle=90,
+                pen=pg.mkPen(RED, width=1, style=Qt.PenStyle.DashLine),
+                label=f"{report.ci_level:.0%} interval: ±{report.ci_halfwidth:.3g}",
+                labelOpts={"position": 0.55, "color": RED},
+            )
+        )
+        draw_curves(self.vs_n, report.error_vs_n, log_x=True, log_y=True)
+        mse = "undefined (infinite)" if not np.isfinite(report.mse) else f"{report.mse:.4g}"
+        notes = " ".join(report.notes)
+        self.summary.setText(
+            f"With probability {report.ci_level:.2%} the released value is within "
+            f"<b>±{report.ci_halfwidth:.4g}</b> of the true answer. Mean squared error: {mse}. {notes}"
+        )
+        self.explanation.setText(
+            f"<b>{result.mechanism}</b> at ε = {result.epsilon:.4g}. Solid: exact; dashed: the bound "
+            "proved in the lecture notes (it must lie above the exact curve); dotted: Monte Carlo."
+        )
+        self.columns = curve_columns(report.error_vs_epsilon + tails + report.error_vs_n)

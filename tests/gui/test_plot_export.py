@@ -1,0 +1,51 @@
+"""Plots save as PNG, SVG (via QSvgGenerator) and CSV, atomically."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+from PySide6.QtGui import QImage
+
+from dpexplorer.gui.views.base import View, new_plot
+
+
+@pytest.fixture
+def view(qtbot):
+    v = View("test")
+    plot = new_plot("x", "y")
+    x = np.linspace(0, 1, 11)
+    plot.plot(x, x**2)
+    v.body.addWidget(plot)
+    v.columns = {"x": list(x), "y": list(x**2)}
+    v.resize(400, 300)
+    qtbot.addWidget(v)
+    return v
+
+
+def test_png(view, tmp_path):
+    path = view.save(tmp_path / "p.png")
+    image = QImage(str(path))
+    assert image.width() == 400 and image.height() == 300
+    assert list(tmp_path.iterdir()) == [path]
+
+
+def test_svg_is_a_real_drawing(view, tmp_path):
+    path = view.save(tmp_path / "p.svg")
+    text = path.read_text()
+    assert text.lstrip().startswith("<?xml") and "<svg" in text
+    assert "<path" in text or "<polyline" in text
+
+
+def test_csv_holds_the_plotted_data(view, tmp_path):
+    path = view.save(tmp_path / "p.csv")
+    rows = list(csv.reader(path.open()))
+    assert rows[0] == ["x", "y"]
+    assert float(rows[-1][1]) == pytest.approx(1.0)
+    assert len(rows) == 12
+
+
+def test_unknown_suffix_is_refused(view, tmp_path):
+    with pytest.raises(ValueError, match="png"):
+        view.save(tmp_path / "p.jpg")
