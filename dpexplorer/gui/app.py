@@ -47,7 +47,7 @@ def run_app(file: str | None, *, screenshot: str | None = None) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("dpexplorer")
     app.setOrganizationName("dpexplorer")
-    window = MainWindow(interactive=screenshot is None)
+    window = MainWindow(interactive=screenshot is None, restore_layout=screenshot is None)
     path = Path(file) if file else default_dataset_path()
     window.show()
     window.open_file(path)

@@ -93,3 +93,41 @@ def accuracy(
         epsilon=epsilon,
         params=dict(params),
     )
+
+
+@dataclass(frozen=True, eq=False)
+class LoadedDataset:
+    """A dataset with the steward's prefill: each numeric column's range and each other
+    column's most common values (NON-PRIVATE: for the steward's own eyes only)."""
+
+    dataset: Any
+    ranges: dict[str, tuple[float, float]]
+    top_values: dict[str, list[str]]
+
+
+def load_dataset(path: str, top: int = 16) -> LoadedDataset:
+    """Load ``path`` and compute, off the main thread, everything the Data tab and the query
+    builder show about it."""
+    import polars as pl
+
+    from dpexplorer.data.load import load_dataset as load
+
+    dataset = load(path)
+    columns = dataset.columns  # cached on the dataset: computed here, not on the main thread
+    numeric = [c.name for c in columns if c.kind == "numeric"]
+    others = [c.name for c in columns if c.kind != "numeric"]
+    ranges: dict[str, tuple[float, float]] = {}
+    if numeric:
+        row = dataset.select(
+            *(pl.col(c).min().alias(f"{c}_lo") for c in numeric),
+            *(pl.col(c).max().alias(f"{c}_hi") for c in numeric),
+        )
+        for c in numeric:
+            low, high = row[f"{c}_lo"][0], row[f"{c}_hi"][0]
+            if low is not None and high is not None and low < high:
+                ranges[c] = (float(low), float(high))
+    top_values: dict[str, list[str]] = {}
+    for c in others:
+        counts = dataset.select(pl.col(c).drop_nulls().cast(pl.String).value_counts(sort=True).head(top))
+        top_values[c] = [str(s[c]) for s in counts[c].to_list()]
+    return LoadedDataset(dataset, ranges, top_values)

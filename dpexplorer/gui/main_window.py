@@ -7,13 +7,29 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
-from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox, QProgressBar, QTabWidget
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dpexplorer import __version__
 from dpexplorer.data.default import ATTRIBUTION, default_dataset_path
-from dpexplorer.gui import settings
+from dpexplorer.gui import jobs, settings
 from dpexplorer.gui.compute import ComputeService
 from dpexplorer.gui.dataset_view import DatasetView
+from dpexplorer.gui.explorer import Explorer
+from dpexplorer.gui.mechanism_panel import MechanismPanel
+from dpexplorer.gui.query_panel import QueryPanel
+from dpexplorer.gui.views.accuracy import AccuracyView
+from dpexplorer.gui.views.neighbours import NeighboursView
 
 if TYPE_CHECKING:
     from dpexplorer.data.load import Dataset
@@ -22,24 +38,29 @@ OPEN_FILTER = "Data files (*.csv *.tsv *.txt *.gz *.parquet *.pq);;All files (*)
 DATASET_VIEW = "dataset"
 
 
-def _load(path: str) -> Dataset:
-    from dpexplorer.data.load import load_dataset
-
-    return load_dataset(path)
-
-
 class MainWindow(QMainWindow):
     """Top-level window. ``dataset_loaded`` fires on the main thread once a file is in."""
 
     dataset_loaded = Signal(object)
     error_shown = Signal(str)
 
-    def __init__(self, *, interactive: bool = True) -> None:
+    def __init__(self, *, interactive: bool = True, restore_layout: bool = True) -> None:
         super().__init__()
         self.interactive = interactive
         self.dataset: Dataset | None = None
         self.last_error: str | None = None
         self.compute = ComputeService(self)
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(180)
+        self.progress.setRange(0, 0)
+        self.progress.hide()
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setToolTip("Stop the computations that are running (Esc)")
+        self.cancel_button.setShortcut(QKeySequence(Qt.Key.Key_Escape))
+        self.cancel_button.clicked.connect(self.cancel_jobs)
+        self.cancel_button.hide()
+        self.statusBar().addPermanentWidget(self.progress)
+        self.statusBar().addPermanentWidget(self.cancel_button)
         self.compute.finished.connect(self._on_result)
         self.compute.failed.connect(self._on_failure)
         self.compute.progress.connect(self._on_progress)
@@ -49,15 +70,55 @@ class MainWindow(QMainWindow):
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         self.dataset_view = DatasetView()
+        self.neighbours_view = NeighboursView()
+        self.accuracy_view = AccuracyView()
+        self.tabs.addTab(self.neighbours_view, "Neighbouring datasets")
+        self.tabs.addTab(self.accuracy_view, "Accuracy")
         self.tabs.addTab(self.dataset_view, "Data")
         self.setCentralWidget(self.tabs)
-        self.progress = QProgressBar()
-        self.progress.setMaximumWidth(180)
-        self.progress.setRange(0, 0)
-        self.progress.hide()
-        self.statusBar().addPermanentWidget(self.progress)
+        self.query_panel = QueryPanel()
+        self.mechanism_panel = MechanismPanel()
+        self._build_side_panel()
+        self.explorer = Explorer(
+            self.compute, self.mechanism_panel, self.neighbours_view, self.accuracy_view, self
+        )
+        self.query_panel.changed.connect(self.explorer.set_query)
+        self.dataset_loaded.connect(self._dataset_for_explorer)
         self._build_menus()
-        self._restore_layout()
+        if restore_layout:
+            self._restore_layout()
+        else:
+            self.resize(1440, 900)
+
+    def _build_side_panel(self) -> None:
+        panel = QWidget()
+        layout = QVBoxLayout(panel)
+        layout.addWidget(self.query_panel)
+        layout.addWidget(self.mechanism_panel)
+        layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(panel)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setMinimumWidth(480)
+        dock = QDockWidget("Query and mechanism", self)
+        dock.setObjectName("controls")
+        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable)
+        dock.setWidget(scroll)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
+
+    def _dataset_for_explorer(self, dataset: Dataset) -> None:
+        summary = {"ranges": self.loaded.ranges, "top_values": self.loaded.top_values}
+        self.query_panel.set_dataset(dataset, summary)
+        if dataset.path.resolve() == default_dataset_path().resolve():
+            self.query_panel.preset_default_example()
+        self.explorer.set_dataset(dataset)
+        self.query_panel.emit_query()
+
+    def cancel_jobs(self) -> None:
+        for view in self.compute.pending_views():
+            self.compute.cancel(view)
+        self.statusBar().showMessage("Cancelled.", 3000)
 
     # ------------------------------------------------------------------ menus
     def _build_menus(self) -> None:
@@ -112,7 +173,7 @@ class MainWindow(QMainWindow):
     def open_file(self, path: str | Path) -> None:
         """Load ``path`` on a worker; the window shows it when done, or explains the error."""
         self.statusBar().showMessage(f"Loading {Path(path).name}…")
-        self.compute.submit(DATASET_VIEW, _load, str(path))
+        self.compute.submit(DATASET_VIEW, jobs.load_dataset, str(path))
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         if event.mimeData().hasUrls():
@@ -129,7 +190,9 @@ class MainWindow(QMainWindow):
         if view == DATASET_VIEW:
             self._show_dataset(result)  # type: ignore[arg-type]
 
-    def _show_dataset(self, dataset: Dataset) -> None:
+    def _show_dataset(self, loaded: jobs.LoadedDataset) -> None:
+        dataset = loaded.dataset
+        self.loaded = loaded
         self.dataset = dataset
         self.dataset_view.show_dataset(dataset)
         self.setWindowTitle(f"dpexplorer — {dataset.path.name}")
@@ -156,10 +219,11 @@ class MainWindow(QMainWindow):
     def _on_busy(self, busy: bool) -> None:
         self.progress.setRange(0, 0)
         self.progress.setVisible(busy)
+        self.cancel_button.setVisible(busy)
 
     def views_idle(self) -> bool:
         """True when no view is computing or waiting for a throttled update."""
-        return not self.compute.busy
+        return not self.compute.busy and not self.explorer.pending
 
     # ------------------------------------------------------------------ layout
     def _restore_layout(self) -> None:
@@ -177,5 +241,6 @@ class MainWindow(QMainWindow):
         store = settings.settings()
         store.setValue("window/geometry", self.saveGeometry())
         store.setValue("window/state", self.saveState())
+        self.explorer.stop()
         self.compute.shutdown()
         super().closeEvent(event)

@@ -62,7 +62,10 @@ class MechanismPanel(QGroupBox):
         skipped = [
             f"{m.label}: {m.accepts(query)}" for m in mechanisms if query is not None and m.accepts(query)
         ]
-        self.unavailable.setText("Not for this query — " + "; ".join(skipped) if skipped else "")
+        self.unavailable.setText(
+            f"{len(skipped)} other mechanisms need a different kind of query (hover for which)."
+        )
+        self.unavailable.setToolTip("<br>".join(skipped))
         self.unavailable.setVisible(bool(skipped))
         self.picker.blockSignals(True)
         self.picker.clear()

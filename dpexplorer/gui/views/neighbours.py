@@ -182,7 +182,7 @@ class NeighboursView(View):
 
     def _shade_excess_regions(self, grid: np.ndarray, loss: np.ndarray, epsilon: float) -> None:
         """Light red bands over the outputs where |loss| > epsilon, in both plots."""
-        over = np.abs(np.nan_to_num(loss, nan=0.0)) > epsilon
+        over = np.abs(np.nan_to_num(loss, nan=0.0)) > epsilon * (1 + 1e-9)  # not rounding noise
         edges = np.flatnonzero(np.diff(np.concatenate(([0], over.astype(int), [0]))))
         step = float(np.median(np.diff(grid))) / 2 if grid.size > 1 else 0.5
         for start, stop in zip(edges[::2], edges[1::2], strict=True):
@@ -202,7 +202,7 @@ class NeighboursView(View):
             np.nan_to_num(loss, nan=0.0, posinf=LOSS_CLIP, neginf=-LOSS_CLIP), -LOSS_CLIP, LOSS_CLIP
         )
         self.loss.plot(grid, clipped, pen=pg.mkPen(GREY, width=2), name="privacy loss")
-        over = np.where(np.abs(clipped) > epsilon, clipped, np.nan)
+        over = np.where(np.abs(clipped) > epsilon * (1 + 1e-9), clipped, np.nan)
         if np.any(np.isfinite(over)):
             self.loss.plot(grid, over, pen=pg.mkPen(RED, width=4), connect="finite", name="|loss| > ε")
         for level in (epsilon, -epsilon):

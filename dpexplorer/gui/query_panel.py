@@ -1,0 +1,348 @@
+"""The query builder: the data layer's queries, put together through widgets (no text is
+ever evaluated). Bounds and categories are declared by the steward; the prefill from the data
+is labelled as such, since bounds taken from the data are themselves not private."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from dpexplorer.core.errors import DPExplorerError
+from dpexplorer.data import queries as q
+
+if TYPE_CHECKING:
+    from dpexplorer.data.load import Dataset
+
+QUERY_KINDS: dict[str, str] = {
+    "count": "Count of rows",
+    "predicate_count": "Count of rows where…",
+    "sum": "Sum of a column",
+    "mean": "Mean of a column",
+    "median": "Median of a column",
+    "quantile": "Quantile of a column",
+    "trimmed_mean": "Trimmed mean of a column",
+    "histogram": "Histogram of a column",
+    "argmax": "Most common category",
+    "top_k": "Top-k categories",
+    "workload": "Workload: marginals of columns (BLR, PMW)",
+}
+NUMERIC_KINDS = {"sum", "mean", "median", "quantile", "trimmed_mean"}
+CATEGORY_KINDS = {"argmax", "top_k"}
+RELATIONS = {
+    "add_remove": "add or remove one person",
+    "replace": "replace one person's row",
+}
+OPS = ("==", "!=", "<", "<=", ">", ">=")
+MAX_CATEGORIES = 16
+
+
+def _number(text: str) -> Any:
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    return int(value) if value.is_integer() and "." not in text else value
+
+
+class ConditionRow(QWidget):
+    """``[not] column op value`` for the predicate builder."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.negate = QCheckBox("not")
+        self.column = QComboBox()
+        self.op = QComboBox()
+        self.op.addItems(OPS)
+        self.value = QLineEdit()
+        self.value.setPlaceholderText("value")
+        self.value.setToolTip("A number, or text compared as is (no quotes needed)")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        for w in (self.negate, self.column, self.op, self.value):
+            layout.addWidget(w)
+
+    def predicate(self, kinds: dict[str, str]) -> q.Predicate | None:
+        text = self.value.text().strip()
+        if not text:
+            return None
+        column = self.column.currentText()
+        value = _number(text) if kinds.get(column) == "numeric" else text
+        pred: q.Predicate = q.Compare(column, self.op.currentText(), value)  # type: ignore[arg-type]
+        return q.Not(pred) if self.negate.isChecked() else pred
+
+
+class QueryPanel(QGroupBox):
+    """Emits ``changed(query, relation)`` for every valid query the user builds."""
+
+    changed = Signal(object, str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Query", parent)
+        self.dataset: Dataset | None = None
+        self.kinds: dict[str, str] = {}
+        self.ranges: dict[str, tuple[float, float]] = {}
+        self.top_values: dict[str, list[str]] = {}
+        self.kind = QComboBox()
+        for key, text in QUERY_KINDS.items():
+            self.kind.addItem(text, key)
+        self.column = QComboBox()
+        self.columns2 = QComboBox()
+        self.columns2.setToolTip("Second column of the workload's universe (optional)")
+        self.lower = QDoubleSpinBox()
+        self.upper = QDoubleSpinBox()
+        for box in (self.lower, self.upper):
+            box.setRange(-1e12, 1e12)
+            box.setDecimals(3)
+            box.setToolTip(
+                "Declared bounds: values are clipped to [lower, upper] before the statistic, "
+                "and the sensitivity follows from them. Choose them from what you know about "
+                "the column, not from the data: the prefill is the data's own range, which is "
+                "itself not private."
+            )
+        self.q_value = QDoubleSpinBox()
+        self.q_value.setRange(0.01, 1.0)
+        self.q_value.setSingleStep(0.05)
+        self.q_value.setValue(0.5)
+        self.trim = QDoubleSpinBox()
+        self.trim.setRange(0.0, 0.49)
+        self.trim.setSingleStep(0.05)
+        self.trim.setValue(0.1)
+        self.k = QSpinBox()
+        self.k.setRange(1, 50)
+        self.k.setValue(3)
+        self.bins = QSpinBox()
+        self.bins.setRange(2, 64)
+        self.bins.setValue(8)
+        self.categories = QLineEdit()
+        self.categories.setToolTip(
+            "Declared categories, separated by commas. Rows with any other value count as "
+            "'other'. The prefill lists the most common values in the data (not private)."
+        )
+        self.conditions = [ConditionRow(), ConditionRow()]
+        self.joiner = QComboBox()
+        self.joiner.addItems(["and", "or"])
+        self.relation = QComboBox()
+        for key, text in RELATIONS.items():
+            self.relation.addItem(text, key)
+        self.relation.setToolTip(
+            "Neighbouring datasets D and D' differ in one person: either one person is added "
+            "or removed (unbounded DP), or one person's row is replaced (bounded DP)."
+        )
+        self.description = QLabel()
+        self.description.setWordWrap(True)
+        self.error = QLabel()
+        self.error.setWordWrap(True)
+        self.error.setStyleSheet("color: #c0392b;")
+        self._layout()
+        self._connect()
+        self._update_visibility()
+
+    def _layout(self) -> None:
+        self.form = QFormLayout()
+        self.form.addRow("Statistic", self.kind)
+        self.form.addRow("Column", self.column)
+        self.form.addRow("Second column", self.columns2)
+        self.form.addRow("Lower bound", self.lower)
+        self.form.addRow("Upper bound", self.upper)
+        self.form.addRow("Quantile q", self.q_value)
+        self.form.addRow("Trimmed fraction", self.trim)
+        self.form.addRow("k", self.k)
+        self.form.addRow("Bins", self.bins)
+        self.form.addRow("Categories", self.categories)
+        self.form.addRow("Join conditions with", self.joiner)
+        for i, row in enumerate(self.conditions):
+            self.form.addRow(f"Condition {i + 1}", row)
+        self.form.addRow("Neighbours", self.relation)
+        layout = QVBoxLayout(self)
+        layout.addLayout(self.form)
+        layout.addWidget(self.description)
+        layout.addWidget(self.error)
+
+    def _connect(self) -> None:
+        self.kind.currentIndexChanged.connect(self._kind_changed)
+        self.column.currentTextChanged.connect(self._column_changed)
+        for signal in (
+            self.columns2.currentTextChanged,
+            self.relation.currentIndexChanged,
+            self.joiner.currentIndexChanged,
+            self.lower.editingFinished,
+            self.upper.editingFinished,
+            self.q_value.valueChanged,
+            self.trim.valueChanged,
+            self.k.valueChanged,
+            self.bins.valueChanged,
+            self.categories.editingFinished,
+        ):
+            signal.connect(self.emit_query)
+        for row in self.conditions:
+            row.value.editingFinished.connect(self.emit_query)
+            row.op.currentIndexChanged.connect(self.emit_query)
+            row.column.currentIndexChanged.connect(self.emit_query)
+            row.negate.toggled.connect(self.emit_query)
+
+    # ------------------------------------------------------------------ dataset
+    def set_dataset(self, dataset: Dataset, summary: dict[str, Any] | None = None) -> None:
+        """Offer the dataset's columns; ``summary`` holds prefill ranges and common values."""
+        self.dataset = dataset
+        self.kinds = {c.name: c.kind for c in dataset.columns}
+        summary = summary or {}
+        self.ranges = summary.get("ranges", {})
+        self.top_values = summary.get("top_values", {})
+        for row in self.conditions:
+            row.column.blockSignals(True)
+            row.column.clear()
+            row.column.addItems(list(self.kinds))
+            row.column.blockSignals(False)
+        self._kind_changed()
+
+    def preset_default_example(self) -> None:
+        """On the bundled Adult data: a small group where noise visibly matters (55 people)."""
+        self.select_kind("predicate_count")
+        for row, (column, value) in zip(
+            self.conditions, (("race", "Amer-Indian-Eskimo"), ("income", ">50K")), strict=True
+        ):
+            row.column.setCurrentText(column)
+            row.op.setCurrentText("==")
+            row.value.setText(value)
+        self.emit_query()
+
+    def current_kind(self) -> str:
+        return str(self.kind.currentData())
+
+    def select_kind(self, kind: str, column: str | None = None) -> None:
+        self.kind.setCurrentIndex(self.kind.findData(kind))
+        if column is not None:
+            self.column.setCurrentText(column)
+
+    def _columns_for(self, kind: str) -> list[str]:
+        if kind in NUMERIC_KINDS:
+            return [c for c, k in self.kinds.items() if k == "numeric"]
+        if kind in CATEGORY_KINDS:
+            return [c for c, k in self.kinds.items() if k != "numeric"]
+        return list(self.kinds)
+
+    def _kind_changed(self) -> None:
+        kind = self.current_kind()
+        previous = self.column.currentText()
+        names = self._columns_for(kind)
+        for combo, extra in ((self.column, []), (self.columns2, ["(none)"])):
+            combo.blockSignals(True)
+            combo.clear()
+            combo.addItems(extra + names)
+            combo.blockSignals(False)
+        if previous in names:
+            self.column.setCurrentText(previous)
+        self._update_visibility()
+        self._column_changed()
+
+    def _column_changed(self) -> None:
+        column = self.column.currentText()
+        if column in self.ranges:
+            low, high = self.ranges[column]
+            self.lower.setValue(low)
+            self.upper.setValue(high)
+        if column in self.top_values:
+            self.categories.setText(", ".join(self.top_values[column][:MAX_CATEGORIES]))
+        self._update_visibility()
+        self.emit_query()
+
+    def _update_visibility(self) -> None:
+        kind = self.current_kind()
+        numeric_column = self.kinds.get(self.column.currentText()) == "numeric"
+        show = {
+            self.column: kind not in ("count", "predicate_count"),
+            self.columns2: kind == "workload",
+            self.lower: kind in NUMERIC_KINDS or (kind in ("histogram", "workload") and numeric_column),
+            self.upper: kind in NUMERIC_KINDS or (kind in ("histogram", "workload") and numeric_column),
+            self.q_value: kind == "quantile",
+            self.trim: kind == "trimmed_mean",
+            self.k: kind == "top_k",
+            self.bins: kind in ("histogram", "workload") and numeric_column,
+            self.categories: kind in CATEGORY_KINDS
+            or (kind in ("histogram", "workload") and not numeric_column),
+            self.joiner: kind == "predicate_count",
+        }
+        for row in self.conditions:
+            show[row] = kind == "predicate_count"
+        for widget, visible in show.items():
+            self.form.setRowVisible(widget, visible)
+
+    # ------------------------------------------------------------------ building
+    def _categories(self) -> tuple[Any, ...]:
+        return tuple(c.strip() for c in self.categories.text().split(",") if c.strip())
+
+    def _axis(self, column: str) -> q.Axis:
+        if self.kinds.get(column) == "numeric":
+            low, high = self.lower.value(), self.upper.value()
+            if column != self.column.currentText() and column in self.ranges:
+                low, high = self.ranges[column]
+            n = self.bins.value()
+            edges = tuple(low + (high - low) * i / n for i in range(n + 1))
+            return q.Axis(column, edges=edges)
+        values = self.top_values.get(column, [])[: max(2, min(MAX_CATEGORIES, 6))]
+        if column == self.column.currentText():
+            values = list(self._categories())
+        return q.Axis(column, categories=tuple(values))
+
+    def build(self) -> q.Query:
+        """The query the widgets describe; DPExplorerError with the reason if they do not."""
+        kind, column = self.current_kind(), self.column.currentText()
+        low, high = self.lower.value(), self.upper.value()
+        if kind == "count":
+            return q.Count()
+        if kind == "predicate_count":
+            parts = [p for row in self.conditions if (p := row.predicate(self.kinds)) is not None]
+            if not parts:
+                raise DPExplorerError("type a value in condition 1 to count the rows that match it")
+            joined = (
+                parts[0]
+                if len(parts) == 1
+                else (q.And if self.joiner.currentText() == "and" else q.Or)(tuple(parts))
+            )
+            return q.PredicateCount(joined)
+        simple = {"sum": q.Sum, "mean": q.Mean}
+        if kind in simple:
+            return simple[kind](column, low, high)
+        if kind == "median":
+            return q.Median(column, low, high)
+        if kind == "quantile":
+            return q.Quantile(column, low, high, round(self.q_value.value(), 4))
+        if kind == "trimmed_mean":
+            return q.TrimmedMean(column, low, high, round(self.trim.value(), 4))
+        if kind == "histogram":
+            return q.Histogram(self._axis(column))
+        if kind == "argmax":
+            return q.ArgMax(column, self._categories())
+        if kind == "top_k":
+            return q.TopK(column, self._categories(), self.k.value())
+        second = self.columns2.currentText()
+        axes = [self._axis(column)] + ([self._axis(second)] if second not in ("(none)", column, "") else [])
+        return q.marginal_workload(axes, ways=(1, 2) if len(axes) == 2 else (1,))
+
+    def emit_query(self) -> None:
+        if self.dataset is None:
+            return
+        try:
+            query = self.build()
+            query.check(self.dataset.schema)
+        except DPExplorerError as exc:
+            self.error.setText(str(exc))
+            self.error.show()
+            return
+        self.error.hide()
+        self.description.setText(f"<i>Releasing {query.describe()}.</i>")
+        self.changed.emit(query, str(self.relation.currentData()))
