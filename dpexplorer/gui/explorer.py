@@ -76,9 +76,12 @@ class Explorer(QObject):
 
     # ------------------------------------------------------------------ inputs
     def set_dataset(self, dataset: Dataset) -> None:
+        """A new dataset: forget the query (the panel sends one for the new columns)."""
         self.dataset = dataset
+        self.query = None
         self.query_input = None
-        self._submit_query()
+        for job in (QUERY_JOB, NEIGHBOURS_JOB, ACCURACY_JOB, DRAWS_JOB):
+            self.compute.cancel(job)
 
     def set_query(self, query: object, relation: str | None = None) -> None:
         self.query = query
@@ -130,10 +133,12 @@ class Explorer(QObject):
         if view == REGISTRY_JOB:
             self.mechanisms = result  # type: ignore[assignment]
             self._offer_mechanisms()
+            if self.query_input is not None:
+                self.query_ready.emit(self.query_input)
         elif view == QUERY_JOB:
             self.query_input = result  # type: ignore[assignment]
-            self.query_ready.emit(result)
             self._offer_mechanisms()
+            self.query_ready.emit(result)
         elif view == NEIGHBOURS_JOB:
             self.neighbours_view.show_result(result)  # type: ignore[arg-type]
         elif view == ACCURACY_JOB:

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from dpexplorer.core.errors import DPExplorerError, NotApplicableError
 from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
     Mechanism,
@@ -15,6 +16,7 @@ from dpexplorer.core.mechanisms.base import (
     NumericOutput,
     OutputDistribution,
     QueryInput,
+    SelectionInput,
 )
 
 DRAWS = 100_000
@@ -28,11 +30,13 @@ class NeighboursResult:
     output: OutputDistribution
     epsilon: float
     delta_claim: float
-    delta_exact: float
+    delta_exact: float | None
     differing_row: str
     params: dict[str, Any]
     true_d: float | None = None
     true_d_prime: float | None = None
+    delta_note: str = ""
+    """Why there is no exact delta (the mechanism has no exact privacy profile), if so."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,12 +62,18 @@ def neighbours(mechanism: Mechanism, params: dict[str, Any], query: QueryInput) 
     if isinstance(query, NumericInput) and isinstance(output, NumericOutput):
         true_d = float(np.atleast_1d(query.value_d)[output.coordinate])
         true_d_prime = float(np.atleast_1d(query.value_d_prime)[output.coordinate])
+    try:
+        delta_exact: float | None = mechanism.delta_at(params, query, epsilon)
+        delta_note = ""
+    except NotApplicableError as exc:
+        delta_exact, delta_note = None, str(exc)
     return NeighboursResult(
         mechanism=mechanism.label,
         output=output,
         epsilon=epsilon,
         delta_claim=delta_claim,
-        delta_exact=mechanism.delta_at(params, query, epsilon),
+        delta_exact=delta_exact,
+        delta_note=delta_note,
         differing_row=getattr(query, "differing_row", ""),
         params=dict(params),
         true_d=true_d,
@@ -114,6 +124,7 @@ def load_dataset(path: str, top: int = 16) -> LoadedDataset:
 
     dataset = load(path)
     columns = dataset.columns  # cached on the dataset: computed here, not on the main thread
+    _ = dataset.fingerprint  # likewise (SHA-256 of the file, for the ledger and sessions)
     numeric = [c.name for c in columns if c.kind == "numeric"]
     others = [c.name for c in columns if c.kind != "numeric"]
     ranges: dict[str, tuple[float, float]] = {}
@@ -131,3 +142,86 @@ def load_dataset(path: str, top: int = 16) -> LoadedDataset:
         counts = dataset.select(pl.col(c).drop_nulls().cast(pl.String).value_counts(sort=True).head(top))
         top_values[c] = [str(s[c]) for s in counts[c].to_list()]
     return LoadedDataset(dataset, ranges, top_values)
+
+
+@dataclass(frozen=True, eq=False)
+class ReleasePreview:
+    """What the release dialog shows before anything is charged or drawn."""
+
+    prepared: Any
+    budget: Any
+    spent_epsilon: float
+    cost_epsilon: float | None
+    left_after: float | None
+    refusal: str
+
+
+def release_preview(
+    dataset: Any, query: Any, mechanism: str, params: dict[str, Any], relation: str, ledger_path: str
+) -> ReleasePreview:
+    """Validate the release and price it under the dataset's budget (charges nothing)."""
+    from fractions import Fraction
+
+    from dpexplorer.release.ledger import Ledger, total_epsilon
+    from dpexplorer.release.release import prepare
+
+    prepared = prepare(dataset, query, mechanism, params, relation=relation)  # type: ignore[arg-type]
+    with Ledger(ledger_path) as ledger:
+        budget = ledger.budget(prepared.fingerprint)
+        if budget is None:
+            return ReleasePreview(prepared, None, 0.0, None, None, "")
+        spent = [m.guarantee for m in ledger.measurements(prepared.fingerprint)]
+        before = total_epsilon(spent, budget.method, budget.delta)
+        refusal = ""
+        try:
+            ledger.check(prepared.fingerprint, [prepared.exact.guarantee])
+        except DPExplorerError as exc:
+            refusal = str(exc)
+        try:
+            after = total_epsilon([*spent, prepared.exact.guarantee], budget.method, budget.delta)
+            cost, left = float(after - before), float(Fraction(budget.epsilon) - after)
+        except NotApplicableError as exc:
+            cost, left, refusal = None, None, refusal or str(exc)
+        return ReleasePreview(prepared, budget, float(before), cost, left, refusal)
+
+
+def set_budget(ledger_path: str, fingerprint: str, epsilon: float, delta: float, method: str) -> None:
+    from dpexplorer.release.ledger import Ledger
+
+    with Ledger(ledger_path) as ledger:
+        ledger.set_budget(fingerprint, epsilon, delta, method)
+
+
+def run_release(prepared: Any, ledger_path: str, out_dir: str) -> Any:
+    """Charge, sample with the exact samplers (OS CSPRNG), write: :func:`release.execute`."""
+    from dpexplorer.release.ledger import Ledger
+    from dpexplorer.release.release import execute
+
+    with Ledger(ledger_path) as ledger:
+        return execute(prepared, ledger=ledger, out_dir=out_dir)
+
+
+@dataclass(frozen=True)
+class TeachingDraw:
+    """One simulated output on D, as text, beside the true answer (teaching mode only)."""
+
+    output: str
+    truth: str
+    run: int
+
+
+def teaching_draw(
+    mechanism: Mechanism, params: dict[str, Any], query: QueryInput, seed: int, run: int
+) -> TeachingDraw:
+    """Run the mechanism once on D with the exploration RNG (seed, run)."""
+    rng = np.random.default_rng([seed, run])
+    value = mechanism.simulate(params, query, rng, 1, on="D")[0]
+    if isinstance(query, SelectionInput):
+        output = "⊥ (no answer)" if value < 0 else query.candidates[int(value)]
+        truth = query.candidates[int(np.argmax(query.scores_d))]
+    elif isinstance(query, NumericInput):
+        output = "⊥ (no answer)" if not np.isfinite(value) else f"{float(value):.4g}"
+        truth = ", ".join(f"{v:.6g}" for v in np.atleast_1d(query.value_d))
+    else:
+        output, truth = f"{value}", "(see the workload view)"
+    return TeachingDraw(output, truth, run)

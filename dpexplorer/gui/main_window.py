@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from dpexplorer import __version__
+from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.data.default import ATTRIBUTION, default_dataset_path
 from dpexplorer.gui import jobs, settings
 from dpexplorer.gui.compute import ComputeService
@@ -28,6 +29,8 @@ from dpexplorer.gui.dataset_view import DatasetView
 from dpexplorer.gui.explorer import Explorer
 from dpexplorer.gui.mechanism_panel import MechanismPanel
 from dpexplorer.gui.query_panel import QueryPanel
+from dpexplorer.gui.session import Session, load_session, save_session
+from dpexplorer.gui.teaching import RELEASE_BLOCKED, TeachingPanel
 from dpexplorer.gui.views.accuracy import AccuracyView
 from dpexplorer.gui.views.neighbours import NeighboursView
 
@@ -75,7 +78,16 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.neighbours_view, "Neighbouring datasets")
         self.tabs.addTab(self.accuracy_view, "Accuracy")
         self.tabs.addTab(self.dataset_view, "Data")
-        self.setCentralWidget(self.tabs)
+        self.teaching_panel = TeachingPanel()
+        self.teaching_panel.hide()
+        self.teaching_panel.resample_requested.connect(self.resample)
+        self._teaching_runs = 0
+        central = QWidget()
+        central_layout = QVBoxLayout(central)
+        central_layout.setContentsMargins(0, 0, 0, 0)
+        central_layout.addWidget(self.teaching_panel)
+        central_layout.addWidget(self.tabs, 1)
+        self.setCentralWidget(central)
         self.query_panel = QueryPanel()
         self.mechanism_panel = MechanismPanel()
         self._build_side_panel()
@@ -83,6 +95,7 @@ class MainWindow(QMainWindow):
             self.compute, self.mechanism_panel, self.neighbours_view, self.accuracy_view, self
         )
         self.query_panel.changed.connect(self.explorer.set_query)
+        self.explorer.query_ready.connect(lambda _q: self._restore_session_mechanism())
         self.dataset_loaded.connect(self._dataset_for_explorer)
         self._build_menus()
         if restore_layout:
@@ -108,11 +121,15 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
 
     def _dataset_for_explorer(self, dataset: Dataset) -> None:
+        self.explorer.set_dataset(dataset)
         summary = {"ranges": self.loaded.ranges, "top_values": self.loaded.top_values}
         self.query_panel.set_dataset(dataset, summary)
+        if self._restore_session_query(dataset):
+            return
         if dataset.path.resolve() == default_dataset_path().resolve():
             self.query_panel.preset_default_example()
-        self.explorer.set_dataset(dataset)
+        else:
+            self.query_panel.select_kind("count")  # columns of another file: start simple
         self.query_panel.emit_query()
 
     def cancel_jobs(self) -> None:
@@ -132,10 +149,28 @@ class MainWindow(QMainWindow):
         default_action.triggered.connect(lambda: self.open_file(default_dataset_path()))
         file_menu.addAction(default_action)
         file_menu.addSeparator()
+        save_session_action = QAction("&Save Session…", self, shortcut=QKeySequence.StandardKey.Save)
+        save_session_action.triggered.connect(self.save_session_dialog)
+        file_menu.addAction(save_session_action)
+        load_session_action = QAction("Open Sess&ion…", self, shortcut=QKeySequence("Ctrl+Shift+O"))
+        load_session_action.triggered.connect(self.load_session_dialog)
+        file_menu.addAction(load_session_action)
+        file_menu.addSeparator()
         quit_action = QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(self.close)
         file_menu.addAction(quit_action)
         self.view_menu = self.menuBar().addMenu("&View")
+        self.teaching_action = QAction("&Teaching Mode", self, shortcut=QKeySequence("F9"), checkable=True)
+        self.teaching_action.setToolTip(
+            "Large fonts, one draw at a time, the true value on demand; no releases"
+        )
+        self.teaching_action.toggled.connect(self.set_teaching_mode)
+        self.view_menu.addAction(self.teaching_action)
+        release_menu = self.menuBar().addMenu("&Release")
+        self.release_action = QAction("&Release This Statistic…", self, shortcut=QKeySequence("Ctrl+R"))
+        self.release_action.setToolTip("Charge the budget ledger, draw exact noise and write the files")
+        self.release_action.triggered.connect(self.open_release_dialog)
+        release_menu.addAction(self.release_action)
         help_menu = self.menuBar().addMenu("&Help")
         about_action = QAction("&About dpexplorer", self)
         about_action.triggered.connect(self.show_about)
@@ -189,6 +224,8 @@ class MainWindow(QMainWindow):
     def _on_result(self, view: str, generation: int, result: object) -> None:
         if view == DATASET_VIEW:
             self._show_dataset(result)  # type: ignore[arg-type]
+        elif view == "teaching":
+            self.teaching_panel.show_draw(result)  # type: ignore[arg-type]
 
     def _show_dataset(self, loaded: jobs.LoadedDataset) -> None:
         dataset = loaded.dataset
@@ -201,7 +238,8 @@ class MainWindow(QMainWindow):
         self.dataset_loaded.emit(dataset)
 
     def _on_failure(self, view: str, generation: int, message: str) -> None:
-        self.show_error(message)
+        if not view.startswith("release-"):  # the release dialog shows its own messages
+            self.show_error(message)
 
     def show_error(self, message: str) -> None:
         """Status bar always; a dialog too when interactive. Never a traceback."""
@@ -220,6 +258,142 @@ class MainWindow(QMainWindow):
         self.progress.setRange(0, 0)
         self.progress.setVisible(busy)
         self.cancel_button.setVisible(busy)
+
+    # ------------------------------------------------------------------ teaching mode
+    def set_teaching_mode(self, on: bool) -> None:
+        from PySide6.QtWidgets import QApplication
+
+        app = QApplication.instance()
+        if not hasattr(self, "_normal_font"):
+            self._normal_font = app.font()
+        font = app.font()
+        font.setPointSizeF(self._normal_font.pointSizeF() * (1.5 if on else 1.0))
+        app.setFont(font)
+        self.teaching_panel.setVisible(on)
+        self.release_action.setEnabled(not on)
+        self.release_action.setToolTip(
+            RELEASE_BLOCKED if on else "Charge the budget ledger, draw exact noise and write the files"
+        )
+        self.statusBar().showMessage(RELEASE_BLOCKED if on else "Teaching mode off.", 8000)
+        if on:
+            self.resample()
+
+    def resample(self) -> None:
+        explorer = self.explorer
+        if explorer.mechanism is None or explorer.query_input is None:
+            return
+        self._teaching_runs += 1
+        params = explorer.mechanism.validate(explorer.params)
+        seed = self.mechanism_panel.seed.value()
+        self.compute.submit(
+            "teaching",
+            jobs.teaching_draw,
+            explorer.mechanism,
+            params,
+            explorer.query_input,
+            seed,
+            self._teaching_runs,
+        )
+
+    # ------------------------------------------------------------------ release
+    def ledger_path(self) -> Path:
+        from dpexplorer.release.ledger import default_ledger_path
+
+        return default_ledger_path()
+
+    def open_release_dialog(self) -> None:
+        if self.teaching_action.isChecked():
+            self.show_error(RELEASE_BLOCKED)
+            return
+        explorer = self.explorer
+        if self.dataset is None or explorer.query is None or explorer.mechanism is None:
+            self.show_error("Choose a query and a mechanism before releasing.")
+            return
+        from dpexplorer.gui.release_dialog import ReleaseDialog
+
+        out_dir = Path.home() / "dpexplorer-releases"
+        self.release_dialog = ReleaseDialog(
+            self.compute,
+            dataset=self.dataset,
+            query=explorer.query,
+            mechanism=explorer.mechanism.name,
+            params=explorer.mechanism.validate(explorer.params),
+            relation=explorer.relation,
+            ledger_path=self.ledger_path(),
+            out_dir=out_dir,
+            parent=self,
+        )
+        self.release_dialog.open()
+
+    # ------------------------------------------------------------------ sessions
+    def current_session(self) -> Session:
+        explorer = self.explorer
+        if self.dataset is None or explorer.query is None or explorer.mechanism is None:
+            raise ValueError("nothing to save yet: open a dataset and choose a query")
+        return Session(
+            dataset_path=str(self.dataset.path.resolve()),
+            dataset_fingerprint=self.dataset.fingerprint,
+            query_controls=self.query_panel.state(),
+            query=explorer.query.to_dict(),  # type: ignore[attr-defined]
+            mechanism=explorer.mechanism.name,
+            params=explorer.mechanism.validate(explorer.params),
+            seed=self.mechanism_panel.seed.value(),
+            teaching=self.teaching_action.isChecked(),
+        )
+
+    def save_session_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save session", "session.dpx.json", "Sessions (*.json)")
+        if path:
+            self.save_session(path)
+
+    def save_session(self, path: str | Path) -> None:
+        try:
+            save_session(self.current_session(), path)
+        except (ValueError, OSError) as exc:
+            self.show_error(f"Could not save the session: {exc}")
+            return
+        self.statusBar().showMessage(f"Session saved to {path}", 5000)
+
+    def load_session_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open session", "", "Sessions (*.json);;All files (*)")
+        if path:
+            self.load_session(path)
+
+    def load_session(self, path: str | Path) -> None:
+        """Open the session's dataset, then restore every control once it is in."""
+        try:
+            session = load_session(path)
+        except DPExplorerError as exc:
+            self.show_error(str(exc))
+            return
+        self._pending_session = session
+        self.open_file(session.dataset_path)
+
+    def _restore_session_query(self, dataset: Dataset) -> bool:
+        session = getattr(self, "_pending_session", None)
+        if session is None:
+            return False
+        if dataset.fingerprint != session.dataset_fingerprint:
+            self.show_error(
+                f"{dataset.path.name} has changed since the session was saved (its SHA-256 "
+                f"fingerprint differs): the views show the file as it is now."
+            )
+        self.teaching_action.setChecked(session.teaching)
+        self.mechanism_panel.seed.setValue(session.seed)
+        self.query_panel.set_state(session.query_controls)
+        return True
+
+    def _restore_session_mechanism(self) -> None:
+        session = getattr(self, "_pending_session", None)
+        if session is None or not self.mechanism_panel.mechanisms:
+            return  # the registry is not in yet: this runs again when it is
+        self._pending_session = None
+        try:
+            self.mechanism_panel.select(session.mechanism)
+        except KeyError as exc:
+            self.show_error(str(exc.args[0]))
+            return
+        self.mechanism_panel.set_values(session.params)
 
     def views_idle(self) -> bool:
         """True when no view is computing or waiting for a throttled update."""

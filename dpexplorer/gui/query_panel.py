@@ -220,6 +220,61 @@ class QueryPanel(QGroupBox):
             row.value.setText(value)
         self.emit_query()
 
+    def state(self) -> dict[str, Any]:
+        """Every control's value, JSON-safe (for sessions)."""
+        return {
+            "kind": self.current_kind(),
+            "column": self.column.currentText(),
+            "column2": self.columns2.currentText(),
+            "lower": self.lower.value(),
+            "upper": self.upper.value(),
+            "q": self.q_value.value(),
+            "trim_fraction": self.trim.value(),
+            "k": self.k.value(),
+            "bins": self.bins.value(),
+            "categories": self.categories.text(),
+            "joiner": self.joiner.currentText(),
+            "conditions": [
+                [row.negate.isChecked(), row.column.currentText(), row.op.currentText(), row.value.text()]
+                for row in self.conditions
+            ],
+            "relation": str(self.relation.currentData()),
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state` (signals held back), then emit the query once."""
+        widgets = [self.kind, self.column, self.columns2, self.lower, self.upper, self.q_value]
+        widgets += [self.trim, self.k, self.bins, self.categories, self.joiner, self.relation]
+        for w in widgets:
+            w.blockSignals(True)
+        try:
+            self.kind.setCurrentIndex(self.kind.findData(state["kind"]))
+            self.blockSignals(True)
+            self._kind_changed()
+            self.blockSignals(False)
+            self.column.setCurrentText(state["column"])
+            self.columns2.setCurrentText(state["column2"])
+            self.lower.setValue(state["lower"])
+            self.upper.setValue(state["upper"])
+            self.q_value.setValue(state["q"])
+            self.trim.setValue(state["trim_fraction"])
+            self.k.setValue(state["k"])
+            self.bins.setValue(state["bins"])
+            self.categories.setText(state["categories"])
+            self.joiner.setCurrentText(state["joiner"])
+            self.relation.setCurrentIndex(self.relation.findData(state["relation"]))
+            for row, (negate, column, op, value) in zip(self.conditions, state["conditions"], strict=True):
+                row.negate.setChecked(negate)
+                row.column.setCurrentText(column)
+                row.op.setCurrentText(op)
+                row.value.setText(value)
+        finally:
+            self.blockSignals(False)
+            for w in widgets:
+                w.blockSignals(False)
+        self._update_visibility()
+        self.emit_query()
+
     def current_kind(self) -> str:
         return str(self.kind.currentData())
 

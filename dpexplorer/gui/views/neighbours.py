@@ -83,6 +83,12 @@ class NeighboursView(View):
             self._draw_categorical(result, result.output)
         self.explanation.setText(self._explain(result))
 
+    @staticmethod
+    def _delta_text(result: NeighboursResult) -> str:
+        if result.delta_exact is None:
+            return f"not computable exactly here ({result.delta_note})"
+        return f"{result.delta_exact:.3g}"
+
     def _explain(self, result: NeighboursResult) -> str:
         eps = result.epsilon
         return (
@@ -93,7 +99,7 @@ class NeighboursView(View):
             f"<span style='color:rgb{RED}'>Red bands</span> mark the outputs where the privacy "
             "loss exceeds ε, i.e. where seeing the output shifts the odds between D and D' by "
             f"more than e^ε. The dark red area is how much more likely those outputs are under "
-            f"D than e^ε times their chance under D'; in total δ(ε) = {result.delta_exact:.3g} "
+            f"D than e^ε times their chance under D'; in total δ(ε) = {self._delta_text(result)} "
             "(exact), the chance that ε-privacy fails."
         )
 
@@ -142,7 +148,7 @@ class NeighboursView(View):
             self.columns[f"P_D'[{mass.label}]"] = [mass.mass_d_prime]
         self.delta_label.setText(
             f"<span style='color:rgb{RED}'>Shaded</span>: ∫ max(0, p_D − e^ε p_D') = "
-            f"δ(ε = {result.epsilon:.3g}) = <b>{result.delta_exact:.3g}</b> "
+            f"δ(ε = {result.epsilon:.3g}) = <b>{self._delta_text(result)}</b> "
             f"(the larger of the two directions D→D', D'→D). {out.note}"
         )
 
@@ -274,5 +280,5 @@ class NeighboursView(View):
             "privacy_loss": list(out.privacy_loss),
         }
         self.delta_label.setText(
-            f"δ(ε = {result.epsilon:.3g}) = <b>{result.delta_exact:.3g}</b> (exact). {out.note}"
+            f"δ(ε = {result.epsilon:.3g}) = <b>{self._delta_text(result)}</b> (exact). {out.note}"
         )

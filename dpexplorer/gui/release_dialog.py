@@ -1,0 +1,206 @@
+"""The release dialog: what will be released, its cost under the dataset's accountant, the
+budget left after it and where the files go. It calls the release module through the compute
+service; the ledger's refusal messages are shown as they are."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from dpexplorer.core.mechanisms.params import Param
+from dpexplorer.gui import jobs
+from dpexplorer.gui.compute import ComputeService
+from dpexplorer.gui.param_controls import format_value
+
+METHODS = ("basic", "advanced", "optimal", "zcdp", "rdp", "pld")
+PREVIEW_JOB = "release-preview"
+BUDGET_JOB = "release-budget"
+RELEASE_JOB = "release-run"
+
+
+def _declared(mechanism: str) -> tuple[Param, ...]:
+    from dpexplorer.core.mechanisms.registry import get
+
+    return get(mechanism).params
+
+
+class ReleaseDialog(QDialog):
+    """Opened with everything a release needs; computes through ``compute``."""
+
+    def __init__(
+        self,
+        compute: ComputeService,
+        *,
+        dataset: Any,
+        query: Any,
+        mechanism: str,
+        params: dict[str, Any],
+        relation: str,
+        ledger_path: Path,
+        out_dir: Path,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Release a statistic")
+        self.compute = compute
+        self.request = (dataset, query, mechanism, dict(params), relation, str(ledger_path))
+        self.ledger_path = ledger_path
+        self.preview: jobs.ReleasePreview | None = None
+        self.result: Any = None
+        settings = ", ".join(
+            f"{k} = {format_value(p, params[p.name])}" for p in _declared(mechanism) for k in [p.label]
+        )
+        self.what = QLabel(
+            f"<b>Releasing</b> {query.describe()}<br><b>with</b> {mechanism} ({settings})"
+            f"<br><b>from</b> {dataset.path.name}"
+        )
+        self.what.setWordWrap(True)
+        self.cost = QLabel("Pricing the release…")
+        self.cost.setWordWrap(True)
+        self.cost.setTextFormat(Qt.TextFormat.RichText)
+        self.message = QLabel()
+        self.message.setWordWrap(True)
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.budget_box = self._budget_box()
+        self.out_dir = QLineEdit(str(out_dir))
+        browse = QPushButton("Choose…")
+        browse.clicked.connect(self._choose_dir)
+        out_row = QHBoxLayout()
+        out_row.addWidget(QLabel("Files go to:"))
+        out_row.addWidget(self.out_dir, 1)
+        out_row.addWidget(browse)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
+        self.release_button = self.buttons.addButton("Release", QDialogButtonBox.ButtonRole.AcceptRole)
+        self.release_button.setEnabled(False)
+        self.release_button.clicked.connect(self._release)
+        self.buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        for w in (self.what, self.cost, self.budget_box):
+            layout.addWidget(w)
+        layout.addLayout(out_row)
+        layout.addWidget(self.message)
+        layout.addWidget(self.buttons)
+        compute.finished.connect(self._on_result)
+        compute.failed.connect(self._on_failure)
+        self._price()
+
+    def _budget_box(self) -> QGroupBox:
+        box = QGroupBox("This dataset has no budget yet: set the total the steward allows")
+        self.budget_epsilon = QDoubleSpinBox()
+        self.budget_epsilon.setRange(0.001, 100)
+        self.budget_epsilon.setDecimals(3)
+        self.budget_epsilon.setValue(1.0)
+        self.budget_delta = QLineEdit("1e-6")
+        self.budget_method = QComboBox()
+        self.budget_method.addItems(list(METHODS))
+        set_button = QPushButton("Set budget")
+        set_button.clicked.connect(self._set_budget)
+        form = QFormLayout(box)
+        form.addRow("Total ε", self.budget_epsilon)
+        form.addRow("Total δ", self.budget_delta)
+        form.addRow("Accountant", self.budget_method)
+        form.addRow(set_button)
+        box.hide()
+        return box
+
+    def _choose_dir(self) -> None:
+        chosen = QFileDialog.getExistingDirectory(self, "Release files go to", self.out_dir.text())
+        if chosen:
+            self.out_dir.setText(chosen)
+
+    def _price(self) -> None:
+        self.compute.submit(PREVIEW_JOB, jobs.release_preview, *self.request)
+
+    def _set_budget(self) -> None:
+        try:
+            delta = float(self.budget_delta.text())
+        except ValueError:
+            self.message.setText(f"δ must be a number, like 1e-6; got {self.budget_delta.text()!r}")
+            return
+        fingerprint = self.preview.prepared.fingerprint if self.preview else ""
+        self.compute.submit(
+            BUDGET_JOB,
+            jobs.set_budget,
+            str(self.ledger_path),
+            fingerprint,
+            self.budget_epsilon.value(),
+            delta,
+            self.budget_method.currentText(),
+        )
+
+    def _release(self) -> None:
+        if self.preview is None:
+            return
+        self.release_button.setEnabled(False)
+        Path(self.out_dir.text()).mkdir(parents=True, exist_ok=True)
+        self.message.setText("Charging the ledger, drawing exact noise, writing files…")
+        self.compute.submit(
+            RELEASE_JOB, jobs.run_release, self.preview.prepared, str(self.ledger_path), self.out_dir.text()
+        )
+
+    def _on_result(self, view: str, generation: int, result: object) -> None:
+        if view == PREVIEW_JOB:
+            self._show_preview(result)  # type: ignore[arg-type]
+        elif view == BUDGET_JOB:
+            self._price()
+        elif view == RELEASE_JOB:
+            self.result = result
+            files = ", ".join(str(p) for p in result.files.values())  # type: ignore[attr-defined]
+            self.message.setText(f"Released (ledger row {result.row_id}). Files: {files}")  # type: ignore[attr-defined]
+            self.buttons.clear()
+            self.buttons.addButton(QDialogButtonBox.StandardButton.Close).clicked.connect(self.accept)
+
+    def _on_failure(self, view: str, generation: int, message: str) -> None:
+        if view in (PREVIEW_JOB, BUDGET_JOB, RELEASE_JOB):
+            self.message.setText(message)
+            self.message.setStyleSheet("color: #c0392b;")
+            if view == RELEASE_JOB:
+                self._price()
+
+    def _show_preview(self, preview: jobs.ReleasePreview) -> None:
+        self.preview = preview
+        exact = preview.prepared.exact
+        guarantee = f"ε = {exact.epsilon:.6g}, δ = {exact.delta:.3g}"
+        if preview.budget is None:
+            self.budget_box.show()
+            self.cost.setText(f"This release guarantees {guarantee}. Sampler: {exact.sampler}.")
+            self.release_button.setEnabled(False)
+            return
+        self.budget_box.hide()
+        budget = preview.budget
+        cost = "not applicable" if preview.cost_epsilon is None else f"{preview.cost_epsilon:.6g}"
+        left = "—" if preview.left_after is None else f"{max(preview.left_after, 0.0):.6g}"
+        self.cost.setText(
+            f"This release guarantees {guarantee} (sampler: {exact.sampler}).<br>"
+            f"Budget: ε = {budget.epsilon:g}, δ = {budget.delta:g} under <b>{budget.method}</b> "
+            f"composition; already spent ε = {preview.spent_epsilon:.6g}.<br>"
+            f"Cost of this release: ε = <b>{cost}</b>; left after it: ε = <b>{left}</b>."
+        )
+        self.message.setText(preview.refusal)
+        self.message.setStyleSheet("color: #c0392b;" if preview.refusal else "")
+        self.release_button.setEnabled(not preview.refusal)
+
+    def done(self, result: int) -> None:
+        for job in (PREVIEW_JOB, BUDGET_JOB, RELEASE_JOB):
+            if job != RELEASE_JOB:  # a release already charged runs to the end
+                self.compute.cancel(job)
+        self.compute.finished.disconnect(self._on_result)
+        self.compute.failed.disconnect(self._on_failure)
+        super().done(result)

@@ -1,0 +1,50 @@
+"""Teaching mode: one simulated release at a time, the true value revealed on demand, large
+fonts for a projector. While it is on, Release is disabled (the window says why)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QCheckBox, QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
+
+from dpexplorer.gui.jobs import TeachingDraw
+
+RELEASE_BLOCKED = (
+    "Release is disabled in teaching mode: true values may be on screen and classroom "
+    "draws use the exploration generator, never the secure one. Leave teaching mode to release."
+)
+
+
+class TeachingPanel(QFrame):
+    """Shows the latest simulated output; ``resample_requested`` asks the window for another."""
+
+    resample_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setStyleSheet("TeachingPanel { background: #fff8e1; }")
+        self.output = QLabel("Press Resample to run the mechanism once on D.")
+        self.truth = QLabel()
+        self.reveal = QCheckBox("Reveal the true value")
+        self.resample = QPushButton("Resample")
+        self.resample.setToolTip("Run the mechanism once more on D (simulation, not a release)")
+        self.resample.clicked.connect(self.resample_requested)
+        self.reveal.toggled.connect(self._show_truth)
+        layout = QHBoxLayout(self)
+        layout.addWidget(QLabel("<b>Teaching mode</b>"))
+        layout.addWidget(self.output, 1)
+        layout.addWidget(self.truth)
+        layout.addWidget(self.reveal)
+        layout.addWidget(self.resample)
+        self.draw: TeachingDraw | None = None
+
+    def show_draw(self, draw: TeachingDraw) -> None:
+        self.draw = draw
+        self.output.setText(f"The mechanism answered: <b>{draw.output}</b>  (run #{draw.run})")
+        self._show_truth(self.reveal.isChecked())
+
+    def _show_truth(self, shown: bool) -> None:
+        if shown and self.draw is not None:
+            self.truth.setText(f"True value: <b>{self.draw.truth}</b>")
+        else:
+            self.truth.setText("True value: hidden")

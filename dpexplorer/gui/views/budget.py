@@ -1,0 +1,636 @@
+"""The budget view: the released and planned measurements of this dataset, their totals under
+every accountant side by side against the steward's budget, the budget left, and the privacy
+profiles epsilon(delta) of everything released and planned.
+
+The view holds the plan (immutable :class:`PlannedMeasurement` values). Every change (a
+statistic added or removed, a hold, an epsilon or a target error typed, the budget, sharing)
+emits :attr:`BudgetView.job_requested` with a :class:`BudgetRequest`; the window runs
+:func:`budget_job` on it through the compute service and hands the result to
+:meth:`BudgetView.show_result`, which only draws."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QWidget,
+)
+
+from dpexplorer.core import planning
+from dpexplorer.core.accounting.compose import METHODS
+from dpexplorer.core.accounting.guarantees import Guarantee
+from dpexplorer.core.errors import DPExplorerError
+from dpexplorer.core.planning import (
+    BudgetReport,
+    ErrorTarget,
+    PlannedMeasurement,
+    ReleasedMeasurement,
+)
+from dpexplorer.gui.views.base import GREEN, GREY, PALETTE, RED, View, new_plot
+
+PROFILE_DELTAS = np.geomspace(1e-12, 1e-1, 12)
+"""The deltas at which the privacy profiles are drawn (one per decade: the tight accountant
+takes tens of milliseconds per delta when Gaussian noise is in the plan)."""
+
+METHOD_NAMES = planning.METHOD_LABELS
+COLUMNS = ("Statistic", "Mechanism", "ε", "δ", "Hold ε", "Target error ±", "Level", "Note")
+EPSILON_COLUMN, HOLD_COLUMN, TARGET_COLUMN, LEVEL_COLUMN = 2, 4, 5, 6
+
+
+# ------------------------------------------------------------------ the job
+@dataclass(frozen=True, eq=False)
+class BudgetRequest:
+    """Everything :func:`budget_job` needs, captured on the main thread.
+
+    ``share_method``: when set, the statistics not held share what is left of the budget under
+    that accountant (:func:`planning.share_budget`). ``ledger_method``: the accountant the ledger
+    charges with (None when the budget is not the ledger's)."""
+
+    plan: tuple[PlannedMeasurement, ...]
+    released: tuple[ReleasedMeasurement, ...]
+    budget_epsilon: float
+    budget_delta: float
+    share_method: str | None = None
+    ledger_method: str | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table: epsilon and delta as the mechanism claims them (released
+    measurements: their guarantee's pair, or its epsilon at the budget's delta)."""
+
+    label: str
+    mechanism: str
+    epsilon: float
+    delta: float
+    held: bool
+    released: bool
+    target: ErrorTarget | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class BudgetResult:
+    """What the budget view draws. ``plan`` is the request's plan with target errors solved and
+    the budget shared; ``guarantees`` are those of released + planned (for the risk view)."""
+
+    request: BudgetRequest
+    plan: tuple[PlannedMeasurement, ...]
+    rows: tuple[Row, ...]
+    report: BudgetReport
+    profiles: dict[str, planning.Profile]
+    guarantees: tuple[Guarantee, ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _solve_targets(plan: Sequence[PlannedMeasurement]) -> tuple[list[PlannedMeasurement], dict[int, str]]:
+    solved, notes = [], {}
+    for i, item in enumerate(plan):
+        try:
+            solved.append(planning.apply_target(item))
+        except DPExplorerError as exc:
+            solved.append(item)
+            notes[i] = str(exc)
+    return solved, notes
+
+
+def _rows(
+    plan: Sequence[PlannedMeasurement],
+    released: Sequence[ReleasedMeasurement],
+    delta: float,
+    notes: dict[int, str],
+) -> tuple[Row, ...]:
+    rows = []
+    for item in released:
+        eps, dlt = planning.guarantee_epsilon_delta(item.guarantee, delta)
+        rows.append(Row(item.label, item.mechanism, eps, dlt, True, True, note="released (in the ledger)"))
+    for i, item in enumerate(plan):
+        eps, dlt = planning.claimed_epsilon_delta(item)
+        rows.append(
+            Row(item.label, item.mechanism, eps, dlt, item.held, False, item.target, notes.get(i, ""))
+        )
+    return tuple(rows)
+
+
+def budget_job(request: BudgetRequest) -> BudgetResult:
+    """Solve target errors, share the budget if asked, compose under every accountant and
+    compute the profiles (everything from :mod:`dpexplorer.core.planning`). A target that cannot
+    be met or a budget that cannot be shared becomes a note; the plan is then left as it was."""
+    plan, row_notes = _solve_targets(request.plan)
+    notes = [f"{plan[i].label}: {text}" for i, text in row_notes.items()]
+    released = [item.guarantee for item in request.released]
+    if request.share_method is not None and plan:
+        try:
+            plan = list(
+                planning.share_budget(
+                    plan,
+                    request.budget_epsilon,
+                    request.budget_delta,
+                    request.share_method,
+                    released=released,
+                )
+            )
+        except DPExplorerError as exc:
+            notes.append(f"Cannot share the budget: {exc}.")
+    guarantees = planning.plan_guarantees(plan)
+    everything = released + guarantees
+    return BudgetResult(
+        request=request,
+        plan=tuple(plan),
+        rows=_rows(plan, request.released, request.budget_delta, row_notes),
+        report=planning.budget_report(guarantees, released, request.budget_epsilon, request.budget_delta),
+        profiles=planning.privacy_profiles(everything, PROFILE_DELTAS),
+        guarantees=tuple(everything),
+        notes=tuple(notes),
+    )
+
+
+def released_from_ledger(ledger: object, fingerprint: str) -> tuple[ReleasedMeasurement, ...]:
+    """The measurements the ledger (a :class:`dpexplorer.release.ledger.Ledger`) holds for the
+    dataset, labelled by their query."""
+    out = []
+    for m in ledger.measurements(fingerprint):  # type: ignore[attr-defined]
+        query = ", ".join(f"{k}={v}" for k, v in m.query.items() if isinstance(v, str | int | float))
+        out.append(ReleasedMeasurement(f"#{m.id} {query}"[:60], m.mechanism, m.guarantee))
+    return tuple(out)
+
+
+# ------------------------------------------------------------------ the widget
+def _number(value: float) -> str:
+    if not math.isfinite(value):
+        return "∞"
+    return "0" if value == 0 else f"{value:.4g}"
+
+
+def _item(text: str, editable: bool = False, tooltip: str = "") -> QTableWidgetItem:
+    item = QTableWidgetItem(text)
+    flags = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+    if editable:
+        flags |= Qt.ItemFlag.ItemIsEditable
+    item.setFlags(flags)
+    if tooltip:
+        item.setToolTip(tooltip)
+    return item
+
+
+class BudgetView(View):
+    """Draws a :class:`BudgetResult`; holds the plan and asks for a new result when it changes."""
+
+    add_requested = Signal()
+    """"Add current statistic" was clicked: answer with :meth:`add_measurement`."""
+    job_requested = Signal(object)
+    """A :class:`BudgetRequest` to run :func:`budget_job` on (through the compute service)."""
+    plan_changed = Signal(object)
+    """The plan (a tuple of PlannedMeasurement) after every change, e.g. for sessions."""
+    plan_total_changed = Signal(object, float)
+    """The guarantees of everything released and planned, and the budget's delta (risk view)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Privacy budget: what is released, what is planned, what is left", parent)
+        self.explanation.setText(
+            "Every release spends part of the dataset's privacy budget. The table lists what is "
+            "already released (grey, from the ledger) and what you plan. Type a <b>target error</b> "
+            "to have ε solved for it, tick <b>Hold ε</b> to keep a statistic's ε, and let the others "
+            "share what is left. The accountants are different theorems bounding the same total: "
+            "each bar is a valid upper bound, the lowest one counts."
+        )
+        self._plan: tuple[PlannedMeasurement, ...] = ()
+        self._released: tuple[ReleasedMeasurement, ...] = ()
+        self._ledger_method: str | None = None
+        self._request: BudgetRequest | None = None
+        self._filling = False
+        self.result: BudgetResult | None = None
+        self._reasons: list[str] = []
+        self._build_controls()
+        self._build_table()
+        self._build_plots()
+
+    # ------------------------------------------------------------------ layout
+    def _build_controls(self) -> None:
+        self.budget_epsilon = QDoubleSpinBox()
+        self.budget_epsilon.setRange(0.001, 100.0)
+        self.budget_epsilon.setDecimals(3)
+        self.budget_epsilon.setValue(1.0)
+        self.budget_epsilon.setToolTip("The total ε the steward allows for this dataset.")
+        self.budget_delta = QLineEdit("1e-6")
+        self.budget_delta.setMaximumWidth(90)
+        self.budget_delta.setToolTip(
+            "The total δ allowed (0 for a pure-ε budget). Keep it well below 1/n. Press Enter to apply."
+        )
+        self.budget_source = QLabel("budget: for planning (none set in the ledger)")
+        self.share = QCheckBox("Share what is left among the statistics not held, under")
+        self.share.setToolTip(
+            "Scale the ε of every statistic that is neither held nor solved from a target error by one "
+            "common factor, so that everything together uses the whole budget under this accountant."
+        )
+        self.share_method = QComboBox()
+        for method in METHODS:
+            self.share_method.addItem(METHOD_NAMES[method], method)
+        self.share_method.setCurrentIndex(METHODS.index("pld"))
+        row = QHBoxLayout()
+        for widget in (QLabel("Budget ε:"), self.budget_epsilon, QLabel("δ:"), self.budget_delta):
+            row.addWidget(widget)
+        row.addWidget(self.budget_source, 1)
+        row.addWidget(self.share)
+        row.addWidget(self.share_method)
+        self.body.addLayout(row)
+        self.budget_epsilon.valueChanged.connect(lambda _v: self._changed())
+        self.budget_delta.editingFinished.connect(self._changed)
+        self.share.toggled.connect(lambda _v: self._changed())
+        self.share_method.currentIndexChanged.connect(lambda _v: self._changed())
+
+    def _build_table(self) -> None:
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(len(COLUMNS) - 1, QHeaderView.ResizeMode.Stretch)
+        self.table.setMinimumHeight(120)
+        self.table.itemChanged.connect(self._item_changed)
+        self.add_button = QPushButton("Add current statistic")
+        self.add_button.setToolTip("Add the query and mechanism you are exploring to the plan.")
+        self.add_button.clicked.connect(self.add_requested.emit)
+        self.remove_button = QPushButton("Remove selected")
+        self.remove_button.setToolTip("Remove the selected planned statistics (released ones stay).")
+        self.remove_button.clicked.connect(self._remove_selected)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.add_button)
+        buttons.addWidget(self.remove_button)
+        buttons.addStretch(1)
+        self.body.addWidget(self.table, 1)
+        self.body.addLayout(buttons)
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        self.status.setTextFormat(Qt.TextFormat.RichText)
+        self.remaining = QProgressBar()
+        self.remaining.setRange(0, 1000)
+        self.remaining.setTextVisible(True)
+        self.body.addWidget(self.status)
+        self.body.addWidget(self.remaining)
+
+    def _build_plots(self) -> None:
+        self.bars = new_plot(
+            "accountant", "total ε (upper bound)", "Total ε of released + planned, by accountant"
+        )
+        self.bars.scene().sigMouseMoved.connect(self._hover)
+        self.profiles = new_plot("δ (log scale)", "ε", "Privacy profile ε(δ) of released + planned")
+        self.profiles.getAxis("bottom").enableAutoSIPrefix(False)
+        self.not_applicable = QLabel()
+        self.not_applicable.setWordWrap(True)
+        row = QHBoxLayout()
+        row.addWidget(self.bars, 1)
+        row.addWidget(self.profiles, 1)
+        self.body.addLayout(row, 3)
+        self.body.addWidget(self.not_applicable)
+
+    # ------------------------------------------------------------------ state
+    @property
+    def plan(self) -> tuple[PlannedMeasurement, ...]:
+        return self._plan
+
+    def set_plan(self, plan: Sequence[PlannedMeasurement]) -> None:
+        """Replace the plan (e.g. from a saved session) and ask for a redraw."""
+        self._plan = tuple(plan)
+        self._changed()
+
+    def add_measurement(self, item: PlannedMeasurement) -> None:
+        """Append ``item`` to the plan and ask for a redraw."""
+        self.set_plan((*self._plan, item))
+
+    def remove_measurement(self, index: int) -> None:
+        """Remove the plan's ``index``-th statistic (0 = first planned, released rows excluded)."""
+        self.set_plan(self._plan[:index] + self._plan[index + 1 :])
+
+    def set_released(self, released: Sequence[ReleasedMeasurement]) -> None:
+        self._released = tuple(released)
+        self._changed()
+
+    def set_budget(self, epsilon: float, delta: float, ledger_method: str | None = None) -> None:
+        """The budget to plan against; ``ledger_method`` when it is the ledger's budget."""
+        self._ledger_method = ledger_method
+        self.budget_source.setText(
+            f"budget: from the ledger ({METHOD_NAMES.get(ledger_method, ledger_method)} composition)"
+            if ledger_method
+            else "budget: for planning (none set in the ledger)"
+        )
+        self.budget_epsilon.blockSignals(True)
+        self.budget_epsilon.setValue(epsilon)
+        self.budget_epsilon.blockSignals(False)
+        self.budget_delta.setText(f"{delta:g}")
+        self._changed()
+
+    def load_ledger(self, ledger: object, fingerprint: str) -> None:
+        """Read the dataset's budget and released measurements from a ``release.ledger.Ledger``."""
+        budget = ledger.budget(fingerprint)  # type: ignore[attr-defined]
+        self._released = released_from_ledger(ledger, fingerprint)
+        if budget is not None:
+            self.set_budget(budget.epsilon, budget.delta, budget.method)
+        else:
+            self.set_budget(self.budget_epsilon.value(), self._delta() or 0.0, None)
+
+    def _delta(self) -> float | None:
+        try:
+            value = float(self.budget_delta.text())
+        except ValueError:
+            return None
+        return value if 0 <= value < 1 else None
+
+    def request(self) -> BudgetRequest | None:
+        """The request for the current state (None while the δ typed is not valid)."""
+        delta = self._delta()
+        if delta is None:
+            return None
+        return BudgetRequest(
+            plan=self._plan,
+            released=self._released,
+            budget_epsilon=self.budget_epsilon.value(),
+            budget_delta=delta,
+            share_method=self.share_method.currentData() if self.share.isChecked() else None,
+            ledger_method=self._ledger_method,
+        )
+
+    def _changed(self) -> None:
+        request = self.request()
+        if request is None:
+            self.status.setText(
+                f"<span style='color:rgb{RED}'>The budget δ must be a number in [0, 1), "
+                "e.g. 1e-6 (or 0 for a pure-ε budget).</span>"
+            )
+            return
+        self._request = request
+        self._fill_table_from_plan()
+        self.plan_changed.emit(self._plan)
+        self.job_requested.emit(request)
+
+    # ------------------------------------------------------------------ table editing
+    def _fill_table_from_plan(self) -> None:
+        """Show the plan at once (epsilons as typed) until the job's result arrives."""
+        rows = [
+            Row(r.label, r.mechanism, math.nan, math.nan, True, True, note="released") for r in self._released
+        ]
+        for item in self._plan:
+            eps = item.params.get("epsilon", math.nan)
+            rows.append(Row(item.label, item.mechanism, eps, math.nan, item.held, False, item.target, "…"))
+        self._fill_table(rows)
+
+    def _fill_table(self, rows: Sequence[Row]) -> None:
+        self._filling = True
+        self.table.setRowCount(len(rows))
+        for r, row in enumerate(rows):
+            self._fill_row(r, row)
+        self._filling = False
+
+    def _fill_row(self, r: int, row: Row) -> None:
+        planned = not row.released
+        target = row.target
+        cells = (
+            _item(row.label, tooltip=row.label),
+            _item(row.mechanism),
+            _item(
+                _number(row.epsilon), editable=planned and target is None, tooltip="Double-click to type ε"
+            ),
+            _item("" if math.isnan(row.delta) else _number(row.delta)),
+            _item("released" if row.released else ""),
+            _item(f"{target.halfwidth:.4g}" if target else "", editable=planned, tooltip=_TARGET_TIP),
+            _item(f"{target.ci_level:.0%}" if target else "", editable=planned, tooltip=_LEVEL_TIP),
+            _item(row.note, tooltip=row.note),
+        )
+        for c, cell in enumerate(cells):
+            if row.released:
+                cell.setForeground(QBrush(QColor(*GREY)))
+            self.table.setItem(r, c, cell)
+        if planned:
+            hold = self.table.item(r, HOLD_COLUMN)
+            hold.setFlags(hold.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            hold.setCheckState(Qt.CheckState.Checked if row.held else Qt.CheckState.Unchecked)
+
+    def _plan_index(self, table_row: int) -> int | None:
+        index = table_row - len(self._released)
+        return index if 0 <= index < len(self._plan) else None
+
+    def _item_changed(self, cell: QTableWidgetItem) -> None:
+        if self._filling:
+            return
+        index = self._plan_index(cell.row())
+        if index is None:
+            return
+        item = self._plan[index]
+        try:
+            updated = self._edited(item, cell)
+        except ValueError:
+            self.status.setText(f"<span style='color:rgb{RED}'>{_EDIT_HINT}</span>")
+            self._fill_table_from_plan()
+            return
+        self.set_plan((*self._plan[:index], updated, *self._plan[index + 1 :]))
+
+    def _edited(self, item: PlannedMeasurement, cell: QTableWidgetItem) -> PlannedMeasurement:
+        column, text = cell.column(), cell.text().strip().rstrip("%")
+        if column == HOLD_COLUMN:
+            return replace(item, held=cell.checkState() == Qt.CheckState.Checked)
+        if column == EPSILON_COLUMN:
+            value = float(text)
+            if not value > 0:
+                raise ValueError(text)
+            return replace(item, params={**item.params, "epsilon": value})
+        if column == TARGET_COLUMN:
+            if not text:
+                return replace(item, target=None)
+            level = item.target.ci_level if item.target else 0.95
+            return replace(item, target=ErrorTarget(_positive(text), level))
+        if column == LEVEL_COLUMN:
+            level = float(text) / 100 if float(text) > 1 else float(text)
+            if not 0 < level < 1 or item.target is None:
+                raise ValueError(text)
+            return replace(item, target=ErrorTarget(item.target.halfwidth, level))
+        return item
+
+    def _remove_selected(self) -> None:
+        chosen = {self._plan_index(i.row()) for i in self.table.selectionModel().selectedRows()}
+        chosen.discard(None)
+        if chosen:
+            self.set_plan(tuple(item for i, item in enumerate(self._plan) if i not in chosen))
+
+    # ------------------------------------------------------------------ drawing
+    def show_error(self, message: str) -> None:
+        """The job failed (e.g. a parameter out of range): say so where the totals would be."""
+        self.status.setText(
+            f"<span style='color:rgb{RED}'><b>Cannot compute the totals:</b> {message}</span>"
+        )
+
+    def show_result(self, result: BudgetResult) -> None:
+        """Draw ``result`` (ignored if the plan changed since it was asked for)."""
+        if self._request is not None and result.request is not self._request:
+            return
+        self.result = result
+        self._plan = result.plan
+        self._fill_table(result.rows)
+        report = result.report
+        self._draw_status(result)
+        self._draw_remaining(report)
+        self._draw_bars(report)
+        self._draw_profiles(result)
+        self.columns = self._csv(result)
+        self.plan_changed.emit(self._plan)
+        self.plan_total_changed.emit(result.guarantees, report.budget_delta)
+
+    def _draw_status(self, result: BudgetResult) -> None:
+        report = result.report
+        colour = GREEN if report.fits else RED
+        text = f"<span style='color:rgb{colour}'><b>{report.message}</b></span>"
+        ledger = result.request.ledger_method
+        if ledger and report.best != ledger:
+            row = report.get(ledger)
+            spent = "does not apply" if row.total is None else f"gives ε = {row.total:.4g}"
+            text += (
+                f" Note: the ledger charges under <b>{METHOD_NAMES[ledger]}</b> composition, which "
+                f"{spent}; a release is refused when that exceeds the budget."
+            )
+        for note in result.notes:
+            text += f"<br><span style='color:rgb{RED}'>{note}</span>"
+        self.status.setText(text)
+
+    def _draw_remaining(self, report: BudgetReport) -> None:
+        if report.best is None or report.remaining is None:
+            self.remaining.setValue(0)
+            self.remaining.setFormat("no accountant applies: nothing can be said about what is left")
+            return
+        used = report.budget_epsilon - report.remaining
+        fraction = used / report.budget_epsilon
+        self.remaining.setValue(round(min(fraction, 1.0) * 1000))
+        left = max(report.remaining, 0.0)
+        over = f", OVER BUDGET by ε = {-report.remaining:.4g}" if report.remaining < 0 else ""
+        self.remaining.setFormat(
+            f"used ε = {used:.4g} of {report.budget_epsilon:g} ({fraction:.0%}, "
+            f"{METHOD_NAMES[report.best]}); left: ε = {left:.4g}{over}"
+        )
+        colour = "#2ca02c" if report.fits else "#d62728"
+        self.remaining.setStyleSheet(f"QProgressBar::chunk {{ background-color: {colour}; }}")
+
+    def _draw_bars(self, report: BudgetReport) -> None:
+        self.bars.clear()
+        x = np.arange(len(report.methods), dtype=float)
+        released = np.array([r.released if r.total is not None else 0.0 for r in report.methods])
+        total = np.array([r.total if r.total is not None else 0.0 for r in report.methods])
+        self.bars.addItem(pg.BarGraphItem(x=x, height=released, width=0.6, brush=pg.mkBrush(*GREY, 200)))
+        brushes = [pg.mkBrush(*(GREEN if r.fits else RED), 170) for r in report.methods]
+        self.bars.addItem(
+            pg.BarGraphItem(x=x, y0=released, height=total - released, width=0.6, brushes=brushes)
+        )
+        top = max(float(np.max(total, initial=0.0)), report.budget_epsilon)
+        for i, row in enumerate(report.methods):
+            label = "not\napplicable" if row.total is None else _number(row.total)
+            text = pg.TextItem(label, color=GREY if row.total is None else (0, 0, 0), anchor=(0.5, 1))
+            text.setPos(float(i), (row.total or 0.0) + 0.02 * top)
+            self.bars.addItem(text)
+        self.bars.addItem(
+            pg.InfiniteLine(
+                pos=report.budget_epsilon,
+                angle=0,
+                pen=pg.mkPen(RED, width=2, style=Qt.PenStyle.DashLine),
+                label=f"budget ε = {report.budget_epsilon:g}",
+                labelOpts={"position": 0.5, "color": RED, "fill": pg.mkBrush(255, 255, 255, 220)},
+            )
+        )
+        self.bars.getAxis("bottom").setTicks(
+            [[(float(i), METHOD_NAMES[r.method]) for i, r in enumerate(report.methods)]]
+        )
+        self.bars.setYRange(0, top * 1.2, padding=0)
+        self.bars.setXRange(-0.6, len(report.methods) - 0.4, padding=0)
+        self._reasons = [f"{METHOD_NAMES[r.method]}: {r.reason}" for r in report.methods]
+        missing = [f"<b>{METHOD_NAMES[r.method]}</b>: {r.reason}" for r in report.methods if r.total is None]
+        self.not_applicable.setText(
+            ("Not applicable — " + "; ".join(missing) + ". " if missing else "")
+            + "Grey bars: already released; green / red on top: with the plan, within / over the "
+            "budget (dashed red line). Hover over a bar for how its number was obtained."
+        )
+
+    def tooltip_at(self, x: float) -> str:
+        """The reason shown when hovering over the bar nearest ``x`` (plot coordinates)."""
+        index = round(x)
+        return self._reasons[index] if 0 <= index < len(self._reasons) else ""
+
+    def _hover(self, position: object) -> None:
+        point = self.bars.plotItem.vb.mapSceneToView(position)
+        self.bars.setToolTip(self.tooltip_at(point.x()))
+
+    def _draw_profiles(self, result: BudgetResult) -> None:
+        plot = self.profiles
+        plot.clear()
+        plot.setLogMode(x=True, y=False)
+        for i, method in enumerate(METHODS):
+            if method not in result.profiles:
+                continue
+            deltas, eps = (np.asarray(a, dtype=float) for a in result.profiles[method])
+            if np.any(np.isfinite(eps)):
+                style = Qt.PenStyle.DashLine if method == "advanced" else Qt.PenStyle.SolidLine
+                pen = pg.mkPen(PALETTE[i % len(PALETTE)], width=2, style=style)
+                plot.plot(deltas, eps, pen=pen, connect="finite", name=METHOD_NAMES[method])
+        report = result.report
+        plot.addItem(
+            pg.InfiniteLine(
+                pos=report.budget_epsilon,
+                angle=0,
+                pen=pg.mkPen(RED, width=1, style=Qt.PenStyle.DashLine),
+                label="budget ε",
+                labelOpts={"position": 0.9, "color": RED},
+            )
+        )
+        if report.budget_delta > 0:
+            plot.plot(
+                [report.budget_delta],
+                [report.budget_epsilon],
+                pen=None,
+                symbol="star",
+                symbolSize=14,
+                symbolBrush=pg.mkBrush(*RED),
+                name="the budget (ε, δ)",
+            )
+
+    def _csv(self, result: BudgetResult) -> dict[str, Sequence[object]]:
+        report = result.report
+        columns: dict[str, Sequence[object]] = {
+            "accountant": [r.method for r in report.methods],
+            "released_epsilon": [r.released for r in report.methods],
+            "total_epsilon": [r.total for r in report.methods],
+            "fits_budget": [r.fits for r in report.methods],
+            "reason": [r.reason for r in report.methods],
+        }
+        for method, (deltas, eps) in result.profiles.items():
+            columns[f"profile_{method}_delta"] = list(np.asarray(deltas, dtype=float))
+            columns[f"profile_{method}_epsilon"] = list(np.asarray(eps, dtype=float))
+        return columns
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(text)
+    return value
+
+
+_TARGET_TIP = (
+    "Accuracy first: type the error you can accept (half-width of the confidence interval, in the "
+    "statistic's units) and ε is solved for it. Clear the cell to set ε yourself."
+)
+_LEVEL_TIP = "Confidence level of the target error (95% when left empty)."
+_EDIT_HINT = "Type a positive number (ε, target error) or a level between 0 and 100%."

@@ -1,0 +1,124 @@
+"""Issue 9 in the window: releases through the dialog and the ledger, teaching mode blocks
+release, sessions restore every control."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import wait_idle
+
+from dpexplorer.gui.main_window import MainWindow
+from dpexplorer.gui.teaching import RELEASE_BLOCKED
+from dpexplorer.release.ledger import Ledger
+
+
+@pytest.fixture
+def ledger_path(tmp_path, monkeypatch):
+    path = tmp_path / "ledger.sqlite"
+    monkeypatch.setattr(MainWindow, "ledger_path", lambda self: path)
+    return path
+
+
+def _open_dialog(qtbot, window, out_dir):
+    window.open_release_dialog()
+    dialog = window.release_dialog
+    dialog.out_dir.setText(str(out_dir))
+    qtbot.waitUntil(lambda: dialog.preview is not None, timeout=10_000)
+    return dialog
+
+
+def test_release_within_budget_writes_files_and_charges_the_ledger(qtbot, window, ledger_path, tmp_path):
+    out = tmp_path / "out"
+    dialog = _open_dialog(qtbot, window, out)
+    assert dialog.budget_box.isVisibleTo(dialog), "a dataset without budget asks for one"
+    dialog.budget_epsilon.setValue(2.0)
+    dialog._set_budget()
+    qtbot.waitUntil(lambda: dialog.preview.budget is not None, timeout=10_000)
+    assert dialog.release_button.isEnabled()
+    assert "Cost of this release: ε = <b>1</b>" in dialog.cost.text()
+    dialog.release_button.click()
+    qtbot.waitUntil(lambda: dialog.result is not None, timeout=10_000)
+    files = sorted(p.name for p in out.iterdir())
+    assert any(f.endswith(".csv") for f in files) and any("provenance" in f or f.endswith(".json") for f in files)
+    with Ledger(ledger_path) as ledger:
+        rows = ledger.measurements(window.dataset.fingerprint)
+    assert len(rows) == 1 and rows[0].status == "released"
+    truth = str(window.explorer.query_input.value_d[0])
+    for f in out.iterdir():
+        assert f"{truth}," not in f.read_text() or "true" not in f.read_text().lower()
+    dialog.done(0)
+
+
+def test_release_over_budget_is_refused_with_the_ledgers_message_and_nothing_written(
+    qtbot, window, ledger_path, tmp_path
+):
+    with Ledger(ledger_path) as ledger:
+        ledger.set_budget(window.dataset.fingerprint, 0.5, 1e-6, "basic")
+    out = tmp_path / "out"
+    dialog = _open_dialog(qtbot, window, out)
+    assert not dialog.release_button.isEnabled()
+    assert "release refused" in dialog.message.text() and "0.5" in dialog.message.text()
+    assert not out.exists() or not any(out.iterdir())
+    with Ledger(ledger_path) as ledger:
+        assert ledger.measurements(window.dataset.fingerprint) == []
+    dialog.done(0)
+
+
+def test_teaching_mode_blocks_release_and_says_why(qtbot, window, ledger_path):
+    window.teaching_action.setChecked(True)
+    assert not window.release_action.isEnabled()
+    assert window.release_action.toolTip() == RELEASE_BLOCKED
+    qtbot.waitUntil(lambda: window.teaching_panel.draw is not None, timeout=10_000)
+    window.open_release_dialog()
+    assert window.last_error == RELEASE_BLOCKED
+    assert "hidden" in window.teaching_panel.truth.text()
+    window.teaching_panel.reveal.setChecked(True)
+    assert "55" in window.teaching_panel.truth.text()
+    first = window.teaching_panel.draw.run
+    window.teaching_panel.resample.click()
+    qtbot.waitUntil(lambda: window.teaching_panel.draw.run == first + 1, timeout=10_000)
+    window.teaching_action.setChecked(False)
+    assert window.release_action.isEnabled()
+
+
+def test_session_round_trip_restores_every_control(qtbot, window, tmp_path):
+    panel = window.query_panel
+    panel.select_kind("median", "hours_per_week")
+    panel.lower.setValue(1)
+    panel.upper.setValue(99)
+    panel.emit_query()
+    wait_idle(qtbot, window)
+    window.mechanism_panel.params.controls["epsilon"].set_value(0.37)
+    window.mechanism_panel.set_values({"epsilon": 0.37})
+    window.mechanism_panel.seed.setValue(1234)
+    wait_idle(qtbot, window)
+    saved = window.current_session()
+    path = tmp_path / "s.json"
+    window.save_session(path)
+    assert json.loads(path.read_text())["query"]["column"] == "hours_per_week"
+
+    other = MainWindow(interactive=False, restore_layout=False)
+    qtbot.addWidget(other)
+    other.load_session(path)
+    qtbot.waitUntil(lambda: other.dataset is not None and other.explorer.mechanism is not None, timeout=20_000)
+    wait_idle(qtbot, other)
+    restored = other.current_session()
+    assert restored.query_controls == saved.query_controls
+    assert restored.query == saved.query
+    assert restored.mechanism == saved.mechanism and restored.params == saved.params
+    assert restored.seed == 1234
+    assert other.last_error is None
+
+
+def test_session_with_a_changed_dataset_is_reported(qtbot, window, tmp_path):
+    data = tmp_path / "d.csv"
+    data.write_text("x,y\n1,a\n2,b\n3,a\n4,b\n")
+    window.open_file(data)
+    qtbot.waitUntil(lambda: window.dataset.path == data, timeout=10_000)
+    wait_idle(qtbot, window)
+    window.save_session(tmp_path / "s.json")
+    data.write_text("x,y\n1,a\n2,b\n3,a\n5,b\n")
+    window.load_session(tmp_path / "s.json")
+    qtbot.waitUntil(lambda: window.last_error is not None, timeout=10_000)
+    assert "changed" in window.last_error and "d.csv" in window.last_error
