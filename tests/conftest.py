@@ -63,9 +63,7 @@ def _no_leaks_in_gui_tests(request: pytest.FixtureRequest):
             return
         time.sleep(0.02)
     names = [t.name for t in threads]
-    pytest.fail(
-        f"GUI test left running: threads {names}, {pool} thread-pool jobs, {len(timers)} timers"
-    )
+    pytest.fail(f"GUI test left running: threads {names}, {pool} thread-pool jobs, {len(timers)} timers")
 
 
 def _alive_and_active(timer: object) -> bool:

@@ -333,9 +333,14 @@ class BudgetView(View):
             if ledger_method
             else "budget: for planning (none set in the ledger)"
         )
-        self.budget_epsilon.blockSignals(True)
+        widgets = (self.budget_epsilon, self.share_method)
+        for widget in widgets:
+            widget.blockSignals(True)
         self.budget_epsilon.setValue(epsilon)
-        self.budget_epsilon.blockSignals(False)
+        if ledger_method in METHODS:  # share under the accountant the ledger charges with
+            self.share_method.setCurrentIndex(self.share_method.findData(ledger_method))
+        for widget in widgets:
+            widget.blockSignals(False)
         self.budget_delta.setText(f"{delta:g}")
         self._changed()
 

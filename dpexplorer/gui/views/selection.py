@@ -57,6 +57,7 @@ def category_plot(value_label: str, title: str, category_label: str) -> pg.PlotW
     plot = new_plot(value_label, category_label, title)
     plot.invertY(True)
     plot.showGrid(x=True, y=False, alpha=0.2)
+    plot.getAxis("bottom").enableAutoSIPrefix(False)
     return plot
 
 
@@ -90,6 +91,7 @@ def hbars(
     color: tuple[int, int, int],
     name: str | None = None,
     height: float = BAR,
+    alpha: int = 190,
 ) -> None:
     """Horizontal bars from 0 to ``values`` centred on ``rows``."""
     if len(rows) == 0:
@@ -100,7 +102,7 @@ def hbars(
             width=np.asarray(values, dtype=float),
             y=np.asarray(rows, dtype=float),
             height=height,
-            brush=pg.mkBrush(*color, 190),
+            brush=pg.mkBrush(*color, alpha),
             pen=pg.mkPen(None),
             name=name,
         )
@@ -110,20 +112,24 @@ def hbars(
 def paired_hbars(
     plot: pg.PlotWidget,
     values_d: np.ndarray,
-    values_d_prime: np.ndarray,
+    values_d_prime: np.ndarray | None,
     top: float,
     fmt: str = "{:.3g}",
 ) -> None:
-    """One row per category: a blue bar for D above an orange bar for D', each with its value
-    written at its end (inside the bar when it reaches near ``top``, the axis' end), when there
-    are few enough rows to read them. The x axis is set to 0 .. ``top``."""
+    """One row per category: a blue bar for D above an orange bar for D' (none when
+    ``values_d_prime`` is None), each with its value written at its end (inside the bar when it
+    reaches near ``top``, the axis' end), when there are few enough rows to read them. The x
+    axis is set to 0 .. ``top``."""
     rows = np.arange(len(values_d), dtype=float)
-    hbars(plot, rows - BAR / 2, values_d, BLUE)
-    hbars(plot, rows + BAR / 2, values_d_prime, ORANGE)
+    pairs = [(-BAR / 2, np.asarray(values_d, dtype=float), BLUE)]
+    if values_d_prime is not None:
+        pairs.append((BAR / 2, np.asarray(values_d_prime, dtype=float), ORANGE))
+    for offset, values, color in pairs:
+        hbars(plot, rows + offset, values, color)
     plot.setXRange(0.0, top if top > 0 else 1.0, padding=0.0)
     if len(rows) > MAX_TICK_LABELS:
         return
-    for offset, values, color in ((-BAR / 2, values_d, BLUE), (BAR / 2, values_d_prime, ORANGE)):
+    for offset, values, color in pairs:
         for row, value in zip(rows, values, strict=True):
             inside = float(value) > 0.75 * top
             text = pg.TextItem(

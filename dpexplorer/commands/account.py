@@ -1,0 +1,157 @@
+"""`dpexplorer account [--delta D] [--method M ...] [--json] SPEC...`: compose guarantees under
+every accounting method and print the epsilons side by side.
+
+SPEC is one of ``laplace:scale=B[:sensitivity=S][:k=K]``, ``gaussian:sigma=S[:sensitivity=S][:k=K]``,
+``pure:epsilon=E[:k=K]``, ``approx:epsilon=E:delta=D[:k=K]``, ``zcdp:rho=R[:k=K]``; ``k`` repeats
+the mechanism k times. Every epsilon printed is an upper bound under its theorem."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable
+
+from dpexplorer.core.accounting.compose import METHODS, CompositionReport, compose
+from dpexplorer.core.accounting.guarantees import (
+    ZCDP,
+    ApproxDP,
+    GaussianNoise,
+    Guarantee,
+    LaplaceNoise,
+    PureDP,
+)
+from dpexplorer.core.accounting.validate import check_guarantee
+from dpexplorer.core.errors import DPExplorerError, InvalidParameterError
+
+DEFAULT_DELTA = 1e-6
+
+# kind -> (constructor, required keys, optional keys)
+KINDS: dict[str, tuple[Callable[..., Guarantee], tuple[str, ...], tuple[str, ...]]] = {
+    "laplace": (LaplaceNoise, ("scale",), ("sensitivity",)),
+    "gaussian": (GaussianNoise, ("sigma",), ("sensitivity",)),
+    "pure": (PureDP, ("epsilon",), ()),
+    "approx": (ApproxDP, ("epsilon", "delta"), ()),
+    "zcdp": (ZCDP, ("rho",), ()),
+}
+
+
+class SpecError(InvalidParameterError):
+    """A SPEC on the command line is malformed; the message names the part that is wrong."""
+
+
+def _number(spec: str, key: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise SpecError(f"bad SPEC {spec!r}: {key}={text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise SpecError(f"bad SPEC {spec!r}: {key}={text!r} must be finite")
+    return value
+
+
+def _repeat(spec: str, text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise SpecError(f"bad SPEC {spec!r}: k={text!r} must be a positive integer")
+    return int(text)
+
+
+def _pairs(spec: str, parts: list[str]) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for part in parts:
+        key, sep, text = part.partition("=")
+        if not sep or not key or not text:
+            raise SpecError(f"bad SPEC {spec!r}: part {part!r} is not key=value")
+        if key in values:
+            raise SpecError(f"bad SPEC {spec!r}: {key!r} is given twice")
+        values[key] = text
+    return values
+
+
+def parse_spec(spec: str) -> list[Guarantee]:
+    """The guarantees a SPEC stands for (k copies). Raises SpecError naming the wrong part."""
+    kind, *parts = spec.strip().split(":")
+    if kind not in KINDS:
+        raise SpecError(f"bad SPEC {spec!r}: unknown kind {kind!r} (expected one of {', '.join(KINDS)})")
+    make, required, optional = KINDS[kind]
+    values = _pairs(spec, parts)
+    allowed = (*required, *optional, "k")
+    for key in values:
+        if key not in allowed:
+            expected = ", ".join(allowed)
+            raise SpecError(f"bad SPEC {spec!r}: unknown key {key!r} for {kind} (expected {expected})")
+    missing = [key for key in required if key not in values]
+    if missing:
+        raise SpecError(f"bad SPEC {spec!r}: missing {missing[0]!r} ({kind} needs {', '.join(required)})")
+    k = _repeat(spec, values.pop("k", "1"))
+    guarantee = make(**{key: _number(spec, key, text) for key, text in values.items()})
+    try:
+        check_guarantee(guarantee)
+    except InvalidParameterError as error:
+        detail = str(error).split(": ", 1)[-1]
+        raise SpecError(f"bad SPEC {spec!r}: {detail}") from None
+    return [guarantee] * k
+
+
+def _methods(raw: list[str] | None) -> list[str]:
+    if not raw:
+        return list(METHODS)
+    chosen = [m.strip() for item in raw for m in item.split(",") if m.strip()]
+    for method in chosen:
+        if method not in METHODS:
+            raise InvalidParameterError(f"unknown --method {method!r} (expected one of {', '.join(METHODS)})")
+    return list(dict.fromkeys(chosen))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare the options of `dpexplorer account`."""
+    parser.add_argument(
+        "--delta", type=float, default=DEFAULT_DELTA, help=f"target delta (default {DEFAULT_DELTA:g})"
+    )
+    parser.add_argument(
+        "--method",
+        action="append",
+        metavar="M",
+        help=f"method to run, repeatable or comma-separated (default: all of {', '.join(METHODS)})",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument(
+        "specs",
+        nargs="+",
+        metavar="SPEC",
+        help="laplace:scale=B[:sensitivity=S][:k=K] | gaussian:sigma=S[:sensitivity=S][:k=K] | "
+        "pure:epsilon=E[:k=K] | approx:epsilon=E:delta=D[:k=K] | zcdp:rho=R[:k=K]",
+    )
+
+
+def _table(report: CompositionReport) -> str:
+    lines = [f"epsilon at delta = {report.delta:g} (upper bounds)"]
+    for result in report.results:
+        shown = f"{result.epsilon:.6g}" if result.epsilon is not None else "n/a"
+        lines.append(f"  {result.method:<9} {shown:>12}   {result.reason}")
+    try:
+        best = report.best()
+        lines.append(f"tightest: {best.method} (epsilon = {best.epsilon:.6g})")
+    except DPExplorerError:
+        lines.append("no method applies")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Compose the SPECs and print the table (or JSON). Exit 0; 2 with one line on stderr for a
+    bad SPEC, delta or method."""
+    try:
+        if not (0 < args.delta < 1):
+            raise InvalidParameterError(f"--delta must satisfy 0 < delta < 1, got {args.delta:g}")
+        guarantees = [g for spec in args.specs for g in parse_spec(spec)]
+        report = compose(guarantees, delta=args.delta, methods=_methods(args.method))
+    except DPExplorerError as error:
+        print(f"dpexplorer account: {error}", file=sys.stderr)
+        return 2
+    if args.json:
+        epsilons = {r.method: r.epsilon for r in report.results}
+        print(json.dumps({"delta": report.delta, "epsilon": epsilons}))
+    else:
+        print(_table(report))
+    return 0

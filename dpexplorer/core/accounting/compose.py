@@ -1,0 +1,237 @@
+"""Compose a list of guarantees under every theorem, side by side.
+
+Every epsilon (and delta) returned here is an UPPER bound on the true privacy loss of the
+composed list under the theorem named:
+
+* ``basic``: epsilons and deltas add (Dwork & Roth 2014, Theorem 3.16). Guarantees without one
+  fixed (epsilon, delta) pair (Gaussian noise, zCDP, RDP curves) get an equal share of the delta
+  left and the epsilon their own profile gives at it.
+* ``advanced``: Dwork, Rothblum & Vadhan 2010 (Dwork & Roth 2014, Theorem 3.20; seed 001,
+  Theorem 5) with the best split of delta' searched, and never reported worse than basic.
+* ``optimal``: Kairouz, Oh & Viswanath 2015, Theorem 3.3, for k identical (epsilon, delta) pairs.
+* ``zcdp``: rho adds (Bun & Steinke 2016, Lemma 2.3); pure eps -> eps^2/2, Gaussian
+  Delta^2/(2 sigma^2); converted with Canonne, Kamath & Steinke 2020, Proposition 12.
+* ``rdp``: Renyi curves add order by order (Mironov 2017, Proposition 1) on a grid of orders,
+  converted with the improved bound of Balle et al. 2020 (Theorem 21) / Canonne-Kamath-Steinke.
+* ``pld``: the tight privacy-loss-distribution accountant of :mod:`.pld` (pessimistic
+  discretisation; exact for Gaussian noise).
+
+Guarantees that cannot enter a method make it "not applicable", with the reason. Identical
+guarantees are grouped (frozen dataclasses compare by value), so a list of a thousand copies
+costs about as much as one; the composed PLD is cached per distinct list.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpexplorer.core.accounting import classic
+from dpexplorer.core.accounting.guarantees import Guarantee, RDPCurve
+from dpexplorer.core.accounting.pld import PrivacyLossDistribution, compose_pld
+from dpexplorer.core.accounting.single import ORDERS, rdp_of, rdp_to_epsilon, rho_of, zcdp_to_epsilon
+from dpexplorer.core.accounting.validate import check_delta, check_epsilon, counted
+from dpexplorer.core.errors import InvalidParameterError, NotApplicableError
+
+METHODS: tuple[str, ...] = ("basic", "advanced", "optimal", "zcdp", "rdp", "pld")
+Counts = tuple[tuple[Guarantee, int], ...]
+
+
+@dataclass(frozen=True)
+class MethodResult:
+    """One method's answer: ``epsilon`` (an upper bound) or None when the method does not apply;
+    ``reason`` says how the number was obtained, or why there is none."""
+
+    method: str
+    epsilon: float | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class CompositionReport:
+    """Every requested method's epsilon at ``delta`` for one list of guarantees."""
+
+    delta: float
+    results: tuple[MethodResult, ...]
+
+    def best(self) -> MethodResult:
+        """The applicable method with the smallest epsilon (every one is a valid upper bound, so
+        the smallest is too). Raises NotApplicableError if no method applies."""
+        valid = [r for r in self.results if r.epsilon is not None]
+        if not valid:
+            reasons = "; ".join(f"{r.method}: {r.reason}" for r in self.results)
+            raise NotApplicableError(f"no accounting method applies to this list ({reasons})")
+        return min(valid, key=lambda r: r.epsilon)  # type: ignore[arg-type, return-value]
+
+    def get(self, method: str) -> MethodResult:
+        """The result of ``method``; KeyError if it was not requested."""
+        for result in self.results:
+            if result.method == method:
+                return result
+        raise KeyError(f"method {method!r} was not computed; computed: {[r.method for r in self.results]}")
+
+
+def _check_method(method: str) -> None:
+    if method not in METHODS:
+        choices = ", ".join(METHODS)
+        raise InvalidParameterError(f"unknown accounting method {method!r}; choose one of {choices}")
+
+
+@functools.lru_cache(maxsize=32)
+def _pld(counts: Counts) -> PrivacyLossDistribution:
+    return compose_pld(counts)
+
+
+def pld_of(guarantees: Sequence[Guarantee]) -> PrivacyLossDistribution:
+    """The composed pessimistic PLD of the list (cached per distinct list); NotApplicableError if
+    some guarantee has none. Its ``delta(eps)``/``epsilon(delta)`` are upper bounds."""
+    return _pld(counted(guarantees))
+
+
+def _zcdp(counts: Counts, delta: float) -> classic.Outcome:
+    rhos = [(rho_of(g), g, k) for g, k in counts]
+    for rho, g, _ in rhos:
+        if rho is None:
+            raise NotApplicableError(f"{type(g).__name__} {_describe(g)} has no zCDP bound")
+    total = sum(rho * k for rho, _, k in rhos)  # type: ignore[operator]
+    return classic.Outcome(zcdp_to_epsilon(total, delta), f"rho = {total:.6g} (Bun-Steinke), CKS conversion")
+
+
+def _rdp(counts: Counts, delta: float) -> classic.Outcome:
+    extra = [o for g, _ in counts if isinstance(g, RDPCurve) for o in g.orders]
+    orders = np.union1d(ORDERS, np.asarray(extra, dtype=float))
+    total = np.zeros_like(orders)
+    for g, k in counts:
+        curve = rdp_of(g, orders)
+        if curve is None:
+            raise NotApplicableError(f"{type(g).__name__} {_describe(g)} has no Renyi-DP bound")
+        total += k * curve
+    return classic.Outcome(
+        rdp_to_epsilon(orders, total, delta), f"{orders.size} Renyi orders, improved conversion (CKS 2020)"
+    )
+
+
+def _pld_outcome(counts: Counts, delta: float) -> classic.Outcome:
+    pld = _pld(counts)
+    return classic.Outcome(pld.epsilon(delta), "tight privacy-loss distribution (pessimistic)")
+
+
+def _describe(g: Guarantee) -> str:
+    return "(" + ", ".join(f"{k}={v}" for k, v in vars(g).items()) + ")"
+
+
+_SOLVERS: dict[str, Callable[[Counts, float], classic.Outcome]] = {
+    "basic": classic.basic,
+    "advanced": classic.advanced,
+    "optimal": classic.optimal,
+    "zcdp": _zcdp,
+    "rdp": _rdp,
+    "pld": _pld_outcome,
+}
+
+
+def _outcome(counts: Counts, method: str, delta: float) -> classic.Outcome:
+    if not counts:
+        return classic.Outcome(0.0, "empty list: nothing spent")
+    outcome = _SOLVERS[method](counts, delta)
+    if not math.isfinite(outcome.epsilon):
+        raise NotApplicableError(f"{method}: no finite epsilon at delta {delta:g}")
+    return outcome
+
+
+def epsilon_at(guarantees: Sequence[Guarantee], method: str, delta: float) -> float:
+    """epsilon of the composed list at ``delta`` under ``method`` (an upper bound, see module doc).
+
+    Raises NotApplicableError (with the reason) when the method does not apply, and
+    InvalidParameterError for a bad guarantee, method or delta."""
+    _check_method(method)
+    check_delta(delta)
+    return _outcome(counted(guarantees), method, delta).epsilon
+
+
+def compose(
+    guarantees: Sequence[Guarantee], *, delta: float, methods: Sequence[str] = METHODS
+) -> CompositionReport:
+    """Every method of ``methods`` at ``delta``, in that order; a method that does not apply gets
+    epsilon None and the reason. Each epsilon is an upper bound under its theorem."""
+    for method in methods:
+        _check_method(method)
+    check_delta(delta)
+    counts = counted(guarantees)
+    results = []
+    for method in methods:
+        try:
+            outcome = _outcome(counts, method, delta)
+            results.append(MethodResult(method, outcome.epsilon, outcome.detail))
+        except NotApplicableError as error:
+            results.append(MethodResult(method, None, str(error)))
+    return CompositionReport(delta, tuple(results))
+
+
+def _delta_by_search(counts: Counts, method: str, epsilon: float) -> float:
+    """Smallest delta (to 1e-6 relative, rounded up) whose epsilon is <= ``epsilon``, by bisection
+    on log(delta); the returned delta satisfies the method's bound, so it is an upper bound."""
+
+    def fits(log_delta: float) -> bool:
+        try:
+            return _outcome(counts, method, math.exp(log_delta)).epsilon <= epsilon
+        except NotApplicableError:
+            return False
+
+    low, high = math.log(1e-300), math.log1p(-1e-12)
+    if not fits(high):
+        return 1.0
+    if fits(low):
+        return math.exp(low)
+    while high - low > 1e-6:
+        middle = (low + high) / 2
+        low, high = (low, middle) if fits(middle) else (middle, high)
+    return math.exp(high)
+
+
+def delta_at(guarantees: Sequence[Guarantee], method: str, epsilon: float) -> float:
+    """delta of the composed list at ``epsilon`` under ``method`` (an upper bound). Exact profile
+    for ``pld`` and ``optimal``; for the other methods the smallest delta at which their epsilon
+    bound is <= ``epsilon`` (bisection). Returns 1.0 when no delta < 1 reaches ``epsilon``."""
+    _check_method(method)
+    check_epsilon(epsilon)
+    counts = counted(guarantees)
+    if not counts:
+        return 0.0
+    if method == "pld":
+        return min(_pld(counts).delta(epsilon), 1.0)
+    if method == "optimal":
+        eps0, d0, k = classic.homogeneous(counts)
+        return 1 - (1 - d0) ** k * (1 - classic.kov_delta(eps0, k, epsilon))
+    if method in ("zcdp", "rdp"):
+        _SOLVERS[method](counts, 0.5)  # raises NotApplicableError with the reason
+    return _delta_by_search(counts, method, epsilon)
+
+
+def privacy_profile(guarantees: Sequence[Guarantee], method: str, deltas: np.ndarray) -> np.ndarray:
+    """epsilon(delta) at each of ``deltas`` under ``method`` (upper bounds), NaN where the method
+    does not apply (or no finite epsilon exists). Meant for plotting: for ``pld`` with Gaussian
+    noise in the list the values come from one grid (see PrivacyLossDistribution.epsilons) and
+    may exceed :func:`epsilon_at` by one grid step (about 1e-4 of the loss range)."""
+    _check_method(method)
+    counts = counted(guarantees)
+    values = np.asarray(deltas, dtype=float)
+    out = np.full(values.shape, np.nan)
+    if method == "pld" and counts:
+        try:
+            inside = (values > 0) & (values < 1)
+            out[inside] = _pld(counts).epsilons(values[inside])
+        except NotApplicableError:
+            pass
+        return out
+    for index, delta in np.ndenumerate(values):
+        try:
+            check_delta(float(delta))
+            out[index] = _outcome(counts, method, float(delta)).epsilon
+        except (NotApplicableError, InvalidParameterError):
+            continue
+    return out

@@ -1,0 +1,189 @@
+"""Closed forms for one mechanism: exact Gaussian privacy profile, Renyi curves, and the
+conversions from zCDP / RDP to (epsilon, delta) used by the composition methods."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+from scipy import special
+
+from dpexplorer.core.accounting.guarantees import (
+    ZCDP,
+    ApproxDP,
+    GaussianNoise,
+    Guarantee,
+    LaplaceNoise,
+    PureDP,
+    RDPCurve,
+)
+
+ORDERS: np.ndarray = np.concatenate([1.0 + np.geomspace(1e-3, 1.0, 40)[:-1], np.geomspace(2.0, 1e5, 160)])
+"""Renyi orders used by the RDP accountant (plus any order an RDPCurve brings)."""
+
+
+def gaussian_delta(epsilon: np.ndarray | float, mu: float) -> np.ndarray:
+    """Exact delta(epsilon) of a Gaussian mechanism with mu = sensitivity / sigma.
+
+    Balle & Wang 2018, Theorem 8: delta = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu). Exact
+    (computed in log space for the second term); valid for every real epsilon."""
+    eps = np.asarray(epsilon, dtype=float)
+    first = special.ndtr(mu / 2 - eps / mu)
+    second = np.exp(eps + special.log_ndtr(-mu / 2 - eps / mu))
+    return np.maximum(first - second, 0.0)
+
+
+def gaussian_epsilon(delta: float, mu: float) -> float:
+    """Smallest epsilon >= 0 with gaussian_delta(epsilon, mu) <= delta (Balle & Wang 2018).
+
+    An upper bound on the exact value, above it by at most ~1e-12 relative (root found by
+    Brent's method, then moved up until the exact delta at it is <= delta)."""
+    from scipy import optimize  # imported on first use: it costs ~0.3-1 s at start-up
+
+    if gaussian_delta(0.0, mu) <= delta:
+        return 0.0
+    high = mu * mu / 2 + mu * math.sqrt(2 * math.log(1 / delta)) + 1.0
+    while gaussian_delta(high, mu) > delta:
+        high *= 2
+    root = optimize.brentq(lambda e: float(gaussian_delta(e, mu)) - delta, 0.0, high, xtol=1e-14, rtol=1e-13)
+    return _nudge_up(root, lambda e: float(gaussian_delta(e, mu)) <= delta)
+
+
+def _nudge_up(value: float, ok: Callable[[float], bool]) -> float:
+    """Move ``value`` up by tiny relative steps until ``ok(value)`` holds (root-finder slack)."""
+    step = 1e-13 * max(abs(value), 1e-12)
+    while not ok(value):
+        value += step
+        step *= 4
+    return value
+
+
+def laplace_rdp(orders: np.ndarray, epsilon0: float) -> np.ndarray:
+    """Exact Renyi divergence of Laplace noise with sensitivity/scale = epsilon0 at each order.
+
+    Mironov 2017, Proposition 6 (Table II): 1/(a-1) log(a/(2a-1) e^((a-1)e0) + (a-1)/(2a-1) e^(-a e0))."""
+    a = np.asarray(orders, dtype=float)
+    log_terms = np.logaddexp(
+        np.log(a / (2 * a - 1)) + (a - 1) * epsilon0, np.log((a - 1) / (2 * a - 1)) - a * epsilon0
+    )
+    return np.minimum(log_terms / (a - 1), epsilon0)
+
+
+def pure_rdp(orders: np.ndarray, epsilon: float) -> np.ndarray:
+    """Upper bound on the Renyi divergence of any epsilon-DP mechanism: min(eps, a eps^2 / 2).
+
+    Mironov 2017, Proposition 3 (eps) and Bun & Steinke 2016, Proposition 3.3 (eps^2/2-zCDP)."""
+    return np.minimum(epsilon, np.asarray(orders, dtype=float) * epsilon * epsilon / 2)
+
+
+def curve_rdp(orders: np.ndarray, curve: RDPCurve) -> np.ndarray:
+    """An RDP curve read at other orders: the value at the next given order at or above (Renyi
+    divergence is nondecreasing in the order, van Erven & Harremoes 2014, Theorem 3); +inf above
+    the largest given order. An upper bound."""
+    given = np.asarray(curve.orders, dtype=float)
+    values = np.asarray(curve.epsilons, dtype=float)
+    sort = np.argsort(given)
+    given, values = given[sort], np.minimum.accumulate(values[sort][::-1])[::-1]
+    index = np.searchsorted(given, orders, side="left")
+    padded = np.append(values, np.inf)
+    return padded[index]
+
+
+def rdp_to_epsilon(orders: np.ndarray, rdp: np.ndarray, delta: float) -> float:
+    """epsilon at delta from an RDP curve, minimised over the orders (an upper bound).
+
+    Improved conversion of Canonne, Kamath & Steinke 2020, Proposition 12 (= Balle et al. 2020,
+    Theorem 21): eps = rdp(a) + log(1 - 1/a) - (log(delta) + log(a)) / (a - 1)."""
+    a = np.asarray(orders, dtype=float)
+    with np.errstate(invalid="ignore"):
+        eps = rdp + np.log1p(-1 / a) - (math.log(delta) + np.log(a)) / (a - 1)
+    eps = eps[np.isfinite(eps)]
+    return max(float(eps.min()), 0.0) if eps.size else math.inf
+
+
+def zcdp_to_epsilon(rho: float, delta: float) -> float:
+    """epsilon at delta for rho-zCDP (an upper bound): the improved RDP conversion of Canonne,
+    Kamath & Steinke 2020 (Proposition 12) with D_a <= rho a (Bun & Steinke 2016, Definition 1.1),
+    minimised over a; never above Bun & Steinke's rho + 2 sqrt(rho log(1/delta)) (Lemma 3.5)."""
+    from scipy import optimize  # imported on first use: it costs ~0.3-1 s at start-up
+
+    classic = rho + 2 * math.sqrt(rho * math.log(1 / delta))
+
+    def conversion(log_am1: float) -> float:
+        a = 1.0 + math.exp(log_am1)
+        return rho * a + math.log1p(-1 / a) - (math.log(delta) + math.log(a)) / (a - 1)
+
+    grid = np.linspace(-12.0, 16.0, 57)
+    values = [conversion(x) for x in grid]
+    best = int(np.argmin(values))
+    low, high = grid[max(best - 1, 0)], grid[min(best + 1, len(grid) - 1)]
+    refined = optimize.minimize_scalar(conversion, bounds=(low, high), method="bounded")
+    return max(min(classic, values[best], float(refined.fun)), 0.0)
+
+
+def rdp_of(g: Guarantee, orders: np.ndarray) -> np.ndarray | None:
+    """Renyi curve (an upper bound) of one guarantee at ``orders``; None if it has none
+    ((epsilon, delta) with delta > 0 and approximate zCDP carry no Renyi bound)."""
+    if isinstance(g, GaussianNoise):
+        return np.asarray(orders) * (g.sensitivity / g.sigma) ** 2 / 2  # Mironov 2017, Prop. 7
+    if isinstance(g, LaplaceNoise):
+        return laplace_rdp(orders, g.sensitivity / g.scale)
+    if isinstance(g, PureDP) or (isinstance(g, ApproxDP) and g.delta == 0):
+        return pure_rdp(orders, g.epsilon)
+    if isinstance(g, ZCDP) and g.delta == 0:
+        return np.asarray(orders) * g.rho
+    if isinstance(g, RDPCurve):
+        return curve_rdp(orders, g)
+    return None
+
+
+def rho_of(g: Guarantee) -> float | None:
+    """zCDP parameter rho (an upper bound) of one guarantee; None if it has none.
+
+    Bun & Steinke 2016: pure eps-DP is eps^2/2-zCDP (Proposition 1.4); Gaussian noise is
+    Delta^2/(2 sigma^2)-zCDP (Proposition 1.6); Laplace noise is (Delta/b)-DP, hence (Delta/b)^2/2."""
+    if isinstance(g, GaussianNoise):
+        return (g.sensitivity / g.sigma) ** 2 / 2
+    if isinstance(g, LaplaceNoise):
+        return (g.sensitivity / g.scale) ** 2 / 2
+    if isinstance(g, PureDP) or (isinstance(g, ApproxDP) and g.delta == 0):
+        return g.epsilon**2 / 2
+    if isinstance(g, ZCDP) and g.delta == 0:
+        return g.rho
+    return None
+
+
+def fixed_approx(g: Guarantee) -> tuple[float, float] | None:
+    """(epsilon, delta) of a guarantee that has one fixed pair (pure, approximate, Laplace)."""
+    if isinstance(g, PureDP):
+        return g.epsilon, 0.0
+    if isinstance(g, ApproxDP):
+        return g.epsilon, g.delta
+    if isinstance(g, LaplaceNoise):
+        return g.sensitivity / g.scale, 0.0
+    return None
+
+
+def epsilon_of(g: Guarantee, delta: float) -> float:
+    """epsilon at ``delta`` for one guarantee with a privacy profile (Gaussian, zCDP, RDP curve);
+    an upper bound. For approximate zCDP (rho, d0) the event definition of Bun & Steinke 2016
+    (Definition 8.1) gives P(S) <= e^eps/(1 - d0) Q(S) + d0 + d', used here with d' = delta - d0."""
+    if delta <= 0:
+        return math.inf if fixed_approx(g) is None else _fixed_or_inf(g, delta)
+    if isinstance(g, GaussianNoise):
+        return gaussian_epsilon(delta, g.sensitivity / g.sigma)
+    if isinstance(g, ZCDP):
+        if delta <= g.delta:
+            return math.inf
+        return zcdp_to_epsilon(g.rho, delta - g.delta) - math.log1p(-g.delta)
+    if isinstance(g, RDPCurve):
+        orders = np.union1d(ORDERS, np.asarray(g.orders, dtype=float))
+        return rdp_to_epsilon(orders, curve_rdp(orders, g), delta)
+    return _fixed_or_inf(g, delta)
+
+
+def _fixed_or_inf(g: Guarantee, delta: float) -> float:
+    fixed = fixed_approx(g)
+    assert fixed is not None
+    return fixed[0] if delta >= fixed[1] else math.inf

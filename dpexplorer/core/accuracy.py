@@ -1,0 +1,418 @@
+"""Accuracy and exact comparisons of noisy releases, shared by the mechanism modules.
+
+A :class:`NoisyRelease` is the output law of a noise-adding mechanism on one dataset: with
+probability ``1 - bottom`` it releases ``loc + scale * Z`` with Z drawn from a fixed standard
+noise (a frozen ``scipy.stats`` distribution), otherwise "⊥" (no answer). From a pair of them
+(M(D), M(D')) this module computes what the views show: the output densities on a grid, the
+privacy-loss function, the exact hockey-stick divergence (the delta at each epsilon) and the
+accuracy report (error tail, confidence interval, MSE, error curves).
+
+The curve helpers (:func:`curve_over`, :func:`error_vs_epsilon`) do not assume noise addition
+and are meant for every mechanism family.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
+from scipy import optimize
+
+from dpexplorer.core.errors import NotApplicableError
+from dpexplorer.core.mechanisms.base import (
+    AccuracyReport,
+    Curve,
+    Mechanism,
+    NumericInput,
+    NumericOutput,
+    PointMass,
+    QueryInput,
+)
+
+BOTTOM = "⊥"
+GRID_TAIL_MASS = 1e-10
+"""The views' grids leave out at most this mass on each side of each distribution."""
+
+HOCKEY_STICK_TAIL = 1e-15
+"""The grid of :func:`hockey_stick_one_way` leaves out at most this mass per side."""
+
+EPSILON_SWEEP = np.geomspace(0.01, 10.0, 60)
+"""The epsilons of the error-against-epsilon curves."""
+
+AVERAGES = frozenset({"mean", "trimmed_mean", "proportion", "fraction"})
+"""Statistics whose global sensitivity is proportional to 1/n."""
+
+
+@dataclass(frozen=True)
+class NoisyRelease:
+    """The output law of ``loc + scale * Z`` (probability ``1 - bottom``) or "⊥" (``bottom``).
+
+    ``noise`` is a frozen continuous scipy.stats distribution (or any object with ``pdf``,
+    ``logpdf``, ``cdf``, ``sf``, ``ppf``, ``isf``, ``var`` and ``rvs(size=, random_state=)``)."""
+
+    noise: Any
+    loc: float
+    scale: float
+    bottom: float = 0.0
+
+    def pdf(self, x: np.ndarray) -> np.ndarray:
+        """Density of the numeric part (integrates to ``1 - bottom``)."""
+        return (1.0 - self.bottom) * self.noise.pdf((np.asarray(x) - self.loc) / self.scale) / self.scale
+
+    def logpdf(self, x: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return (
+                np.log1p(-self.bottom)
+                + self.noise.logpdf((np.asarray(x) - self.loc) / self.scale)
+                - np.log(self.scale)
+            )
+
+    def mass(self, low: float, high: float) -> float:
+        """P[low < output <= high] (numeric part), from the CDF (survival function in the right
+        tail, so small tail masses keep their relative precision)."""
+        z_low, z_high = (low - self.loc) / self.scale, (high - self.loc) / self.scale
+        if z_low >= 0:
+            inside = self.noise.sf(z_low) - self.noise.sf(z_high)
+        else:
+            inside = self.noise.cdf(z_high) - self.noise.cdf(z_low)
+        return float((1.0 - self.bottom) * inside)
+
+    def quantile_span(self, tail: float) -> tuple[float, float]:
+        """An interval holding all but ``tail`` of the numeric part's mass on each side."""
+        return (
+            self.loc + self.scale * float(self.noise.ppf(tail)),
+            self.loc + self.scale * float(self.noise.isf(tail)),
+        )
+
+    def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        """``size`` independent outputs, NaN for "⊥" (vectorised)."""
+        values = self.loc + self.scale * np.asarray(self.noise.rvs(size=size, random_state=rng), float)
+        if self.bottom > 0:
+            values[rng.random(size) < self.bottom] = np.nan
+        return values
+
+
+def numeric_query(query: QueryInput) -> NumericInput:
+    """``query`` itself if it is a :class:`NumericInput`, else NotApplicableError."""
+    if not isinstance(query, NumericInput):
+        raise NotApplicableError(
+            f"this mechanism releases a number; it cannot answer a {type(query).__name__} query"
+        )
+    return query
+
+
+# ---------------------------------------------------------------- grids and output views
+def output_grid(
+    releases: Sequence[NoisyRelease], points: int = 2001, tail: float = GRID_TAIL_MASS
+) -> np.ndarray:
+    """A sorted grid for plotting and root bracketing: uniform over the central 99.8% of every
+    release's mass, geometric outward to the ``tail`` quantiles (so it holds all but ``tail`` of
+    each distribution's mass on each side, even for heavy tails such as Cauchy)."""
+    centre_lo = min(r.quantile_span(1e-3)[0] for r in releases)
+    centre_hi = max(r.quantile_span(1e-3)[1] for r in releases)
+    far_lo = min(r.quantile_span(tail)[0] for r in releases)
+    far_hi = max(r.quantile_span(tail)[1] for r in releases)
+    width = max(centre_hi - centre_lo, min(r.scale for r in releases))
+    tail_points = points // 8
+    left = centre_lo - np.geomspace(width / points, max(centre_lo - far_lo, width / points), tail_points)
+    right = centre_hi + np.geomspace(width / points, max(far_hi - centre_hi, width / points), tail_points)
+    middle = np.linspace(centre_lo, centre_hi, points - 2 * tail_points)
+    locations = [r.loc for r in releases]
+    return np.unique(np.concatenate([left, middle, right, locations]))
+
+
+def privacy_loss(p_log: np.ndarray, q_log: np.ndarray) -> np.ndarray:
+    """ln p/q from log-densities: +inf where only q is 0, -inf where only p is 0, NaN where both."""
+    with np.errstate(invalid="ignore"):
+        return np.asarray(p_log) - np.asarray(q_log)
+
+
+def bottom_point_mass(p: NoisyRelease, q: NoisyRelease) -> tuple[PointMass, ...]:
+    """The "⊥" point mass of the pair, if either side has one."""
+    if p.bottom == 0 and q.bottom == 0:
+        return ()
+    return (PointMass(BOTTOM, p.bottom, q.bottom),)
+
+
+RESOLUTION = 1e-9
+"""Below this noise scale relative to the released value, a grid in absolute units collapses."""
+
+
+def resolvable(p: NoisyRelease, q: NoisyRelease) -> bool:
+    """Whether a grid in the statistic's own units can resolve both laws in float64."""
+    size = max(1.0, abs(p.loc), abs(q.loc))
+    return min(p.scale, q.scale) >= RESOLUTION * size
+
+
+def standardized(p: NoisyRelease, q: NoisyRelease) -> tuple[NoisyRelease, NoisyRelease]:
+    """The pair moved so that p is centred at 0 with scale 1 (the same affine map on both):
+    divergences and privacy losses are unchanged, and tiny scales keep their precision."""
+    return (
+        NoisyRelease(p.noise, 0.0, 1.0, p.bottom),
+        NoisyRelease(q.noise, (q.loc - p.loc) / p.scale, q.scale / p.scale, q.bottom),
+    )
+
+
+def numeric_output(p: NoisyRelease, q: NoisyRelease, *, coordinate: int = 0, note: str = "") -> NumericOutput:
+    """Exact densities of M(D) (``p``) and M(D') (``q``) on :func:`output_grid`, with the loss.
+
+    When the noise is too small for float64 to resolve around the value (scale below 1e-9 of
+    it, e.g. the smooth sensitivity of a heavily tied median), the grid is the OFFSET from
+    f(D) = ``p.loc`` instead, and the note says so."""
+    if not resolvable(p, q):
+        origin = p.loc
+        note = (
+            f"{note} Grid = output − {origin:.10g}: the noise (scale {p.scale:.3g}) is too small "
+            "to plot around the value itself."
+        ).strip()
+        p = NoisyRelease(p.noise, 0.0, p.scale, p.bottom)
+        q = NoisyRelease(q.noise, q.loc - origin, q.scale, q.bottom)
+    grid = output_grid([p, q])
+    return NumericOutput(
+        grid=grid,
+        density_d=p.pdf(grid),
+        density_d_prime=q.pdf(grid),
+        privacy_loss=privacy_loss(p.logpdf(grid), q.logpdf(grid)),
+        point_masses=bottom_point_mass(p, q),
+        coordinate=coordinate,
+        note=note,
+    )
+
+
+# ---------------------------------------------------------------- hockey-stick divergence
+def _excess_intervals(
+    loss: Callable[[float], float], grid: np.ndarray, loss_grid: np.ndarray, epsilon: float
+) -> list[tuple[float, float]]:
+    """The maximal intervals where loss > epsilon, endpoints refined with brentq (to 1e-13
+    relative); a run touching the grid's end extends to infinity."""
+    above = loss_grid > epsilon
+    if not above.any():
+        return []
+    edges = np.flatnonzero(np.diff(above.astype(np.int8)))
+    crossings = [
+        optimize.brentq(lambda x: loss(x) - epsilon, grid[k], grid[k + 1], xtol=1e-14, rtol=1e-13)
+        for k in edges
+    ]
+    bounds = ([-np.inf] if above[0] else []) + crossings + ([np.inf] if above[-1] else [])
+    return list(zip(bounds[::2], bounds[1::2], strict=True))
+
+
+def hockey_stick_one_way(p: NoisyRelease, q: NoisyRelease, epsilons: np.ndarray) -> np.ndarray:
+    """delta_{P||Q}(eps) = sup_S P(S) - e^eps Q(S) = P(L > eps) - e^eps Q(L > eps) at each eps,
+    with L = ln p/q, "⊥" included as an atom.
+
+    Exact up to root finding and ``HOCKEY_STICK_TAIL``: the set {L > eps} is located by sign
+    changes of L - eps on :func:`output_grid` (which leaves out at most 1e-15 of each law's mass
+    per side; a run reaching a grid end is extended to infinity) and its masses come from the
+    CDFs. A component of {L > eps} narrower than the grid spacing could be missed; for the
+    location-scale pairs used here L is smooth with at most a few crossings."""
+    grid = output_grid([p, q], points=4001, tail=HOCKEY_STICK_TAIL)
+    loss_grid = privacy_loss(p.logpdf(grid), q.logpdf(grid))
+
+    def loss(x: float) -> float:
+        return float(p.logpdf(np.array(x)) - q.logpdf(np.array(x)))
+
+    deltas = []
+    for eps in np.atleast_1d(epsilons).astype(float):
+        total = max(0.0, p.bottom - np.exp(eps) * q.bottom)
+        for low, high in _excess_intervals(loss, grid, loss_grid, eps):
+            total += p.mass(low, high) - np.exp(eps) * q.mass(low, high)
+        deltas.append(min(max(total, 0.0), 1.0))
+    return np.array(deltas)
+
+
+def hockey_stick(p: NoisyRelease, q: NoisyRelease, epsilons: np.ndarray) -> np.ndarray:
+    """The larger of the two directions, delta_{P||Q} and delta_{Q||P}, at each epsilon
+    (computed on the :func:`standardized` pair: the divergence is invariant under the map)."""
+    p, q = standardized(p, q)
+    return np.maximum(hockey_stick_one_way(p, q, epsilons), hockey_stick_one_way(q, p, epsilons))
+
+
+# ---------------------------------------------------------------- accuracy
+def error_tail(release: NoisyRelease, truth: float, alphas: np.ndarray) -> np.ndarray:
+    """Exact P(|output - truth| > alpha) at each alpha, counting "⊥" as an error (computed in
+    units of the noise scale)."""
+    u = np.asarray(alphas, dtype=float) / release.scale
+    offset = (release.loc - truth) / release.scale
+    inside = release.noise.cdf(u - offset) - release.noise.cdf(-u - offset)
+    return np.clip(1.0 - (1.0 - release.bottom) * inside, 0.0, 1.0)
+
+
+def ci_halfwidth(release: NoisyRelease, truth: float, level: float) -> float:
+    """The smallest alpha with P(|output - truth| <= alpha) >= level (exact, by root finding in
+    units of the noise scale, so tiny scales keep their precision); inf when "⊥" alone has
+    probability above 1 - level."""
+    if release.bottom >= 1.0 - level:
+        return float("inf")
+    offset = (release.loc - truth) / release.scale
+    noise = release.noise
+
+    def excess(u: float) -> float:
+        inside = noise.cdf(u - offset) - noise.cdf(-u - offset)
+        return float(1.0 - (1.0 - release.bottom) * inside - (1.0 - level))
+
+    upper = abs(offset) + float(noise.isf(min(1e-12, (1 - level) / 10)))
+    return float(optimize.brentq(excess, 0.0, upper, xtol=1e-13)) * release.scale
+
+
+def mean_squared_error(release: NoisyRelease, truth: float) -> float:
+    """E[(output - truth)^2 | an answer is released] (exact; inf for noises without variance)."""
+    variance = float(release.noise.var())
+    if not np.isfinite(variance):
+        return float("inf")
+    return release.scale**2 * variance + (release.loc - truth) ** 2
+
+
+def alpha_axis(release: NoisyRelease, truth: float, points: int = 200) -> np.ndarray:
+    """Alphas from 0 to the noise's 1e-6 upper quantile plus any bias (computed in units of
+    the scale)."""
+    reach = float(release.noise.isf(1e-6)) + abs(release.loc - truth) / release.scale
+    return np.linspace(0.0, reach, points) * release.scale
+
+
+def curve_over(
+    xs: np.ndarray,
+    function: Callable[[float], float],
+    *,
+    x_label: str,
+    y_label: str,
+    name: str,
+    kind: Literal["exact", "bound", "monte_carlo"] = "exact",
+) -> Curve:
+    """A :class:`Curve` of ``function`` evaluated at each x."""
+    xs = np.asarray(xs, dtype=float)
+    return Curve(xs, np.array([function(float(x)) for x in xs]), x_label, y_label, name, kind)
+
+
+def error_vs_epsilon(halfwidth_at: Callable[[float], float], ci_level: float) -> Curve:
+    """The CI half-width at ``ci_level`` against epsilon over :data:`EPSILON_SWEEP`."""
+    return curve_over(
+        EPSILON_SWEEP,
+        halfwidth_at,
+        x_label="ε",
+        y_label=f"error bound at {ci_level:.0%} confidence",
+        name="CI half-width",
+    )
+
+
+def release_accuracy(
+    release: NoisyRelease,
+    truth: float,
+    ci_level: float,
+    *,
+    bound: Callable[[np.ndarray], np.ndarray] | None = None,
+    bound_name: str = "",
+    curves_vs_epsilon: tuple[Curve, ...] = (),
+    curves_vs_n: tuple[Curve, ...] = (),
+    notes: tuple[str, ...] = (),
+) -> AccuracyReport:
+    """The :class:`AccuracyReport` of a noisy release of ``truth``: exact error tail, CI, MSE;
+    ``bound`` (alpha -> proven bound on the tail) shown beside the exact tail when given."""
+    alphas = alpha_axis(release, truth)
+    tail = Curve(alphas, error_tail(release, truth, alphas), "α", "P(|error| > α)", "exact")
+    tail_bound = None
+    if bound is not None:
+        tail_bound = Curve(alphas, np.minimum(bound(alphas), 1.0), "α", "P(|error| > α)", bound_name, "bound")
+    if release.bottom > 0:
+        notes = (*notes, f"'{BOTTOM}' (no answer) counts as an error; the MSE is given an answer.")
+    return AccuracyReport(
+        error_tail=tail,
+        error_tail_bound=tail_bound,
+        ci_level=ci_level,
+        ci_halfwidth=ci_halfwidth(release, truth, ci_level),
+        mse=mean_squared_error(release, truth),
+        error_vs_epsilon=curves_vs_epsilon,
+        error_vs_n=curves_vs_n,
+        notes=notes,
+    )
+
+
+def error_vs_n(n0: int, statistic: str, halfwidth: float, ci_level: float) -> Curve:
+    """The CI half-width against n for noise calibrated to a global sensitivity, from its value
+    ``halfwidth`` at the current n0. An average (``mean``, ``trimmed_mean``, ``proportion``)
+    has sensitivity proportional to 1/n, so its error scales as n0/n; a count or sum has an
+    n-free sensitivity, so the curve shows the error relative to n (error / n)."""
+    n0 = max(int(n0), 1)
+    ns = np.unique(np.geomspace(max(n0 / 100, 10), n0 * 10, 40).astype(int)).astype(float)
+    if statistic in AVERAGES:
+        return Curve(ns, halfwidth * n0 / ns, "n (people)", f"error bound at {ci_level:.0%}", "CI half-width")
+    return Curve(
+        ns, halfwidth / ns, "n (people)", f"error bound / n at {ci_level:.0%}", "relative CI half-width"
+    )
+
+
+# ---------------------------------------------------------------- the noise-adding mechanisms
+class ReleasePair(NamedTuple):
+    """M(D) and M(D') for the coordinate the views show, with a note on that choice."""
+
+    d: NoisyRelease
+    d_prime: NoisyRelease
+    coordinate: int = 0
+    note: str = ""
+
+
+def shown_coordinate(query: NumericInput) -> tuple[int, str]:
+    """The coordinate where D and D' differ most, and a note saying so for vector queries."""
+    d, d_prime = np.atleast_1d(query.value_d), np.atleast_1d(query.value_d_prime)
+    i = int(np.argmax(np.abs(d - d_prime)))
+    if d.size == 1:
+        return i, ""
+    return i, (
+        f"Coordinate {i} (of {d.size}), where D and D' differ most; the coordinates get "
+        "independent noise and the privacy loss of the vector is the sum over coordinates."
+    )
+
+
+class NoisyReleaseMechanism(Mechanism):
+    """Base of the mechanisms whose output on each dataset is a :class:`NoisyRelease`: the views,
+    the exact delta (generic :func:`hockey_stick`; subclasses with a closed form override
+    :meth:`privacy_profile`) and the simulation all follow from :meth:`releases`."""
+
+    @abstractmethod
+    def releases(self, params: Mapping[str, Any], query: QueryInput) -> ReleasePair:
+        """The output laws on D and D' (for the coordinate shown)."""
+
+    def output_distribution(self, params: Mapping[str, Any], query: QueryInput) -> NumericOutput:
+        pair = self.releases(params, query)
+        return numeric_output(pair.d, pair.d_prime, coordinate=pair.coordinate, note=pair.note)
+
+    def privacy_profile(
+        self, params: Mapping[str, Any], query: QueryInput, epsilons: np.ndarray
+    ) -> np.ndarray:
+        """Exact delta(eps) on this pair, both directions (:func:`hockey_stick`)."""
+        pair = self.releases(params, query)
+        return hockey_stick(pair.d, pair.d_prime, np.asarray(epsilons, dtype=float))
+
+    def delta_at(self, params: Mapping[str, Any], query: QueryInput, epsilon: float) -> float:
+        return float(self.privacy_profile(params, query, np.array([float(epsilon)]))[0])
+
+    def simulate(
+        self,
+        params: Mapping[str, Any],
+        query: QueryInput,
+        rng: np.random.Generator,
+        size: int,
+        on: Literal["D", "D'"] = "D",
+    ) -> np.ndarray:
+        pair = self.releases(params, query)
+        return (pair.d if on == "D" else pair.d_prime).sample(rng, size)
+
+
+# ---------------------------------------------------------------- finite output spaces
+def discrete_hockey_stick(pmf_p: np.ndarray, pmf_q: np.ndarray, epsilons: np.ndarray) -> np.ndarray:
+    """Exact delta(eps) = max over the two directions of sum_o max(0, p(o) - e^eps q(o)) for two
+    pmfs on the same finite outcomes (e.g. candidates plus "⊥")."""
+    p, q = np.asarray(pmf_p, dtype=float), np.asarray(pmf_q, dtype=float)
+    factors = np.exp(np.atleast_1d(np.asarray(epsilons, dtype=float)))[:, None]
+    forward = np.maximum(0.0, p[None, :] - factors * q[None, :]).sum(axis=1)
+    backward = np.maximum(0.0, q[None, :] - factors * p[None, :]).sum(axis=1)
+    return np.minimum(np.maximum(forward, backward), 1.0)
+
+
+def pmf_privacy_loss(pmf_p: np.ndarray, pmf_q: np.ndarray) -> np.ndarray:
+    """ln p(o)/q(o) per outcome (±inf where one side is 0, NaN where both are)."""
+    with np.errstate(divide="ignore"):
+        return privacy_loss(np.log(np.asarray(pmf_p, float)), np.log(np.asarray(pmf_q, float)))

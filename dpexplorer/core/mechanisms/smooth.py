@@ -1,0 +1,391 @@
+"""Smooth-sensitivity release of a median, quantile or trimmed mean with admissible noise.
+
+M(x) = f(x) + (S_t(x) / s) * Z, where S_t is the t-smooth sensitivity (beta = t) of f at x
+(Nissim, Raskhodnikova & Smith 2007; seed 003), computed exactly by
+:func:`dpexplorer.core.sensitivity.smooth_sensitivity`, and Z is one of (Bun & Steinke 2019,
+"Average-case averages", section 3; seed 003):
+
+- Student's t with d degrees of freedom: pure epsilon-DP with epsilon = (d + 1) t + s (d+1)/(2 sqrt d).
+  Derivation (the two admissibility properties of seed 003, Definition 2.5): the log-density
+  -(d+1)/2 ln(1 + z^2/d) has slope at most (d+1)/(2 sqrt d), so a shift by at most s (since
+  |f(x) - f(x')| <= LS(x) <= S_t(x)) costs at most s (d+1)/(2 sqrt d) ("sliding"); a change of
+  scale by a factor within e^{+-t} (S_t(x') <= e^t S_t(x)) costs at most d |t| <= (d+1) |t|
+  ("dilation"). We use Bun & Steinke's (d+1) t.
+- Cauchy: Student's t with d = 1, so epsilon = 2 t + s.
+- Laplace-log-normal LLN(sigma), Z = X e^{sigma Y} with X ~ Lap(1), Y ~ N(0, 1): (1/2) eps^2-CDP
+  (zCDP with rho = eps^2 / 2) for eps = t / sigma + e^{3 sigma^2 / 2} s (seed 003, Proposition 3;
+  Bun & Steinke 2019, Theorem 18).
+
+Each mechanism splits its epsilon equally between the sliding and the dilation terms.
+The output law on D' uses S_t(D'): the privacy loss between M(D) and M(D') is the log-ratio of
+two location-scale densities with different scales, computed exactly by :mod:`accuracy`."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from scipy import optimize, special, stats
+
+from dpexplorer.core import accuracy as acc
+from dpexplorer.core.accounting.guarantees import ZCDP, Guarantee, PureDP
+from dpexplorer.core.errors import NotApplicableError
+from dpexplorer.core.mechanisms.base import AccuracyReport, NumericInput, QueryInput
+from dpexplorer.core.mechanisms.params import DELTA, EPSILON, Param
+from dpexplorer.core.mechanisms.registry import register
+from dpexplorer.core.sensitivity import smooth_sensitivity
+
+SMOOTH_STATISTICS = ("median", "quantile", "trimmed_mean")
+_Y_GRID = np.linspace(-20.0, 20.0, 801)
+_LOG_PHI = stats.norm.logpdf(_Y_GRID) + np.log(_Y_GRID[1] - _Y_GRID[0])
+_CHUNK = 512
+
+
+# ---------------------------------------------------------------- the Laplace-log-normal law
+@dataclass(frozen=True)
+class LaplaceLogNormal:
+    """Z = X e^{sigma Y}, X ~ Lap(1), Y ~ N(0, 1) independent (Bun & Steinke 2019, section 3.1).
+
+    Density and tails are the exact mixtures over Y, integrated numerically (trapezoid on
+    y in [-20, 20], step 0.05, in log space: the integrand is smooth, so the trapezoid rule
+    converges geometrically; halving the step changes ln p by < 1e-13 for sigma in [0.05, 2] and
+    |z| <= 100, and the tests check it against adaptive quadrature):
+    p(z) = E[e^{-sigma Y} exp(-|z| e^{-sigma Y})] / 2 and P(Z > z) = E[exp(-z e^{-sigma Y})] / 2."""
+
+    sigma: float
+
+    def _log_mix(self, z: np.ndarray, extra: float) -> np.ndarray:
+        """ln E[exp(extra * (-sigma Y) - |z| e^{-sigma Y})] - ln 2, vectorised over z in chunks
+        (bounded memory)."""
+        flat = np.abs(np.asarray(z, dtype=float)).ravel()
+        shift = -self.sigma * _Y_GRID
+        weights, factors = _LOG_PHI + extra * shift, np.exp(shift)
+        out = np.empty(flat.size)
+        for start in range(0, flat.size, _CHUNK):
+            part = flat[start : start + _CHUNK, None]
+            out[start : start + _CHUNK] = special.logsumexp(weights - part * factors, axis=-1)
+        return (out - np.log(2)).reshape(np.shape(z))
+
+    def logpdf(self, z: np.ndarray) -> np.ndarray:
+        return self._log_mix(z, 1.0)
+
+    def pdf(self, z: np.ndarray) -> np.ndarray:
+        return np.exp(self.logpdf(z))
+
+    def sf(self, z: np.ndarray) -> np.ndarray:
+        z = np.asarray(z, dtype=float)
+        tail = np.exp(self._log_mix(z, 0.0))
+        return np.where(z >= 0, tail, 1.0 - tail)
+
+    def cdf(self, z: np.ndarray) -> np.ndarray:
+        return self.sf(-np.asarray(z, dtype=float))
+
+    def isf(self, q: float) -> float:
+        """The z with P(Z > z) = q (brentq on the log tail)."""
+        if q >= 0.5:
+            return -self.isf(1.0 - q)
+        target = np.log(q)
+        high = 1.0
+        while float(self._log_mix(high, 0.0)) > target:
+            high *= 4.0
+        return float(optimize.brentq(lambda z: float(self._log_mix(z, 0.0)) - target, 0.0, high, rtol=1e-12))
+
+    def ppf(self, q: float) -> float:
+        return -self.isf(q)
+
+    def var(self) -> float:
+        """E[X^2] E[e^{2 sigma Y}] = 2 e^{2 sigma^2}."""
+        return 2.0 * np.exp(2.0 * self.sigma**2)
+
+    def rvs(self, size: int, random_state: np.random.Generator) -> np.ndarray:
+        return random_state.laplace(0.0, 1.0, size) * np.exp(self.sigma * random_state.standard_normal(size))
+
+
+# ---------------------------------------------------------------- shared machinery
+def _sorted_side(query: NumericInput, on: Literal["D", "D'"]) -> np.ndarray:
+    values = query.sorted_values_d if on == "D" else query.sorted_values_d_prime
+    if values is None or query.bounds is None:
+        raise NotApplicableError(
+            "this mechanism needs the column's values and its bounds (a median, quantile or "
+            "trimmed mean of a bounded numeric column)"
+        )
+    return np.asarray(values, dtype=float)
+
+
+def check_data_query(query: QueryInput, label: str) -> NumericInput:
+    """The query as a NumericInput on a median/quantile/trimmed mean with data and bounds."""
+    query = acc.numeric_query(query)
+    if query.statistic not in SMOOTH_STATISTICS:
+        raise NotApplicableError(
+            f"{label} releases a median, quantile or trimmed mean; this query is a {query.statistic}"
+        )
+    if query.statistic == "trimmed_mean" and query.relation != "replace":
+        raise NotApplicableError(
+            f"{label} supports the trimmed mean only when neighbours replace a row (n public); "
+            "choose the 'replace' relation"
+        )
+    _sorted_side(query, "D")
+    _sorted_side(query, "D'")
+    return query
+
+
+def data_sensitivity(query: NumericInput, on: Literal["D", "D'"], beta: float) -> float:
+    """S_beta of the query's statistic on D or D' (beta = 0 gives max_k A(k); exact, from
+    :mod:`dpexplorer.core.sensitivity`), floored at the smallest positive float so that an
+    underflow can only enlarge the noise."""
+    lower, upper = query.bounds  # type: ignore[misc]
+    value = smooth_sensitivity(
+        _sorted_side(query, on),
+        lower,
+        upper,
+        beta,
+        query.statistic,
+        trim_fraction=query.trim_fraction,
+        relation=query.relation,
+        quantile=query.quantile,
+    )
+    return max(float(value), float(np.finfo(float).tiny))
+
+
+def resampled(query: NumericInput, n: int) -> NumericInput:
+    """A dataset of size n with the same empirical distribution (its n evenly spaced quantiles):
+    the stand-in used by the error-against-n curves of data-dependent mechanisms."""
+    column = _sorted_side(query, "D")
+    ranks = np.ceil((np.arange(n) + 0.5) / n * column.size).astype(int) - 1  # inverse empirical CDF
+    values = column[np.clip(ranks, 0, column.size - 1)]
+    return replace(query, n=n, sorted_values_d=values, sorted_values_d_prime=values)
+
+
+def sizes_up_to(n: int, count: int = 8) -> np.ndarray:
+    """Up to ``count`` geometrically spaced dataset sizes from n/100 (at least 10) to n."""
+    return np.unique(np.geomspace(max(10, n // 100), max(n, 11), count).astype(int))
+
+
+class SmoothSensitivityMechanism(acc.NoisyReleaseMechanism):
+    """Base of the smooth-sensitivity mechanisms: f(x) + S_t(x)/s * Z for a standard noise Z."""
+
+    input_type: ClassVar[type] = NumericInput
+    output_kind: ClassVar[Literal["numeric"]] = "numeric"
+
+    @abstractmethod
+    def noise(self, params: Mapping[str, Any]) -> Any:
+        """The standard noise Z (a frozen scipy.stats law or :class:`LaplaceLogNormal`)."""
+
+    @abstractmethod
+    def smoothing(self, params: Mapping[str, Any]) -> tuple[float, float]:
+        """(t, s): the smoothing parameter beta = t and the noise divisor s."""
+
+    def accepts(self, query: QueryInput) -> str | None:
+        try:
+            check_data_query(query, self.label)
+        except NotApplicableError as error:
+            return str(error)
+        return None
+
+    def noise_scale(self, params: Mapping[str, Any], query: QueryInput) -> float:
+        """S_t(D) / s, the scale of the noise on D."""
+        t, s = self.smoothing(params)
+        return data_sensitivity(check_data_query(query, self.label), "D", t) / s
+
+    def release_on(
+        self, params: Mapping[str, Any], query: NumericInput, on: Literal["D", "D'"]
+    ) -> acc.NoisyRelease:
+        """The output law on D or D': f + S_t/s * Z with S_t of that dataset."""
+        t, s = self.smoothing(params)
+        value = query.value_d if on == "D" else query.value_d_prime
+        scale, centre = data_sensitivity(query, on, t) / s, float(np.atleast_1d(value)[0])
+        return acc.NoisyRelease(self.noise(params), centre, scale)
+
+    def releases(self, params: Mapping[str, Any], query: QueryInput) -> acc.ReleasePair:
+        query = check_data_query(query, self.label)
+        t, s = self.smoothing(params)
+        note = f"Noise scale S(D)/s on D and S(D')/s on D' (t = {t:.4g}, s = {s:.4g})."
+        return acc.ReleasePair(
+            self.release_on(params, query, "D"), self.release_on(params, query, "D'"), 0, note
+        )
+
+    def _typical_error(self, params: Mapping[str, Any], query: NumericInput, ci_level: float) -> float:
+        release = self.release_on(params, query, "D")
+        return acc.ci_halfwidth(release, release.loc, ci_level)
+
+    def accuracy(
+        self, params: Mapping[str, Any], query: QueryInput, ci_level: float = 0.95
+    ) -> AccuracyReport:
+        """Exact error law of the noise at S_t(D); no proven tail bound in the seed."""
+        query = check_data_query(query, self.label)
+        pair = self.releases(params, query)
+        epsilons = acc.EPSILON_SWEEP[::5]
+        vs_epsilon = acc.curve_over(
+            epsilons,
+            lambda e: self._typical_error({**params, "epsilon": e}, query, ci_level),
+            x_label="ε",
+            y_label=f"error bound at {ci_level:.0%} confidence",
+            name="CI half-width",
+        )
+        sizes = sizes_up_to(query.n)
+        vs_n = acc.curve_over(
+            sizes,
+            lambda n: self._typical_error(params, resampled(query, int(n)), ci_level),
+            x_label="n (people)",
+            y_label=f"error bound at {ci_level:.0%} confidence",
+            name="CI half-width (data resampled to size n)",
+        )
+        return acc.release_accuracy(
+            pair.d,
+            pair.d.loc,
+            ci_level,
+            curves_vs_epsilon=(vs_epsilon,),
+            curves_vs_n=(vs_n,),
+            notes=("Error against n: the column's distribution resampled to n rows.",),
+        )
+
+
+# ---------------------------------------------------------------- Student's t and Cauchy
+def student_t_epsilon(t: float, s: float, dof: float) -> float:
+    """Pure epsilon of f + S_t/s * T(dof): (dof + 1) t + s (dof + 1) / (2 sqrt(dof))."""
+    return (dof + 1) * t + s * (dof + 1) / (2 * np.sqrt(dof))
+
+
+DEGREES = Param(
+    name="dof",
+    label="degrees of freedom",
+    type="int",
+    default=3,
+    low=1,
+    high=100,
+    help=(
+        "Shape of the Student's t noise. 1 is the Cauchy law (very heavy tails, no variance); "
+        "3 or more gives a finite variance. Higher values smooth less per unit of ε."
+    ),
+)
+
+SMOOTH_EPSILON = replace(
+    EPSILON,
+    help=EPSILON.help + " Half of ε pays for the noise, half for letting the noise scale follow the data.",
+)
+
+
+class _StudentTBase(SmoothSensitivityMechanism):
+    """Shared by the Cauchy and Student's t mechanisms (pure epsilon-DP)."""
+
+    def dof(self, params: Mapping[str, Any]) -> float:
+        return float(params.get("dof", 1))
+
+    def noise(self, params: Mapping[str, Any]) -> Any:
+        return stats.t(self.dof(params))
+
+    def smoothing(self, params: Mapping[str, Any]) -> tuple[float, float]:
+        """Half of epsilon to each term: t = eps / (2 (d+1)), s = eps sqrt(d) / (d + 1)."""
+        d, eps = self.dof(params), float(params["epsilon"])
+        return eps / (2 * (d + 1)), eps * np.sqrt(d) / (d + 1)
+
+    def guarantee(self, params: Mapping[str, Any], query: QueryInput) -> Guarantee:
+        return PureDP(self.epsilon_delta(params, query)[0])
+
+    def epsilon_delta(self, params: Mapping[str, Any], query: QueryInput) -> tuple[float, float]:
+        t, s = self.smoothing(params)
+        return float(student_t_epsilon(t, s, self.dof(params))), 0.0
+
+
+@register
+class SmoothCauchy(_StudentTBase):
+    """Smooth sensitivity with Cauchy noise: pure epsilon-DP, heavy tails (no finite variance)."""
+
+    name: ClassVar[str] = "smooth_cauchy"
+    label: ClassVar[str] = "Smooth sensitivity (Cauchy)"
+    summary: ClassVar[str] = (
+        "Median or trimmed mean with noise scaled to the data's smooth sensitivity, drawn from "
+        "the Cauchy law. Pure ε-DP; often far less noise than the global sensitivity needs."
+    )
+    params: ClassVar[tuple[Param, ...]] = (SMOOTH_EPSILON,)
+    order: ClassVar[int] = 40
+
+
+@register
+class SmoothStudentT(_StudentTBase):
+    """Smooth sensitivity with Student's t noise: pure epsilon-DP."""
+
+    name: ClassVar[str] = "smooth_student_t"
+    label: ClassVar[str] = "Smooth sensitivity (Student's t)"
+    summary: ClassVar[str] = (
+        "Median or trimmed mean with noise scaled to the data's smooth sensitivity, drawn from "
+        "Student's t law. Pure ε-DP; lighter tails than Cauchy as the degrees of freedom grow."
+    )
+    params: ClassVar[tuple[Param, ...]] = (SMOOTH_EPSILON, DEGREES)
+    order: ClassVar[int] = 41
+
+    def dof(self, params: Mapping[str, Any]) -> float:
+        return float(params["dof"])
+
+
+# ---------------------------------------------------------------- Laplace-log-normal (zCDP)
+CDP_EPSILON = replace(
+    EPSILON,
+    label="ε (concentrated DP)",
+    help=(
+        "The mechanism satisfies ½ε²-zero-concentrated DP (ρ = ε²/2), which composes tightly "
+        "over many releases. Smaller ε means stronger privacy and more noise."
+    ),
+)
+
+LLN_SIGMA = Param(
+    name="sigma",
+    label="σ (log-normal spread)",
+    type="float",
+    default=0.5,
+    low=0.05,
+    high=2.0,
+    log_scale=True,
+    slider=(0.1, 2.0),
+    help=(
+        "Spread of the log-normal factor of the noise. Larger σ lets the noise scale follow the "
+        "data more closely but makes the noise heavier-tailed; 0.3 to 1 is usual."
+    ),
+)
+
+CONVERSION_DELTA = replace(
+    DELTA,
+    help=(
+        "Only used to state the zCDP guarantee as (ε, δ)-DP (ε_DP = ρ + 2√(ρ ln(1/δ))); it does "
+        "not change the noise. " + DELTA.help
+    ),
+)
+
+
+def zcdp_to_approx(rho: float, delta: float) -> float:
+    """rho-zCDP implies (rho + 2 sqrt(rho ln(1/delta)), delta)-DP (Bun & Steinke 2016, Prop. 1.3)."""
+    return float(rho + 2 * np.sqrt(rho * np.log(1 / delta)))
+
+
+@register
+class SmoothLaplaceLogNormal(SmoothSensitivityMechanism):
+    """Smooth sensitivity with Laplace-log-normal noise: (1/2) eps^2-zCDP (seed 003, Prop. 3)."""
+
+    name: ClassVar[str] = "smooth_lln"
+    label: ClassVar[str] = "Smooth sensitivity (Laplace-log-normal)"
+    summary: ClassVar[str] = (
+        "Median or trimmed mean with Laplace noise times a log-normal factor, scaled to the "
+        "smooth sensitivity. Concentrated DP (½ε²-zCDP), with finite variance."
+    )
+    params: ClassVar[tuple[Param, ...]] = (CDP_EPSILON, LLN_SIGMA, CONVERSION_DELTA)
+    order: ClassVar[int] = 42
+
+    def noise(self, params: Mapping[str, Any]) -> Any:
+        return LaplaceLogNormal(float(params["sigma"]))
+
+    def smoothing(self, params: Mapping[str, Any]) -> tuple[float, float]:
+        """Half of eps to each term of eps = t/sigma + e^{3 sigma^2/2} s."""
+        eps, sigma = float(params["epsilon"]), float(params["sigma"])
+        return eps * sigma / 2, eps * np.exp(-1.5 * sigma**2) / 2
+
+    def guarantee(self, params: Mapping[str, Any], query: QueryInput) -> ZCDP:
+        t, s = self.smoothing(params)
+        eps = t / float(params["sigma"]) + np.exp(1.5 * float(params["sigma"]) ** 2) * s
+        return ZCDP(rho=float(eps**2 / 2))
+
+    def epsilon_delta(self, params: Mapping[str, Any], query: QueryInput) -> tuple[float, float]:
+        rho = self.guarantee(params, query).rho
+        return zcdp_to_approx(rho, float(params["delta"])), float(params["delta"])

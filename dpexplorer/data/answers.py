@@ -1,0 +1,311 @@
+"""True answers of a query on D and on its worst-case neighbour D', packed as the mechanisms'
+inputs (``dpexplorer.core.mechanisms.base``).
+
+D' is found by formula (dpexplorer.core.neighbours: a few extreme candidates, or +-1 on a count),
+never by recomputing the query on all n neighbours. The answers here are exact and PRIVATE: they
+feed the exploration views and the release path's noise, never an export."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+
+from dpexplorer.core.mechanisms.base import NumericInput, Relation, SelectionInput, WorkloadInput
+from dpexplorer.core.neighbours import check_relation, worst_case_neighbour
+from dpexplorer.core.sensitivity import global_sensitivity, statistic_function
+from dpexplorer.data.errors import DataError
+from dpexplorer.data.load import Dataset
+from dpexplorer.data.queries import (
+    ArgMax,
+    Count,
+    Histogram,
+    Mean,
+    PredicateCount,
+    Quantile,
+    Query,
+    Sum,
+    TopK,
+    TrimmedMean,
+    Workload,
+)
+
+Answer = float | np.ndarray | str | tuple[str, ...]
+ClippedQuery = Sum | Mean | Quantile | TrimmedMean
+
+
+def _checked(dataset: Dataset, query: Query) -> None:
+    query.check(dataset.schema)
+
+
+# ---------------------------------------------------------------- the data each query needs
+def clipped_sorted_values(dataset: Dataset, query: ClippedQuery) -> np.ndarray:
+    """The column clipped to [lower, upper], missing values set to the midpoint, sorted (float)."""
+    mid = (query.lower + query.upper) / 2.0
+    expr = pl.col(query.column).cast(pl.Float64).fill_null(mid).clip(query.lower, query.upper).sort()
+    return dataset.select(expr.alias("v"))["v"].to_numpy()
+
+
+def _statistic(query: ClippedQuery) -> tuple[str, float, float]:
+    """(statistic name, quantile, trim fraction)."""
+    if isinstance(query, Quantile):
+        return query.statistic, query.q, 0.0
+    if isinstance(query, TrimmedMean):
+        return "trimmed_mean", 0.5, query.trim_fraction
+    return query.kind, 0.5, 0.0
+
+
+def predicate_count(dataset: Dataset, query: PredicateCount) -> int:
+    return int(dataset.select(query.predicate.expr().sum().alias("n"))["n"][0])
+
+
+def cell_counts(dataset: Dataset, axes: tuple, shape: tuple[int, ...]) -> np.ndarray:
+    """Rows per cell of the universe of ``axes`` (row-major over ``shape``)."""
+    strides = np.cumprod((1, *shape[:0:-1]))[::-1]
+    index = sum((a.index_expr() * int(s) for a, s in zip(axes, strides, strict=True)), pl.lit(0))
+    cells = dataset.select(index.alias("cell"))["cell"].to_numpy()
+    return np.bincount(cells, minlength=math.prod(shape)).astype(float)
+
+
+def _category_counts(dataset: Dataset, query: ArgMax | TopK) -> np.ndarray:
+    col = pl.col(query.column)
+    frame = dataset.select(
+        *((col == pl.lit(c)).fill_null(False).sum().alias(str(i)) for i, c in enumerate(query.categories))
+    )
+    return np.array([int(frame[str(i)][0]) for i in range(len(query.categories))], dtype=float)
+
+
+def workload_matrix(query: Workload) -> np.ndarray:
+    """The (k, N) 0/1 matrix: row i marks the cells counted by query i."""
+    shape = query.shape
+    rows = []
+    for q in query.queries:
+        mask = np.ones(shape, dtype=bool)
+        for a, bins in q.conditions:
+            along = np.zeros(shape[a], dtype=bool)
+            along[list(bins)] = True
+            mask &= along.reshape([-1 if i == a else 1 for i in range(len(shape))])
+        rows.append(mask.ravel())
+    return np.array(rows, dtype=float)
+
+
+# ---------------------------------------------------------------- true answers
+def true_answer(dataset: Dataset, query: Query) -> Answer:
+    """f(D), exact. Count/predicate count/sum/mean/quantile/trimmed mean: a float; histogram and
+    workload: the vector of counts (labels from the query); argmax: the category (as text);
+    top-k: the k categories, most common first (ties: declared order)."""
+    _checked(dataset, query)
+    if isinstance(query, Count):
+        return float(dataset.n_rows)
+    if isinstance(query, PredicateCount):
+        return float(predicate_count(dataset, query))
+    if isinstance(query, Sum | Mean | Quantile | TrimmedMean):
+        name, q, trim = _statistic(query)
+        return statistic_function(name, query.lower, query.upper, quantile=q, trim_fraction=trim)(
+            clipped_sorted_values(dataset, query)
+        )
+    if isinstance(query, Histogram):
+        return cell_counts(dataset, (query.axis,), (len(query.labels),))
+    if isinstance(query, ArgMax | TopK):
+        order = _ranking(_category_counts(dataset, query))
+        names = tuple(str(query.categories[i]) for i in order[: query.k])
+        return names[0] if isinstance(query, ArgMax) else names
+    return workload_matrix(query) @ cell_counts(dataset, query.axes, query.shape)
+
+
+def _ranking(counts: np.ndarray) -> np.ndarray:
+    return np.argsort(-counts, kind="stable")
+
+
+# ---------------------------------------------------------------- inputs on D and D'
+def query_input(
+    dataset: Dataset, query: Query, relation: Relation = "add_remove"
+) -> NumericInput | SelectionInput | WorkloadInput:
+    """The query's true answers on D and on its worst-case neighbour D' under ``relation``, the
+    global sensitivities (dpexplorer.core.sensitivity.global_sensitivity, formulas cited there)
+    and the row that differs, in words. DataError if the query does not fit the dataset."""
+    check_relation(relation)
+    _checked(dataset, query)
+    if isinstance(query, Count | PredicateCount):
+        return _count_input(dataset, query, relation)
+    if isinstance(query, Sum | Mean | Quantile | TrimmedMean):
+        return _clipped_input(dataset, query, relation)
+    if isinstance(query, Histogram):
+        return _histogram_input(dataset, query, relation)
+    if isinstance(query, ArgMax | TopK):
+        return _selection_input(dataset, query, relation)
+    if isinstance(query, Workload):
+        return _workload_input(dataset, query, relation)
+    raise DataError(f"unsupported query {query!r}")
+
+
+def _scalar_input(value: float, value_prime: float, s1: float, s2: float, **kw: object) -> NumericInput:
+    return NumericInput(np.array([float(value)]), np.array([float(value_prime)]), s1, s2, **kw)  # type: ignore[arg-type]
+
+
+def _count_input(dataset: Dataset, query: Count | PredicateCount, relation: Relation) -> NumericInput:
+    """Count: +1 row under add/remove; unchanged (sensitivity 0: n is public) under replace.
+    Predicate count: sensitivity 1 (Dwork & Roth 2014, example 3.1); D' adds a matching row, or
+    under replace turns a non-matching row into a matching one (the reverse if all match)."""
+    n = dataset.n_rows
+    if isinstance(query, Count):
+        if relation == "replace":
+            row = "D' = D with one row changed: the number of rows cannot change"
+            return _scalar_input(n, n, 0.0, 0.0, n=n, statistic="count", relation=relation, differing_row=row)
+        return _scalar_input(
+            n,
+            n + 1,
+            1.0,
+            1.0,
+            n=n,
+            statistic="count",
+            relation=relation,
+            differing_row="D' = D plus one row (any values)",
+            output_range=(0.0, math.inf),
+        )
+    c = predicate_count(dataset, query)
+    what = query.predicate.describe()
+    if relation == "add_remove":
+        c_prime, row = c + 1, f"D' = D plus one row where {what}"
+    elif c < n:
+        c_prime, row = c + 1, f"D' = D with one row changed so that {what}"
+    else:
+        c_prime, row = c - 1, f"D' = D with one row changed so that not ({what})"
+    return _scalar_input(
+        c,
+        c_prime,
+        1.0,
+        1.0,
+        n=n,
+        statistic="predicate_count",
+        relation=relation,
+        differing_row=row,
+        output_range=(0.0, math.inf),
+    )
+
+
+def _clipped_input(dataset: Dataset, query: ClippedQuery, relation: Relation) -> NumericInput:
+    """f(D) and the neighbour moving f most (exact for these monotone statistics: see
+    dpexplorer.core.neighbours), with the clipped sorted values of both for data-dependent
+    mechanisms (median, quantile, trimmed mean)."""
+    name, q, trim = _statistic(query)
+    values = clipped_sorted_values(dataset, query)
+    f = statistic_function(name, query.lower, query.upper, quantile=q, trim_fraction=trim)
+    change, f_prime, _ = worst_case_neighbour(values, query.lower, query.upper, f, relation)
+    kind = "quantile" if name == "median" else name
+    s1, s2 = global_sensitivity(
+        kind, relation, lower=query.lower, upper=query.upper, n=len(values), trim_fraction=trim
+    )
+    order_based = name in ("median", "quantile", "trimmed_mean")
+    prime = change.apply(values) if change is not None else values
+    return _scalar_input(
+        f(values),
+        f_prime,
+        s1,
+        s2,
+        n=len(values),
+        statistic=name,
+        relation=relation,
+        output_range=None if name == "sum" else (float(query.lower), float(query.upper)),
+        bounds=(float(query.lower), float(query.upper)),
+        sorted_values_d=values if order_based else None,
+        sorted_values_d_prime=prime if order_based else None,
+        quantile=q,
+        trim_fraction=trim,
+        differing_row=change.describe(query.column) if change is not None else "",
+    )
+
+
+def _histogram_input(dataset: Dataset, query: Histogram, relation: Relation) -> NumericInput:
+    """Counts per cell; D' adds a row to the smallest cell (add/remove) or moves one from the
+    largest cell to the smallest (replace). l1/l2 from global_sensitivity("histogram")."""
+    counts = cell_counts(dataset, (query.axis,), (len(query.labels),))
+    labels = query.labels
+    small, big = int(np.argmin(counts)), int(np.argmax(counts))
+    prime = counts.copy()
+    prime[small] += 1
+    cell = f"{query.axis.column} {labels[small]}"
+    row = f"D' = D plus one row with {cell}"
+    if relation == "replace":
+        if big == small:  # one cell holds every row: move one to the next cell
+            small = (big + 1) % len(labels)
+            prime = counts.copy()
+            prime[small] += 1
+        prime[big] -= 1
+        row = f"D' = D with one row changed: {query.axis.column} {labels[big]} -> {labels[small]}"
+    s1, s2 = global_sensitivity("histogram", relation)
+    return NumericInput(
+        counts,
+        prime,
+        s1,
+        s2,
+        n=dataset.n_rows,
+        statistic="histogram",
+        relation=relation,
+        differing_row=row,
+        labels=labels,
+        output_range=(0.0, math.inf),
+    )
+
+
+def _selection_input(dataset: Dataset, query: ArgMax | TopK, relation: Relation) -> SelectionInput:
+    """Scores are counts (sensitivity 1, Dwork & Roth 2014, section 3.4); monotone under
+    add/remove (every count moves the same way), not under replace. D' helps the runner-up:
+    one more row for it (add/remove), or one row moved to it from the leader (replace)."""
+    counts = _category_counts(dataset, query)
+    order = _ranking(counts)
+    leader, rival = int(order[0]), int(order[1]) if len(order) > 1 else int(order[0])
+    names = tuple(str(c) for c in query.categories)
+    prime = counts.copy()
+    prime[rival] += 1
+    row = f"D' = D plus one row with {query.column} = {names[rival]}"
+    if relation == "replace":
+        if counts[leader] > 0 and leader != rival:
+            prime[leader] -= 1
+            row = f"D' = D with one row changed: {query.column} {names[leader]} -> {names[rival]}"
+        else:
+            row = f"D' = D with one row of another {query.column} changed to {names[rival]}"
+    return SelectionInput(
+        names,
+        counts,
+        prime,
+        1.0,
+        relation == "add_remove",
+        dataset.n_rows,
+        statistic=query.kind,
+        relation=relation,
+        differing_row=row,
+    )
+
+
+def _workload_input(dataset: Dataset, query: Workload, relation: Relation) -> WorkloadInput:
+    """The data as a histogram over the universe; D' adds a row to the cell counted by the most
+    queries (add/remove), or moves one from the busiest non-empty cell to the cell whose queries
+    differ most from it (replace)."""
+    hist = cell_counts(dataset, query.axes, query.shape)
+    w = workload_matrix(query)
+    labels = query.cell_labels()
+    load = w.sum(axis=0)
+    prime = hist.copy()
+    if relation == "add_remove":
+        target = int(np.argmax(load))
+        prime[target] += 1
+        row = f"D' = D plus one row in cell ({labels[target]})"
+    else:
+        nonempty = np.flatnonzero(hist > 0)
+        source = int(nonempty[np.argmax(load[nonempty])])
+        target = int(np.argmax(np.abs(w - w[:, [source]]).sum(axis=0)))
+        prime[source] -= 1
+        prime[target] += 1
+        row = f"D' = D with one row moved from cell ({labels[source]}) to cell ({labels[target]})"
+    return WorkloadInput(
+        labels,
+        tuple(q.label for q in query.queries),
+        hist,
+        prime,
+        w,
+        dataset.n_rows,
+        relation=relation,
+        differing_row=row,
+    )

@@ -1,0 +1,15 @@
+"""The data layer's error type: the only exception that may escape loading a file."""
+
+from __future__ import annotations
+
+from dpexplorer.core.errors import DPExplorerError
+
+
+class DataError(DPExplorerError):
+    """A file, column or query the data layer cannot use. The message says what is wrong, where
+    (file, line, column) and what to do; it is shown to the user as is."""
+
+    def __init__(self, message: str) -> None:
+        if not message:
+            raise ValueError("a DataError needs a message")
+        super().__init__(message)

@@ -1,0 +1,508 @@
+"""Load CSV, TSV, gzip-compressed CSV and Parquet files through polars into a :class:`Dataset`.
+
+Every problem with a file ends as a :class:`DataError` saying what and where, or as a warning on
+the dataset that counts the rows or values set aside and says why; nothing else escapes
+:func:`load_dataset`. Kept import-light (polars and the standard library): the default dataset
+loads on the app's start-up path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import gzip
+import hashlib
+import io
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+import polars as pl
+
+from dpexplorer.data.errors import DataError
+
+Kind = Literal["numeric", "categorical", "boolean"]
+Format = Literal["csv", "csv.gz", "parquet"]
+
+HEAD_BYTES = 1 << 16
+CHUNK_BYTES = 1 << 20
+INFER_ROWS = 10_000
+SAMPLE_ROWS = 10_000
+NUMERIC_SHARE = 0.95
+"""A text column is read as numeric when at least this share of a sample of its values are numbers."""
+SEPARATORS = (",", "\t", ";", "|")
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    """NON-PRIVATE summary of one column, for the data steward's eyes only: ``missing`` and
+    ``distinct`` are exact counts on the real data, never to be shown to anyone else or released.
+
+    ``kind`` is how the app treats the column; ``dtype`` the polars type it was read as."""
+
+    name: str
+    kind: Kind
+    dtype: str
+    missing: int
+    distinct: int
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """A loaded file: immutable. ``frame`` is a polars DataFrame, or a LazyFrame (``lazy``) for a
+    file too large for memory, which still answers queries by streaming.
+
+    ``warnings`` say which rows or values were set aside and why, each with its count.
+    ``columns`` (NON-PRIVATE summaries, for the steward only) and ``fingerprint`` (SHA-256 of
+    the file's bytes) are computed on first use; the fingerprint checks the file is unchanged."""
+
+    path: Path
+    frame: pl.DataFrame | pl.LazyFrame
+    n_rows: int
+    warnings: tuple[str, ...]
+    format: Format = "csv"
+    _stamp: tuple[int, int] = field(default=(0, 0), repr=False)
+    _missing: tuple[int, ...] = field(default=(), repr=False)
+    _encoded: dict[str, pl.Series] = field(default_factory=dict, repr=False)
+
+    @property
+    def lazy(self) -> bool:
+        """True when ``frame`` is a LazyFrame (the file is scanned, not held in memory)."""
+        return isinstance(self.frame, pl.LazyFrame)
+
+    @property
+    def schema(self) -> pl.Schema:
+        """Column names and polars types (cheap)."""
+        return self.frame.collect_schema() if isinstance(self.frame, pl.LazyFrame) else self.frame.schema
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(self.schema.names())
+
+    def kind_of(self, name: str) -> Kind:
+        """The kind of column ``name``; DataError naming the columns if there is no such column."""
+        schema = self.schema
+        if name not in schema:
+            raise DataError(
+                f"{self.path.name} has no column {name!r}; its columns are: {', '.join(schema.names())}"
+            )
+        return kind_of_dtype(schema[name])
+
+    @cached_property
+    def columns(self) -> tuple[ColumnInfo, ...]:
+        """NON-PRIVATE per-column summary (kind, polars type, missing, distinct), steward only."""
+        names = self.column_names
+        distinct = _collect(self.frame.select(pl.col(c).drop_nulls().n_unique() for c in names))
+        return tuple(
+            ColumnInfo(c, self.kind_of(c), str(self.schema[c]), self._missing[i], int(distinct[c][0]))
+            for i, c in enumerate(names)
+        )
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """SHA-256 hex of the file's bytes, streamed. DataError if the file changed since loading."""
+        if _stamp(self.path) != self._stamp:
+            raise DataError(f"{self.path} changed since it was loaded: load it again before releasing")
+        return fingerprint_file(self.path)
+
+    def select(self, *exprs: pl.Expr) -> pl.DataFrame:
+        """``frame.select(*exprs)``, collected (streaming when lazy); DataError if it fails
+        (e.g. a lazily scanned file that was moved or holds a value of the wrong type)."""
+        try:
+            return _collect(self._query_frame(exprs).select(*exprs))
+        except pl.exceptions.PolarsError as exc:
+            raise DataError(f"could not evaluate the query on {self.path.name}: {_first_line(exc)}") from exc
+
+    def _query_frame(self, exprs: tuple[pl.Expr, ...]) -> pl.DataFrame | pl.LazyFrame:
+        """The frame with the text columns the expressions read dictionary-encoded (polars
+        Categorical; same values, comparisons several times faster). Each column is encoded
+        once, on first use, and cached; lazy frames are used as they are."""
+        frame = self.frame
+        if isinstance(frame, pl.LazyFrame):
+            return frame
+        names = {n for e in exprs for n in e.meta.root_names()}
+        for n in names:
+            if n not in self._encoded and frame.schema.get(n) == pl.String:
+                self._encoded[n] = frame[n].cast(pl.Categorical)
+        use = [self._encoded[n] for n in names if n in self._encoded]
+        return frame.with_columns(use) if use else frame
+
+    def preview(self, n: int = 200) -> pl.DataFrame:
+        """The first ``n`` rows (NON-PRIVATE: the steward's own view of the data)."""
+        return _collect(self.frame.head(n))
+
+
+def kind_of_dtype(dtype: pl.DataType) -> Kind:
+    """numeric for integer/float/decimal types, boolean for Boolean, categorical otherwise."""
+    if dtype.is_numeric():
+        return "numeric"
+    return "boolean" if dtype == pl.Boolean else "categorical"
+
+
+def _collect(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
+    if isinstance(frame, pl.LazyFrame):
+        try:
+            return frame.collect(engine="streaming")
+        except (pl.exceptions.PolarsError, OSError) as exc:
+            raise DataError(f"could not read the data: {_first_line(exc)}") from exc
+    return frame
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise DataError(
+            f"{path} can no longer be read ({exc.strerror or exc}): was it moved or deleted?"
+        ) from exc
+    return st.st_size, st.st_mtime_ns
+
+
+def fingerprint_file(path: str | os.PathLike[str]) -> str:
+    """SHA-256 hex digest of the file's bytes, read in 1 MiB chunks (constant memory)."""
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(CHUNK_BYTES):
+                digest.update(chunk)
+    except OSError as exc:
+        raise DataError(f"could not read {path} to fingerprint it: {exc.strerror or exc}") from exc
+    return digest.hexdigest()
+
+
+# ---------------------------------------------------------------- file kind, head, header
+def _format_of(path: Path, magic: bytes) -> Format:
+    name = path.name.lower()
+    if magic.startswith(b"\x1f\x8b") or name.endswith(".gz"):
+        return "csv.gz"
+    if magic.startswith(b"PAR1") or name.endswith((".parquet", ".pq")):
+        return "parquet"
+    return "csv"
+
+
+def _open_text_bytes(path: Path, fmt: Format) -> io.BufferedIOBase:
+    return gzip.open(path, "rb") if fmt == "csv.gz" else open(path, "rb")  # type: ignore[return-value]
+
+
+def _read_head(path: Path, fmt: Format) -> bytes:
+    try:
+        with _open_text_bytes(path, fmt) as fh:
+            return fh.read(HEAD_BYTES)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise DataError(f"{path.name} could not be read as {fmt}: {exc}") from exc
+
+
+def _check_text(path: Path, head: bytes) -> None:
+    """DataError for binary content or bytes that are not UTF-8 in the first 64 KiB."""
+    if b"\x00" in head:
+        raise DataError(
+            f"{path.name} looks like a binary file (it contains NUL bytes), not CSV/TSV text: "
+            "export the data as CSV or Parquet"
+        )
+    cut = head if len(head) < HEAD_BYTES else head[: head.rfind(b"\n") + 1]
+    try:
+        cut.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, cut, exc.start) from exc
+
+
+def _not_utf8(path: Path, data: bytes, pos: int, line_offset: int = 0) -> DataError:
+    line = line_offset + data.count(b"\n", 0, pos) + 1
+    return DataError(
+        f"{path.name}, line {line:,}: byte 0x{data[pos]:02x} is not UTF-8 text: "
+        "re-save the file with UTF-8 encoding"
+    )
+
+
+def _scan_utf8(path: Path, fmt: Format) -> DataError:
+    """Find the first line with bytes that are not UTF-8 (streamed)."""
+    decoder_lines = 0
+    with _open_text_bytes(path, fmt) as fh:
+        carry = b""
+        while chunk := fh.read(CHUNK_BYTES):
+            data = carry + chunk
+            cut = data.rfind(b"\n") + 1 or len(data)
+            try:
+                data[:cut].decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return _not_utf8(path, data, exc.start, decoder_lines)
+            decoder_lines += data.count(b"\n", 0, cut)
+            carry = data[cut:]
+        with contextlib.suppress(UnicodeDecodeError):
+            carry.decode("utf-8")
+            return DataError(f"{path.name} could not be decoded as UTF-8 text: re-save it as UTF-8")
+        return _not_utf8(path, carry, 0, decoder_lines)
+
+
+def _header(path: Path, head: bytes) -> tuple[str, list[str], bool]:
+    """(separator, column names, whether any data line follows the header)."""
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+    first, _, rest = text.partition("\n")
+    if not first.strip():
+        raise DataError(f"{path.name}: line 1 (the header) is blank: put the column names on the first line")
+    name = path.name.lower()
+    sep = "\t" if name.endswith((".tsv", ".tsv.gz", ".tab")) else max(SEPARATORS, key=first.count)
+    names = next(csv.reader([first.rstrip("\r")], delimiter=sep))
+    for i, col in enumerate(names, start=1):
+        if not col.strip():
+            raise DataError(f"{path.name}, line 1: column {i} has a blank name: give every column a name")
+    seen: dict[str, int] = {}
+    for i, col in enumerate(names, start=1):
+        if col in seen:
+            raise DataError(
+                f"{path.name}, line 1: columns {seen[col]} and {i} are both named {col!r}: "
+                "give every column a different name"
+            )
+        seen[col] = i
+    return sep, names, bool(rest.strip()) or len(head) >= HEAD_BYTES
+
+
+# ---------------------------------------------------------------- ragged rows
+def _field_counts(path: Path, fmt: Format, sep: str) -> Iterator[tuple[int, int]]:
+    """(line number, number of fields) of every data record (streamed with the csv module)."""
+    with _open_text_bytes(path, fmt) as raw:
+        text = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+        reader = csv.reader(text, delimiter=sep)
+        next(reader, None)
+        for record in reader:
+            yield reader.line_num, len(record)
+
+
+def _ragged_rows(path: Path, fmt: Format, sep: str, expected: int) -> tuple[list[int], list[str]]:
+    """Row indices (0-based, data rows) with the wrong number of fields, and up to 3 examples."""
+    bad: list[int] = []
+    examples: list[str] = []
+    try:
+        for row, (line, count) in enumerate(_field_counts(path, fmt, sep)):
+            if count != expected and count > 0:
+                bad.append(row)
+                if len(examples) < 3:
+                    examples.append(f"line {line:,}: {count} fields, expected {expected}")
+    except (OSError, csv.Error, UnicodeDecodeError, EOFError) as exc:
+        raise DataError(f"{path.name} could not be checked for ragged rows: {_first_line(exc)}") from exc
+    return bad, examples
+
+
+def _set_aside(frame: pl.DataFrame | pl.LazyFrame, rows: list[int]) -> pl.DataFrame | pl.LazyFrame:
+    """``frame`` without the rows at these 0-based indices."""
+    if not rows:
+        return frame
+    return frame.with_row_index("__row").filter(~pl.col("__row").is_in(rows)).drop("__row")
+
+
+def _rows(n: int) -> str:
+    return f"{n:,} row" + ("" if n == 1 else "s")
+
+
+# ---------------------------------------------------------------- reading
+_PARSE_ERROR = re.compile(r"could not parse `(.*?)` as dtype `?(\w+)`? at column '(.*?)'")
+
+
+def _scan(
+    path: Path, fmt: Format, sep: str, overrides: dict[str, pl.DataType], truncate: bool
+) -> pl.LazyFrame:
+    if fmt == "parquet":
+        return pl.scan_parquet(path)
+    return pl.scan_csv(
+        path,
+        separator=sep,
+        infer_schema_length=INFER_ROWS,
+        schema_overrides=overrides or None,
+        truncate_ragged_lines=truncate,
+        encoding="utf8",
+    )
+
+
+def _read(
+    path: Path, fmt: Format, sep: str, lazy: bool, notes: list[str]
+) -> tuple[pl.DataFrame | pl.LazyFrame, list[int]]:
+    """Parse the file (or check it parses, streaming, when lazy). Columns where text turns up
+    after schema inference are re-read as text (then made numeric by :func:`_numeric_text`).
+    Returns the frame and the row indices of rows with too many fields, to set aside."""
+    overrides: dict[str, pl.DataType] = {}
+    truncate = False
+    too_many: list[int] = []
+    for _ in range(64):
+        lf = _scan(path, fmt, sep, overrides, truncate)
+        try:
+            if lazy:
+                lf.select(pl.len()).collect(engine="streaming")
+                lf.select(pl.all().null_count()).collect(engine="streaming")
+                return lf, too_many
+            return (
+                pl.read_csv(
+                    path,
+                    separator=sep,
+                    infer_schema_length=INFER_ROWS,
+                    schema_overrides=overrides or None,
+                    truncate_ragged_lines=truncate,
+                )
+                if fmt != "parquet"
+                else pl.read_parquet(path)
+            ), too_many
+        except pl.exceptions.PolarsError as exc:
+            message = str(exc)
+            parse = _PARSE_ERROR.search(message)
+            if parse and parse.group(3) not in overrides:
+                overrides[parse.group(3)] = pl.String
+            elif "more fields than defined" in message and not truncate:
+                truncate = True
+                expected = len(lf.collect_schema())
+                too_many, examples = _ragged_rows(path, fmt, sep, expected)
+                notes.append(
+                    f"{_rows(len(too_many))} set aside: wrong number of fields ({'; '.join(examples)})"
+                )
+            elif "utf-8" in message.lower() or "utf8" in message.lower():
+                raise _scan_utf8(path, fmt) from exc
+            else:
+                raise DataError(f"{path.name} could not be read as {fmt}: {_first_line(exc)}") from exc
+        except OSError as exc:
+            raise DataError(
+                f"{path.name} could not be read ({exc.strerror or exc}): was it moved or deleted?"
+            ) from exc
+    raise DataError(f"{path.name}: too many columns with unexpected text to read it")  # pragma: no cover
+
+
+def _numeric_text(frame: pl.DataFrame | pl.LazyFrame, notes: list[str]) -> pl.DataFrame | pl.LazyFrame:
+    """Text columns whose values are (almost all) numbers become Float64; the values that are not
+    numbers become missing, counted in a warning."""
+    schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
+    for name, dtype in schema.items():
+        if dtype != pl.String:
+            continue
+        sample = _collect(frame.select(pl.col(name).head(SAMPLE_ROWS)))[name].drop_nulls()
+        if sample.is_empty():
+            continue
+        parsed = sample.str.strip_chars().cast(pl.Float64, strict=False)
+        if parsed.null_count() > (1 - NUMERIC_SHARE) * len(sample):
+            continue
+        as_num = pl.col(name).str.strip_chars().cast(pl.Float64, strict=False)
+        bad = pl.col(name).is_not_null() & as_num.is_null()
+        counts = _collect(frame.select(bad.sum().alias("n"), pl.col(name).filter(bad).first().alias("v")))
+        if int(counts["n"][0]):
+            notes.append(
+                f"column {name!r}: text that is not a number (e.g. {counts['v'][0]!r}) in "
+                f"{_rows(int(counts['n'][0]))} of this numeric column; those values are treated as missing"
+            )
+        frame = frame.with_columns(as_num.alias(name))
+    return frame
+
+
+def _non_finite(frame: pl.DataFrame | pl.LazyFrame, notes: list[str]) -> pl.DataFrame | pl.LazyFrame:
+    """NaN and +-infinity in float columns become missing, counted in a warning."""
+    schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
+    floats = [c for c, t in schema.items() if t.is_float()]
+    if not floats:
+        return frame
+    counts = _collect(frame.select((pl.col(c).is_nan() | pl.col(c).is_infinite()).sum() for c in floats))
+    for c in floats:
+        n_bad = int(counts[c][0])
+        if n_bad:
+            notes.append(
+                f"column {c!r}: NaN or infinity in {_rows(n_bad)}; those values are treated as missing"
+            )
+    fix = [
+        pl.when(pl.col(c).is_finite()).then(pl.col(c)).otherwise(None).alias(c)
+        for c in floats
+        if int(counts[c][0])
+    ]
+    return frame.with_columns(fix) if fix else frame
+
+
+def _short_rows(
+    path: Path, fmt: Format, sep: str, frame: pl.DataFrame | pl.LazyFrame, notes: list[str]
+) -> list[int]:
+    """Rows with too few fields (polars fills them with missing values), to set aside. Only
+    searched for when the last column has missing values (a short row always leaves it empty)."""
+    names = frame.collect_schema().names()
+    if fmt == "parquet" or int(_collect(frame.select(pl.col(names[-1]).null_count()))[names[-1]][0]) == 0:
+        return []
+    bad, examples = _ragged_rows(path, fmt, sep, len(names))
+    if bad:
+        notes.append(f"{_rows(len(bad))} set aside: wrong number of fields ({'; '.join(examples)})")
+    return bad
+
+
+def _default_lazy(path: Path, fmt: Format) -> bool:
+    """Scan lazily when the file is larger than a quarter of the machine's memory."""
+    if fmt == "csv.gz":
+        return False
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return False
+    return path.stat().st_size > memory // 4
+
+
+def load_dataset(path: str | os.PathLike[str], *, lazy: bool | None = None) -> Dataset:
+    """Load a CSV, TSV, .csv.gz or Parquet file. ``lazy=None`` scans lazily only files larger
+    than a quarter of memory (gzip files are always read eagerly).
+
+    Guarantees: returns a Dataset with at least one row and one column, or raises DataError
+    (never another exception). Rows or values set aside are counted in ``warnings``: rows with
+    the wrong number of fields (set aside), text in a numeric column and NaN/infinity (the value
+    becomes missing), all-missing columns (kept, flagged). Schema: see :func:`kind_of_dtype`."""
+    try:
+        return _load(Path(path), lazy)
+    except DataError:
+        raise
+    except (OSError, ValueError, UnicodeError, EOFError, csv.Error, pl.exceptions.PolarsError) as exc:
+        raise DataError(f"{Path(path).name} could not be read: {_first_line(exc)}") from exc
+
+
+def _load(path: Path, lazy: bool | None) -> Dataset:
+    if not path.exists():
+        raise DataError(f"{path} does not exist: check the path")
+    if not path.is_file():
+        raise DataError(f"{path} is not a file: choose a CSV, TSV, .csv.gz or Parquet file")
+    stamp = _stamp(path)
+    if stamp[0] == 0:
+        raise DataError(f"{path.name} is empty (0 bytes): choose a file with a header and rows")
+    with open(path, "rb") as fh:
+        magic = fh.read(4)
+    fmt = _format_of(path, magic)
+    sep = ","
+    if fmt != "parquet":
+        head = _read_head(path, fmt)
+        _check_text(path, head)
+        sep, _, has_rows = _header(path, head)
+        if not has_rows:
+            raise DataError(f"{path.name} has a header but no data rows: nothing to analyse")
+    lazy = _default_lazy(path, fmt) if lazy is None else lazy
+    if lazy and fmt == "csv.gz":
+        raise DataError(f"{path.name} is gzip-compressed and cannot be scanned lazily: decompress it first")
+    notes: list[str] = []
+    frame, too_many = _read(path, fmt, sep, lazy, notes)
+    frame = _set_aside(frame, too_many or _short_rows(path, fmt, sep, frame, notes))
+    frame = _non_finite(_numeric_text(frame, notes), notes)
+    return _finish(path, fmt, frame, notes, stamp)
+
+
+def _finish(
+    path: Path, fmt: Format, frame: pl.DataFrame | pl.LazyFrame, notes: list[str], stamp: tuple[int, int]
+) -> Dataset:
+    stats = _collect(
+        frame.select(pl.len().alias("__n"), *(pl.col(c).null_count() for c in frame.collect_schema().names()))
+    )
+    n_rows = int(stats["__n"][0])
+    names = [c for c in stats.columns if c != "__n"]
+    if not names:
+        raise DataError(f"{path.name} has no columns")
+    if n_rows == 0:
+        raise DataError(f"{path.name} has no usable data rows" + (f" ({'; '.join(notes)})" if notes else ""))
+    missing = tuple(int(stats[c][0]) for c in names)
+    for c, m in zip(names, missing, strict=True):
+        if m == n_rows:
+            notes.append(f"column {c!r}: all {n_rows:,} rows are missing; it cannot be used in a query")
+    if _stamp(path) != stamp:
+        raise DataError(f"{path.name} changed while it was being read: load it again")
+    return Dataset(path, frame, n_rows, tuple(notes), fmt, stamp, missing)

@@ -1,0 +1,740 @@
+"""Queries as immutable values, built through this API (user text is never evaluated).
+
+Every query has ``describe()`` (plain English), ``to_dict()`` (JSON-safe; :func:`query_from_dict`
+rebuilds it, for release plans and saved sessions) and ``check(schema)`` (DataError naming the
+column or setting at fault). Declared settings (bounds, categories, bin edges) are part of the
+query and never read from the data: a query's form must not depend on the private data.
+
+Missing values: a comparison is false on a missing value; numeric statistics count a missing
+value as the midpoint (lower + upper) / 2 of the declared bounds (a fixed in-range value, so every
+sensitivity below stays exact); a categorical histogram counts it under "other"."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+import polars as pl
+
+from dpexplorer.data.errors import DataError
+
+Scalar: TypeAlias = str | int | float | bool
+CompareOp = Literal["==", "!=", "<", "<=", ">", ">=", "in"]
+COMPARE_OPS: tuple[str, ...] = ("==", "!=", "<", "<=", ">", ">=", "in")
+_OP_WORDS = {
+    "==": "is",
+    "!=": "is not",
+    "<": "is below",
+    "<=": "is at most",
+    ">": "is above",
+    ">=": "is at least",
+    "in": "is one of",
+}
+OTHER = "other"
+MISSING = "missing"
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise DataError(message)
+
+
+def _column(schema: Mapping[str, pl.DataType], name: str) -> pl.DataType:
+    _require(name in schema, f"unknown column {name!r}; the columns are: {', '.join(schema)}")
+    return schema[name]
+
+
+def _numeric_column(schema: Mapping[str, pl.DataType], name: str, what: str) -> None:
+    dtype = _column(schema, name)
+    _require(
+        dtype.is_numeric() or dtype == pl.Boolean,
+        f"column {name!r} holds text ({dtype}), so it cannot be used as a number in {what}: "
+        "choose a numeric column or use a histogram or count",
+    )
+
+
+# ---------------------------------------------------------------- predicates
+@dataclass(frozen=True)
+class Compare:
+    """``column op value``; for ``in``, ``value`` is a tuple. Not true on a missing value: the
+    expression is null there, which counts as false (``Not`` maps it to false first)."""
+
+    column: str
+    op: CompareOp
+    value: Scalar | tuple[Scalar, ...]
+
+    def __post_init__(self) -> None:
+        _require(
+            self.op in COMPARE_OPS, f"unknown comparison {self.op!r}: use one of {' '.join(COMPARE_OPS)}"
+        )
+        if self.op == "in":
+            values = self.value if isinstance(self.value, tuple | list) else (self.value,)
+            _require(len(values) > 0, f"'{self.column} in ...' needs at least one value")
+            object.__setattr__(self, "value", tuple(values))
+        else:
+            _require(not isinstance(self.value, tuple | list), f"'{self.column} {self.op}' takes one value")
+        values = self.value if isinstance(self.value, tuple) else (self.value,)
+        for v in values:
+            _require(isinstance(v, Scalar), f"comparison value {v!r} must be text, a number or true/false")
+            _require(
+                not (isinstance(v, float) and not math.isfinite(v)), f"comparison value {v} is not finite"
+            )
+
+    def expr(self) -> pl.Expr:
+        c = pl.col(self.column)
+        ops = {"==": c.__eq__, "!=": c.__ne__, "<": c.__lt__, "<=": c.__le__, ">": c.__gt__, ">=": c.__ge__}
+        out = c.is_in(list(self.value)) if self.op == "in" else ops[self.op](pl.lit(self.value))  # type: ignore[arg-type]
+        return out
+
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        dtype = _column(schema, self.column)
+        values = self.value if isinstance(self.value, tuple) else (self.value,)
+        numeric = dtype.is_numeric()
+        for v in values:
+            is_num = isinstance(v, int | float) and not isinstance(v, bool)
+            _require(
+                is_num == numeric or (dtype == pl.Boolean and isinstance(v, bool)),
+                f"column {self.column!r} is {dtype} but is compared with {v!r}: "
+                + (
+                    "compare it with a number"
+                    if numeric
+                    else "put the value in quotes (compare it with text)"
+                ),
+            )
+        _require(
+            numeric or self.op in ("==", "!=", "in"),
+            f"column {self.column!r} holds text: only ==, != and in apply to it, not {self.op}",
+        )
+
+    def describe(self) -> str:
+        shown = ", ".join(_fmt(v) for v in self.value) if isinstance(self.value, tuple) else _fmt(self.value)
+        return f"{self.column} {_OP_WORDS[self.op]} {shown}"
+
+    def to_dict(self) -> dict[str, Any]:
+        value = list(self.value) if isinstance(self.value, tuple) else self.value
+        return {"compare": self.op, "column": self.column, "value": value}
+
+    def __and__(self, other: Predicate) -> And:
+        return And((self, other))
+
+    def __or__(self, other: Predicate) -> Or:
+        return Or((self, other))
+
+    def __invert__(self) -> Not:
+        return Not(self)
+
+
+@dataclass(frozen=True)
+class And:
+    """All of ``terms`` hold."""
+
+    terms: tuple[Predicate, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "terms", tuple(self.terms))
+        _require(len(self.terms) >= 1, "'and' needs at least one condition")
+
+    def expr(self) -> pl.Expr:
+        return pl.all_horizontal([t.expr() for t in self.terms])
+
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        for t in self.terms:
+            t.check(schema)
+
+    def describe(self) -> str:
+        return " and ".join(_grouped(t) for t in self.terms)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"and": [t.to_dict() for t in self.terms]}
+
+    __and__ = Compare.__and__
+    __or__ = Compare.__or__
+    __invert__ = Compare.__invert__
+
+
+@dataclass(frozen=True)
+class Or:
+    """At least one of ``terms`` holds."""
+
+    terms: tuple[Predicate, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "terms", tuple(self.terms))
+        _require(len(self.terms) >= 1, "'or' needs at least one condition")
+
+    def expr(self) -> pl.Expr:
+        return pl.any_horizontal([t.expr() for t in self.terms])
+
+    check = And.check
+
+    def describe(self) -> str:
+        return " or ".join(_grouped(t) for t in self.terms)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"or": [t.to_dict() for t in self.terms]}
+
+    __and__ = Compare.__and__
+    __or__ = Compare.__or__
+    __invert__ = Compare.__invert__
+
+
+@dataclass(frozen=True)
+class Not:
+    """``term`` does not hold (so a row missing the column satisfies ``Not(column == v)``)."""
+
+    term: Predicate
+
+    def expr(self) -> pl.Expr:
+        return self.term.expr().fill_null(False).not_()
+
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        self.term.check(schema)
+
+    def describe(self) -> str:
+        return f"not {_grouped(self.term)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"not": self.term.to_dict()}
+
+    __and__ = Compare.__and__
+    __or__ = Compare.__or__
+    __invert__ = Compare.__invert__
+
+
+Predicate: TypeAlias = Compare | And | Or | Not
+
+
+def _grouped(p: Predicate) -> str:
+    return f"({p.describe()})" if isinstance(p, And | Or) and len(p.terms) > 1 else p.describe()
+
+
+def where(column: str) -> _ColumnRef:
+    """Start a comparison: ``where("age") >= 40``, ``where("race").isin(["A", "B"])``."""
+    return _ColumnRef(column)
+
+
+@dataclass(frozen=True, eq=False)
+class _ColumnRef:
+    column: str
+
+    def __eq__(self, v: object) -> Compare:  # type: ignore[override]
+        return Compare(self.column, "==", v)  # type: ignore[arg-type]
+
+    def __ne__(self, v: object) -> Compare:  # type: ignore[override]
+        return Compare(self.column, "!=", v)  # type: ignore[arg-type]
+
+    def __lt__(self, v: Scalar) -> Compare:
+        return Compare(self.column, "<", v)
+
+    def __le__(self, v: Scalar) -> Compare:
+        return Compare(self.column, "<=", v)
+
+    def __gt__(self, v: Scalar) -> Compare:
+        return Compare(self.column, ">", v)
+
+    def __ge__(self, v: Scalar) -> Compare:
+        return Compare(self.column, ">=", v)
+
+    def isin(self, values: Sequence[Scalar]) -> Compare:
+        return Compare(self.column, "in", tuple(values))
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def predicate_from_dict(d: Mapping[str, Any]) -> Predicate:
+    """Inverse of ``to_dict`` of a predicate; DataError if ``d`` is not one."""
+    _require(isinstance(d, Mapping), f"a condition must be a mapping, got {d!r}")
+    if "compare" in d:
+        value = d.get("value")
+        return Compare(str(d.get("column")), d["compare"], tuple(value) if isinstance(value, list) else value)
+    for key, cls in (("and", And), ("or", Or)):
+        if key in d:
+            _require(isinstance(d[key], list), f"'{key}' needs a list of conditions")
+            return cls(tuple(predicate_from_dict(t) for t in d[key]))
+    if "not" in d:
+        return Not(predicate_from_dict(d["not"]))
+    raise DataError(f"not a condition: {d!r} (expected 'compare', 'and', 'or' or 'not')")
+
+
+# ---------------------------------------------------------------- queries
+def _check_bounds(column: str, lower: float, upper: float) -> None:
+    _require(
+        isinstance(lower, int | float)
+        and isinstance(upper, int | float)
+        and math.isfinite(lower)
+        and math.isfinite(upper),
+        f"the bounds of {column!r} must be finite numbers, got [{lower}, {upper}]",
+    )
+    _require(
+        lower < upper, f"the bounds of {column!r} are inverted or empty: lower {lower:g} >= upper {upper:g}"
+    )
+
+
+@dataclass(frozen=True)
+class Count:
+    """The number of rows."""
+
+    kind = "count"
+
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        """Always applicable."""
+
+    def describe(self) -> str:
+        return "the number of rows"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind}
+
+
+@dataclass(frozen=True)
+class PredicateCount:
+    """The number of rows satisfying ``predicate``."""
+
+    predicate: Predicate
+    kind = "predicate_count"
+
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        self.predicate.check(schema)
+
+    def describe(self) -> str:
+        return f"the number of rows where {self.predicate.describe()}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, "predicate": self.predicate.to_dict()}
+
+
+@dataclass(frozen=True)
+class _ClippedColumn:
+    """A statistic of ``column`` clipped to the declared [lower, upper]."""
+
+    column: str
+    lower: float
+    upper: float
+    kind = ""
+    noun = ""
+
+    def __post_init__(self) -> None:
+        _check_bounds(self.column, self.lower, self.upper)
+
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        _numeric_column(schema, self.column, f"the {self.noun}")
+
+    def describe(self) -> str:
+        return f"the {self.noun} of {self.column}, clipped to [{_fmt(self.lower)}, {_fmt(self.upper)}]"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, "column": self.column, "lower": self.lower, "upper": self.upper}
+
+
+@dataclass(frozen=True)
+class Sum(_ClippedColumn):
+    kind = "sum"
+    noun = "sum"
+
+
+@dataclass(frozen=True)
+class Mean(_ClippedColumn):
+    kind = "mean"
+    noun = "mean"
+
+
+@dataclass(frozen=True)
+class Quantile(_ClippedColumn):
+    """The q-quantile: the order statistic of rank max(1, ceil(q n)) (q = 0.5: lower median)."""
+
+    q: float = 0.5
+    kind = "quantile"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _require(
+            isinstance(self.q, int | float) and 0 < self.q <= 1,
+            f"the quantile must be in (0, 1], got {self.q}",
+        )
+
+    @property
+    def statistic(self) -> str:
+        return "median" if self.q == 0.5 else "quantile"
+
+    @property
+    def noun(self) -> str:  # type: ignore[override]
+        return "median" if self.q == 0.5 else f"{self.q:g}-quantile"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "q": self.q}
+
+
+def Median(column: str, lower: float, upper: float) -> Quantile:
+    """The median: ``Quantile(column, lower, upper, q=0.5)``."""
+    return Quantile(column, lower, upper, 0.5)
+
+
+@dataclass(frozen=True)
+class TrimmedMean(_ClippedColumn):
+    """Mean after dropping floor(trim_fraction n) values at each end (Bun & Steinke 2019)."""
+
+    trim_fraction: float = 0.1
+    kind = "trimmed_mean"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _require(
+            isinstance(self.trim_fraction, int | float) and 0 <= self.trim_fraction < 0.5,
+            f"the trimmed fraction must be in [0, 0.5), got {self.trim_fraction}",
+        )
+
+    @property
+    def noun(self) -> str:  # type: ignore[override]
+        return f"{self.trim_fraction:.0%}-trimmed mean"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "trim_fraction": self.trim_fraction}
+
+
+def _check_categories(column: str, categories: tuple[Scalar, ...]) -> None:
+    _require(len(categories) >= 1, f"declare at least one category of {column!r}")
+    _require(len(set(categories)) == len(categories), f"the categories of {column!r} repeat a value")
+
+
+def _check_edges(column: str, edges: tuple[float, ...]) -> None:
+    _require(len(edges) >= 2, f"the bins of {column!r} need at least two edges")
+    _require(all(math.isfinite(e) for e in edges), f"the bin edges of {column!r} must be finite")
+    _require(all(a < b for a, b in itertools.pairwise(edges)), f"the bin edges of {column!r} must increase")
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A discretised column: declared ``categories`` (plus "other", which also holds missing
+    values) or numeric bin ``edges`` [e0, e1), ..., [e_{k-1}, e_k] (values outside are put in the
+    first/last bin; missing values in a "missing" cell)."""
+
+    column: str
+    categories: tuple[Scalar, ...] | None = None
+    edges: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        _require(
+            (self.categories is None) != (self.edges is None),
+            f"give {self.column!r} either categories or bin edges (exactly one)",
+        )
+        if self.categories is not None:
+            object.__setattr__(self, "categories", tuple(self.categories))
+            _check_categories(self.column, self.categories)
+        else:
+            object.__setattr__(self, "edges", tuple(float(e) for e in self.edges))  # type: ignore[union-attr]
+            _check_edges(self.column, self.edges)  # type: ignore[arg-type]
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        if self.categories is not None:
+            return (*(_fmt(c) for c in self.categories), OTHER)
+        e = self.edges or ()
+        return (*(f"[{_fmt(a)}, {_fmt(b)})" for a, b in itertools.pairwise(e)), MISSING)
+
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        if self.edges is not None:
+            _numeric_column(schema, self.column, "a binned histogram")
+        else:
+            _column(schema, self.column)
+
+    def index_expr(self) -> pl.Expr:
+        """The cell index (0 .. len(labels) - 1) of each row on this axis."""
+        c = pl.col(self.column)
+        if self.categories is not None:
+            out: pl.Expr = pl.lit(len(self.categories))
+            for i, cat in reversed(list(enumerate(self.categories))):
+                out = pl.when(c == pl.lit(cat)).then(pl.lit(i)).otherwise(out)
+            return out.cast(pl.Int64)
+        edges = self.edges or ()
+        inner = pl.lit(0)
+        for i, e in enumerate(edges[1:-1], start=1):
+            inner = pl.when(c >= e).then(pl.lit(i)).otherwise(inner)
+        return pl.when(c.is_null()).then(pl.lit(len(edges) - 1)).otherwise(inner).cast(pl.Int64)
+
+    def describe(self) -> str:
+        if self.categories is not None:
+            return f"{self.column} in {{{', '.join(_fmt(c) for c in self.categories)}, other}}"
+        e = self.edges or (0.0,)
+        return f"{self.column} in {len(e) - 1} bins from {_fmt(e[0])} to {_fmt(e[-1])}"
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.categories is not None:
+            return {"column": self.column, "categories": list(self.categories)}
+        return {"column": self.column, "edges": list(self.edges or ())}
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Counts of a categorical column over declared categories plus "other", or of a numeric
+    column over bins (see :class:`Axis`). Vector-valued: one count per cell."""
+
+    axis: Axis
+    kind = "histogram"
+
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        self.axis.check(schema)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return self.axis.labels
+
+    def describe(self) -> str:
+        return f"the number of rows in each cell of {self.axis.describe()}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, "axis": self.axis.to_dict()}
+
+
+@dataclass(frozen=True)
+class ArgMax:
+    """The most common of the declared ``categories`` of ``column`` (counts as scores)."""
+
+    column: str
+    categories: tuple[Scalar, ...]
+    kind = "argmax"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "categories", tuple(self.categories))
+        _check_categories(self.column, self.categories)
+
+    @property
+    def k(self) -> int:
+        return 1
+
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        _column(schema, self.column)
+
+    def describe(self) -> str:
+        return f"the most common {self.column} among {', '.join(_fmt(c) for c in self.categories)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, "column": self.column, "categories": list(self.categories)}
+
+
+@dataclass(frozen=True)
+class TopK:
+    """The ``k`` most common of the declared ``categories`` of ``column``."""
+
+    column: str
+    categories: tuple[Scalar, ...]
+    k: int = 3
+    kind = "top_k"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "categories", tuple(self.categories))
+        _check_categories(self.column, self.categories)
+        _require(
+            isinstance(self.k, int) and 1 <= self.k <= len(self.categories),
+            f"k must be between 1 and the {len(self.categories)} categories, got {self.k}",
+        )
+
+    check = ArgMax.check
+
+    def describe(self) -> str:
+        among = ", ".join(_fmt(c) for c in self.categories)
+        return f"the {self.k} most common values of {self.column} among {among}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, "column": self.column, "categories": list(self.categories), "k": self.k}
+
+
+@dataclass(frozen=True)
+class CellQuery:
+    """A counting query over the universe: rows whose cell on axis ``a`` is in ``bins[a]`` for
+    every listed axis (unlisted axes: any cell). ``conditions`` = ((axis index, bins), ...)."""
+
+    label: str
+    conditions: tuple[tuple[int, tuple[int, ...]], ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "conditions", tuple((int(a), tuple(int(b) for b in bins)) for a, bins in self.conditions)
+        )
+
+
+@dataclass(frozen=True)
+class Workload:
+    """k counting queries over the discretised universe of ``axes`` (all cell combinations; the
+    data is then a histogram over the universe, for BLR and PMW)."""
+
+    axes: tuple[Axis, ...]
+    queries: tuple[CellQuery, ...]
+    kind = "workload"
+    max_cells = 100_000
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "axes", tuple(self.axes))
+        object.__setattr__(self, "queries", tuple(self.queries))
+        _require(len(self.axes) >= 1, "a workload needs at least one column")
+        _require(len({a.column for a in self.axes}) == len(self.axes), "a workload lists a column twice")
+        _require(len(self.queries) >= 1, "a workload needs at least one query")
+        _require(
+            self.n_cells <= self.max_cells,
+            f"the universe has {self.n_cells:,} cells (limit {self.max_cells:,}): use fewer columns or bins",
+        )
+        sizes = self.shape
+        for q in self.queries:
+            for a, bins in q.conditions:
+                _require(
+                    0 <= a < len(sizes),
+                    f"query {q.label!r} names axis {a}, not one of the {len(sizes)} columns",
+                )
+                _require(
+                    all(0 <= b < sizes[a] for b in bins), f"query {q.label!r} names a cell outside axis {a}"
+                )
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(a.labels) for a in self.axes)
+
+    @property
+    def n_cells(self) -> int:
+        return math.prod(self.shape)
+
+    def cell_labels(self) -> tuple[str, ...]:
+        names = [
+            [f"{a.column} {lab}" if a.edges is not None else f"{a.column} = {lab}" for lab in a.labels]
+            for a in self.axes
+        ]
+        return tuple(", ".join(combo) for combo in itertools.product(*names))
+
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        for a in self.axes:
+            a.check(schema)
+
+    def describe(self) -> str:
+        axes = "; ".join(a.describe() for a in self.axes)
+        return f"{len(self.queries)} counting queries over {self.n_cells:,} cells ({axes})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.kind,
+            "axes": [a.to_dict() for a in self.axes],
+            "queries": [
+                {"label": q.label, "conditions": [[a, list(b)] for a, b in q.conditions]}
+                for q in self.queries
+            ],
+        }
+
+
+def marginal_workload(axes: Sequence[Axis], ways: Sequence[int] = (1, 2)) -> Workload:
+    """Every cell of every ``ways``-way marginal of ``axes`` as a counting query (default: all
+    1- and 2-way marginals)."""
+    axes = tuple(axes)
+    queries = []
+    for w in ways:
+        _require(1 <= w <= len(axes), f"a {w}-way marginal needs at least {w} columns")
+        for combo in itertools.combinations(range(len(axes)), w):
+            for cells in itertools.product(*(range(len(axes[a].labels)) for a in combo)):
+                label = ", ".join(
+                    f"{axes[a].column} {axes[a].labels[c]}" for a, c in zip(combo, cells, strict=True)
+                )
+                queries.append(CellQuery(label, tuple((a, (c,)) for a, c in zip(combo, cells, strict=True))))
+    return Workload(axes, tuple(queries))
+
+
+def range_workload(axis: Axis) -> Workload:
+    """Every range query [bin i .. bin j] (i <= j) over one binned numeric column."""
+    _require(
+        axis.edges is not None,
+        f"range queries need a binned numeric column, not categories of {axis.column!r}",
+    )
+    edges = axis.edges or ()
+    k = len(edges) - 1
+    queries = [
+        CellQuery(
+            f"{axis.column} in [{_fmt(edges[i])}, {_fmt(edges[j + 1])})", ((0, tuple(range(i, j + 1))),)
+        )
+        for i in range(k)
+        for j in range(i, k)
+    ]
+    return Workload((axis,), tuple(queries))
+
+
+Query: TypeAlias = (
+    Count | PredicateCount | Sum | Mean | Quantile | TrimmedMean | Histogram | ArgMax | TopK | Workload
+)
+
+
+def _axis_from_dict(d: Mapping[str, Any]) -> Axis:
+    _require(isinstance(d, Mapping) and "column" in d, f"not a column axis: {d!r}")
+    cats, edges = d.get("categories"), d.get("edges")
+    return Axis(
+        str(d["column"]),
+        tuple(cats) if cats is not None else None,
+        tuple(edges) if edges is not None else None,
+    )
+
+
+def query_from_dict(d: Mapping[str, Any]) -> Query:
+    """Rebuild a query from ``to_dict()`` output (JSON-safe); DataError if ``d`` is not one."""
+    _require(isinstance(d, Mapping), f"a query must be a mapping, got {type(d).__name__}")
+    kind = d.get("type")
+    try:
+        return _from_dict(kind, d)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DataError(f"the saved {kind or 'query'} is incomplete or malformed: {exc}") from exc
+
+
+def _from_dict(kind: Any, d: Mapping[str, Any]) -> Query:
+    if kind == "count":
+        return Count()
+    if kind == "predicate_count":
+        return PredicateCount(predicate_from_dict(d["predicate"]))
+    clipped = {"sum": Sum, "mean": Mean}
+    if kind in clipped:
+        return clipped[kind](d["column"], d["lower"], d["upper"])
+    if kind == "quantile":
+        return Quantile(d["column"], d["lower"], d["upper"], d.get("q", 0.5))
+    if kind == "trimmed_mean":
+        return TrimmedMean(d["column"], d["lower"], d["upper"], d["trim_fraction"])
+    if kind == "histogram":
+        return Histogram(_axis_from_dict(d["axis"]))
+    if kind == "argmax":
+        return ArgMax(d["column"], tuple(d["categories"]))
+    if kind == "top_k":
+        return TopK(d["column"], tuple(d["categories"]), d["k"])
+    if kind == "workload":
+        axes = tuple(_axis_from_dict(a) for a in d["axes"])
+        queries = tuple(
+            CellQuery(q["label"], tuple((a, tuple(b)) for a, b in q["conditions"])) for q in d["queries"]
+        )
+        return Workload(axes, queries)
+    raise DataError(f"unknown query type {kind!r}")
+
+
+__all__ = [
+    "And",
+    "ArgMax",
+    "Axis",
+    "CellQuery",
+    "Compare",
+    "Count",
+    "Histogram",
+    "Mean",
+    "Median",
+    "Not",
+    "Or",
+    "Predicate",
+    "PredicateCount",
+    "Quantile",
+    "Query",
+    "Sum",
+    "TopK",
+    "TrimmedMean",
+    "Workload",
+    "marginal_workload",
+    "predicate_from_dict",
+    "query_from_dict",
+    "range_workload",
+    "where",
+]

@@ -1,0 +1,190 @@
+"""Building blocks of the exact release paths: the :class:`ExactRelease` value, the grid on which
+real-valued answers are released, the rounding of noise scales (always up, so a charged epsilon
+is never above the mechanism's claim), and the private distance test of PTR/Dist2Instability.
+
+Grid (for every real-valued answer): spacing g = 2^k with
+
+* k = floor(log2(min(b, Delta))) - 10, b the noise scale (Laplace b or Gaussian sigma, in the
+  answer's units) and Delta the sensitivity: the grid is at least 1024 times finer than both,
+  so discretising costs under 0.1% extra noise;
+* k = 0 for counts and histograms (integer answers) when Delta is a whole number;
+* k raised where needed to keep b below 2^21 grid steps (the samplers' integer ranges).
+
+The true answer x becomes floor(x/g + 1/2) (exact rational arithmetic on the float x). Since
+floor(a + 1/2) - floor(b + 1/2) <= ceil(a - b), a scalar's sensitivity on the grid is
+ceil(Delta/g); for d coordinates, l1: floor(Delta/g) + d, l2: ceil(Delta/g) + ceil(sqrt(d))
+(each coordinate's rounding moves by at most one more step). Released values are
+(rounded answer + integer noise) * g, exact as floats."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpexplorer.core.accounting.guarantees import Guarantee
+from dpexplorer.core.errors import InvalidParameterError
+from dpexplorer.release import samplers
+from dpexplorer.release.rational import ceil_fraction, floor_log2
+from dpexplorer.release.samplers import BitSource
+
+INTEGER_STATISTICS = frozenset({"count", "predicate_count", "histogram"})
+"""Statistics whose true answers are integers (kept on the integer grid when Delta is whole)."""
+
+GRID_MARGIN_BITS = 10
+MAX_NOISE_BITS = 21
+SCALE_PRECISION_BITS = 10
+"""A discrete Laplace scale t/s has t >= 2^10: rounding it up costs < 0.1% of epsilon."""
+
+BOTTOM = "⊥"
+
+Value = float | str
+
+
+@dataclass(frozen=True)
+class ExactRelease:
+    """A release ready to charge. ``draw`` holds the true answer in its closure and returns the
+    released values only; ``provenance`` is safe to publish (no true answer in it).
+    ``simulate(bits, size)`` (numeric paths) gives ``size`` independent outputs of the first
+    coordinate drawn exactly as ``draw`` draws them, for audits and tests. ``epsilon`` and
+    ``delta`` are what the provenance reports (for a zCDP release: epsilon at the mechanism's
+    delta, converted from rho, an upper bound)."""
+
+    guarantee: Guarantee
+    epsilon: float
+    delta: float
+    rho: float | None
+    sampler: str
+    labels: tuple[str, ...]
+    draw: Callable[[BitSource], list[Value]]
+    provenance: dict[str, Any] = field(default_factory=dict)
+    ci_halfwidth: float | None = None
+    simulate: Callable[[BitSource, int], np.ndarray] | None = None
+    approx: tuple[float, float] | None = None
+    """An (epsilon, delta) the release also satisfies, for accountants that cannot compose
+    ``guarantee`` (set when ``guarantee`` is zCDP)."""
+
+
+def finite_fractions(values: Sequence[float] | np.ndarray, what: str) -> list[Fraction]:
+    """Each float as an exact Fraction; InvalidParameterError on NaN or infinity."""
+    floats = [float(v) for v in np.asarray(values, dtype=float).ravel()]
+    if not all(math.isfinite(v) for v in floats):
+        raise InvalidParameterError(f"the {what} is NaN or infinite; clean the column first")
+    return [Fraction(v) for v in floats]
+
+
+def grid_exponent(noise: Fraction, sensitivity: Fraction, integral: bool) -> int:
+    """k of the grid 2^k (module docstring)."""
+    k = 0 if integral else floor_log2(min(noise, sensitivity)) - GRID_MARGIN_BITS
+    return max(k, floor_log2(noise) + 1 - MAX_NOISE_BITS)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The grid of a release: spacing 2^k, sensitivity in grid steps, rounded true answers."""
+
+    k: int
+    sensitivity: int
+    centres: tuple[int, ...]
+
+    @property
+    def spacing(self) -> Fraction:
+        return Fraction(2) ** self.k
+
+    def values(self, noise: np.ndarray) -> list[Value]:
+        """Released values: (rounded answer + integer noise) * spacing, exact as floats."""
+        return [float((c + int(z)) * self.spacing) for c, z in zip(self.centres, noise, strict=True)]
+
+    def outputs(self, noise: Callable[[BitSource, int], np.ndarray]) -> dict[str, Any]:
+        """``draw`` and ``simulate`` of a release adding ``noise(bits, size)`` on this grid."""
+        spacing = float(self.spacing)
+        return {
+            "draw": lambda bits: self.values(noise(bits, len(self.centres))),
+            "simulate": lambda bits, size: (self.centres[0] + noise(bits, size)) * spacing,
+        }
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "grid_spacing": float(self.spacing),
+            "grid_exponent": self.k,
+            "sensitivity_on_grid": self.sensitivity,
+        }
+
+
+def make_grid(
+    values: list[Fraction], noise: Fraction, sensitivity: Fraction, integral: bool, norm: str = "l1"
+) -> Grid:
+    """The grid for ``values`` with noise scale ``noise`` and ``sensitivity`` (module docstring).
+    ``norm`` is "l1", "l2" or "each" (every coordinate has sensitivity ``sensitivity``)."""
+    if sensitivity <= 0 or noise <= 0:
+        raise InvalidParameterError("the sensitivity and the noise scale must be positive")
+    integral = integral and sensitivity.denominator == 1
+    k = grid_exponent(noise, sensitivity, integral)
+    if integral and k == 0 and any(v.denominator != 1 for v in values):
+        raise InvalidParameterError("a count or histogram has a non-integer answer; rebuild the query")
+    spacing = Fraction(2) ** k
+    scaled = sensitivity / spacing
+    d = len(values)
+    if d == 1 or norm == "each" or (k == 0 and integral):
+        on_grid = ceil_fraction(scaled)
+    elif norm == "l1":
+        on_grid = scaled.numerator // scaled.denominator + d
+    else:
+        on_grid = ceil_fraction(scaled) + math.isqrt(d - 1) + 1
+    centres = tuple(math.floor(v / spacing + Fraction(1, 2)) for v in values)
+    return Grid(k, on_grid, centres)
+
+
+def discrete_scale(target: Fraction) -> tuple[int, int]:
+    """(t, s) with t/s >= target, s a power of two, t >= 2^10 (so t/s exceeds target by less
+    than 0.1%): the discrete Laplace scale used for a required scale ``target``."""
+    s = 2 ** max(0, SCALE_PRECISION_BITS - floor_log2(target))
+    return ceil_fraction(target * s), s
+
+
+def laplace_ci_steps(t: int, s: int, level: float) -> int:
+    """Smallest h >= 0 with P(|X| > h) <= 1 - level for X discrete Laplace of scale t/s:
+    P(|X| > h) = 2 r^(h+1) / (1 + r), r = exp(-s/t) (closed form; float evaluation)."""
+    r = math.exp(-s / t)
+    return max(0, math.ceil(math.log((1 - level) * (1 + r) / 2) / math.log(r) - 1))
+
+
+# ------------------------------------------------------------------ private distance test
+@dataclass(frozen=True)
+class DistanceTest:
+    """The test "distance + Z >= m" with Z discrete Laplace of scale t/s >= 1/epsilon.
+
+    The continuous test of PTR/Dist2Instability (Dwork & Roth 2014, Section 7.3) passes when
+    d + Lap(1/epsilon) > ln(1/delta)/epsilon; its two properties used by the proofs are kept:
+    (1) the test is (s/t)-DP with s/t <= epsilon (the distance has sensitivity 1, the discrete
+    Laplace mechanism on integers; CKS 2020), (2) at distance 0 it passes with probability
+    P(Z >= m) = r^m / (1 + r) (r = e^(-s/t)) <= delta / 2 = P(Lap(1/epsilon) > ln(1/delta)/epsilon):
+    m is the smallest integer with m s/t >= ln(2 / (delta (1 + r))), then raised by one when the
+    float evaluation is within 1e-9 of an integer (more conservative, never less)."""
+
+    t: int
+    s: int
+    m: int
+
+    @classmethod
+    def for_parameters(cls, epsilon: float, delta: float) -> DistanceTest:
+        t, s = discrete_scale(1 / Fraction(epsilon))
+        rate = s / t
+        x = math.log(2 / (delta * (1 + math.exp(-rate)))) / rate
+        m = math.ceil(x)
+        if m - x < 1e-9 * max(1.0, x):
+            m += 1
+        return cls(t, s, max(m, 1))
+
+    def passes(self, distance: int, bits: BitSource) -> bool:
+        return distance + samplers.discrete_laplace(Fraction(self.t, self.s), bits) >= self.m
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "test_noise": f"discrete Laplace of scale {self.t}/{self.s}",
+            "test_passes_when": f"distance + noise >= {self.m}",
+        }

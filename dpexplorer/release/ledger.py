@@ -1,0 +1,371 @@
+"""The persistent privacy-budget ledger (DESIGN.md, Ledger): SQLite through the standard library,
+WAL journal, ``synchronous=FULL``, one row per measurement, per dataset fingerprint.
+
+Order of a release (see :mod:`dpexplorer.release.release`): :meth:`Ledger.charge` commits the
+measurement's row BEFORE any noise is drawn, the noise is sampled, the files are written, and
+:meth:`Ledger.mark_released` records where. Every row counts toward the spent budget whatever
+its status, so a crash between any two steps can only over-count, never under-count.
+
+Comparisons against the budget are exact where the composition is exact arithmetic: under
+``basic`` composition of pure / approximate DP guarantees (and Laplace noise, epsilon = Delta/b),
+epsilons and deltas are summed as :class:`fractions.Fraction` of the stored floats, so ten
+charges of 0.1 against a budget of 1.0 are refused at the tenth (the floats 0.1 sum to
+1.0000000000000000555 > 1). Numerical accountants (advanced, optimal, zCDP, RDP, PLD) return a
+float upper bound; it is inflated by a relative margin of 1e-9 before the comparison, which
+covers floating-point rounding in those computations."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from dpexplorer.core.accounting import guarantees as g
+from dpexplorer.core.errors import DPExplorerError, InvalidParameterError, NotApplicableError
+from dpexplorer.release.rational import float_down, float_up
+
+METHODS = ("basic", "advanced", "optimal", "zcdp", "rdp", "pld")
+"""The accountant methods a budget may name: ``dpexplorer.core.accounting.compose.METHODS``
+(repeated here so that opening the ledger does not load the accountant; a test checks they agree)."""
+
+FLOAT_MARGIN = Fraction(1, 10**9)
+"""Relative safety margin applied to a numerical accountant's float total."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS budgets (
+    fingerprint TEXT PRIMARY KEY,
+    epsilon REAL NOT NULL,
+    delta REAL NOT NULL,
+    method TEXT NOT NULL,
+    time TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS measurements (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    fingerprint TEXT NOT NULL,
+    time TEXT NOT NULL,
+    query TEXT NOT NULL,
+    mechanism TEXT NOT NULL,
+    parameters TEXT NOT NULL,
+    guarantee TEXT NOT NULL,
+    export_path TEXT,
+    status TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS measurements_fingerprint ON measurements (fingerprint);
+"""
+
+
+class BudgetExceededError(DPExplorerError):
+    """A measurement would take the dataset past its budget (nothing was charged or drawn)."""
+
+
+class LedgerError(DPExplorerError):
+    """The ledger file cannot be opened or is not a ledger."""
+
+
+class NoBudgetError(DPExplorerError):
+    """The dataset has no budget in the ledger yet."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The steward's total budget for one dataset: (epsilon, delta) under ``method``."""
+
+    fingerprint: str
+    epsilon: float
+    delta: float
+    method: str
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One charged measurement. ``status`` is ``"charged"`` (budget taken; the release may not
+    have finished, e.g. after a crash) or ``"released"`` (files written at ``export_path``)."""
+
+    id: int
+    fingerprint: str
+    time: str
+    query: dict[str, Any]
+    mechanism: str
+    parameters: dict[str, Any]
+    guarantee: g.Guarantee
+    export_path: str | None
+    status: str
+
+
+def default_ledger_path() -> Path:
+    """$XDG_DATA_HOME/dpexplorer/ledger.sqlite, else ~/.local/share/dpexplorer/ledger.sqlite."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
+    return Path(base) / "dpexplorer" / "ledger.sqlite"
+
+
+# ------------------------------------------------------------------ guarantees as JSON
+_GUARANTEE_TYPES: dict[str, type] = {
+    cls.__name__: cls for cls in (g.PureDP, g.ApproxDP, g.ZCDP, g.RDPCurve, g.LaplaceNoise, g.GaussianNoise)
+}
+
+
+def guarantee_to_dict(guarantee: g.Guarantee) -> dict[str, Any]:
+    """``{"type": "PureDP", "epsilon": 0.5}`` etc.; floats survive a JSON round trip exactly."""
+    return {"type": type(guarantee).__name__, **dataclasses.asdict(guarantee)}
+
+
+def guarantee_from_dict(data: Mapping[str, Any]) -> g.Guarantee:
+    """Inverse of :func:`guarantee_to_dict`."""
+    fields = dict(data)
+    cls = _GUARANTEE_TYPES[fields.pop("type")]
+    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
+
+
+# ------------------------------------------------------------------ totals
+def _exact_basic(guarantees: Sequence[g.Guarantee]) -> tuple[Fraction, Fraction] | None:
+    """Basic composition (Dwork & Roth 2014, Theorem 3.16) in exact rational arithmetic, when
+    every guarantee is pure / approximate DP or Laplace noise; else None."""
+    eps, delta = Fraction(0), Fraction(0)
+    for item in guarantees:
+        if isinstance(item, g.PureDP):
+            eps += Fraction(item.epsilon)
+        elif isinstance(item, g.ApproxDP):
+            eps += Fraction(item.epsilon)
+            delta += Fraction(item.delta)
+        elif isinstance(item, g.LaplaceNoise):
+            eps += Fraction(item.sensitivity) / Fraction(item.scale)
+        else:
+            return None
+    return eps, delta
+
+
+def total_epsilon(guarantees: Sequence[g.Guarantee], method: str, delta: float) -> Fraction:
+    """Epsilon of the composition at ``delta`` under ``method``, as an UPPER bound in exact
+    rationals: exact for basic composition of (epsilon, delta) guarantees, otherwise the
+    accountant's float total times (1 + 1e-9). Raises NotApplicableError when the method cannot
+    reach ``delta`` (e.g. the deltas of the parts already sum past it)."""
+    if not guarantees:
+        return Fraction(0)
+    exact = _exact_basic(guarantees) if method == "basic" else None
+    if exact is not None:
+        eps, spent_delta = exact
+        if spent_delta > Fraction(delta):
+            raise NotApplicableError(
+                f"the measurements' deltas sum to {float(spent_delta):.3g}, more than the budget's "
+                f"delta {delta:.3g}"
+            )
+        return eps
+    from dpexplorer.core.accounting.compose import epsilon_at  # numpy/scipy: load when needed
+
+    value = epsilon_at(list(guarantees), method, delta)
+    if not math.isfinite(value):
+        raise NotApplicableError(f"{method} composition gives no finite epsilon at delta {delta:g}")
+    return Fraction(value) * (1 + FLOAT_MARGIN)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _validate_budget(epsilon: float, delta: float, method: str) -> None:
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise InvalidParameterError(f"budget epsilon must be a positive number; got {epsilon!r}")
+    if not (math.isfinite(delta) and 0 <= delta < 1):
+        raise InvalidParameterError(f"budget delta must be in [0, 1); got {delta!r}")
+    if method not in METHODS:
+        raise InvalidParameterError(f"unknown accountant {method!r}; choose one of {', '.join(METHODS)}")
+
+
+# ------------------------------------------------------------------ the ledger
+class Ledger:
+    """The ledger file at ``path`` (default :func:`default_ledger_path`), created if absent.
+    Safe to use from several processes: a charge is one IMMEDIATE transaction (check + insert)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path) if path is not None else default_ledger_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # one connection, usable from any thread (the GUI's workers), one call at a time
+        self._lock = threading.RLock()
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise LedgerError(
+                f"cannot open the budget ledger {self.path}: {exc}; give another --ledger path "
+                "(never delete a ledger: it is the record of what was spent)"
+            ) from None
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction, taking the database's write lock at once (check-then-insert is
+        atomic across processes)."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _read(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    # ---- budget
+    def set_budget(self, fingerprint: str, epsilon: float, delta: float, method: str = "basic") -> None:
+        """Set (or replace) the dataset's total budget. Refused if what is already spent would
+        not fit under the new budget."""
+        epsilon, delta = float(epsilon), float(delta)
+        _validate_budget(epsilon, delta, method)
+        with self._transaction() as db:
+            spent = self._guarantees(fingerprint)
+            try:
+                over = total_epsilon(spent, method, delta) > Fraction(epsilon)
+            except NotApplicableError as exc:
+                raise BudgetExceededError(f"cannot set this budget: {exc}") from None
+            if over:
+                raise BudgetExceededError(
+                    f"cannot set the budget to epsilon={epsilon:g}: the ledger already holds "
+                    f"{len(spent)} measurement(s) of this dataset spending more than that under {method}"
+                )
+            db.execute(
+                "INSERT INTO budgets VALUES (?, ?, ?, ?, ?) ON CONFLICT(fingerprint) DO UPDATE SET "
+                "epsilon=excluded.epsilon, delta=excluded.delta, method=excluded.method, "
+                "time=excluded.time",
+                (fingerprint, epsilon, delta, method, _now()),
+            )
+
+    def budget(self, fingerprint: str) -> Budget | None:
+        """The dataset's budget, or None if none was set."""
+        rows = self._read("SELECT epsilon, delta, method FROM budgets WHERE fingerprint = ?", (fingerprint,))
+        return Budget(fingerprint, *rows[0]) if rows else None
+
+    # ---- measurements
+    def measurements(self, fingerprint: str) -> list[Measurement]:
+        """Every charged measurement of the dataset, oldest first."""
+        rows = self._read(
+            "SELECT id, fingerprint, time, query, mechanism, parameters, guarantee, export_path, "
+            "status FROM measurements WHERE fingerprint = ? ORDER BY id",
+            (fingerprint,),
+        )
+        return [
+            Measurement(
+                id=r[0],
+                fingerprint=r[1],
+                time=r[2],
+                query=json.loads(r[3]),
+                mechanism=r[4],
+                parameters=json.loads(r[5]),
+                guarantee=guarantee_from_dict(json.loads(r[6])),
+                export_path=r[7],
+                status=r[8],
+            )
+            for r in rows
+        ]
+
+    def _guarantees(self, fingerprint: str) -> list[g.Guarantee]:
+        rows = self._read(
+            "SELECT guarantee FROM measurements WHERE fingerprint = ? ORDER BY id", (fingerprint,)
+        )
+        return [guarantee_from_dict(json.loads(r[0])) for r in rows]
+
+    def _require_budget(self, fingerprint: str) -> Budget:
+        budget = self.budget(fingerprint)
+        if budget is None:
+            raise NoBudgetError(
+                f"no privacy budget is set for dataset {fingerprint[:12]}; set one first "
+                "(CLI: --budget-epsilon E --budget-delta D)"
+            )
+        return budget
+
+    def spent(self, fingerprint: str) -> float:
+        """Epsilon spent at the budget's delta under the budget's method (an upper bound,
+        rounded up to a float). 0.0 if the dataset has no budget (it then has no measurements)."""
+        budget = self.budget(fingerprint)
+        if budget is None:
+            return 0.0
+        return float_up(total_epsilon(self._guarantees(fingerprint), budget.method, budget.delta))
+
+    def remaining(self, fingerprint: str) -> float:
+        """Budget epsilon minus :meth:`spent`, rounded down, never negative."""
+        budget = self._require_budget(fingerprint)
+        left = Fraction(budget.epsilon) - total_epsilon(
+            self._guarantees(fingerprint), budget.method, budget.delta
+        )
+        return max(0.0, float_down(left))
+
+    def check(self, fingerprint: str, guarantees: Sequence[g.Guarantee]) -> None:
+        """Raise :class:`BudgetExceededError` (saying what is left) unless ``guarantees``, added
+        to what is already spent, fit the budget. Charges nothing."""
+        self._check(fingerprint, self._require_budget(fingerprint), list(guarantees))
+
+    def _check(self, fingerprint: str, budget: Budget, new: list[g.Guarantee]) -> None:
+        spent = self._guarantees(fingerprint)
+        before = total_epsilon(spent, budget.method, budget.delta)
+        left = max(0.0, float_down(Fraction(budget.epsilon) - before))
+        where = (
+            f"dataset {fingerprint[:12]} has epsilon {left:.6g} left of its budget "
+            f"(epsilon={budget.epsilon:g}, delta={budget.delta:g}, {budget.method} composition)"
+        )
+        try:
+            after = total_epsilon(spent + new, budget.method, budget.delta)
+        except NotApplicableError as exc:
+            raise BudgetExceededError(f"release refused: {exc}; {where}") from None
+        if after > Fraction(budget.epsilon):
+            cost = float_up(after - before)
+            raise BudgetExceededError(
+                f"release refused: it needs epsilon {cost:.6g} but {where}; nothing was charged"
+            )
+
+    def charge(
+        self,
+        fingerprint: str,
+        *,
+        query: Mapping[str, Any],
+        mechanism: str,
+        parameters: Mapping[str, Any],
+        guarantee: g.Guarantee,
+    ) -> int:
+        """Record a measurement, or raise :class:`BudgetExceededError` (nothing recorded) if it
+        would exceed the budget. Returns the row id. Call BEFORE drawing any noise."""
+        with self._transaction() as db:
+            self._check(fingerprint, self._require_budget(fingerprint), [guarantee])
+            cursor = db.execute(
+                "INSERT INTO measurements (fingerprint, time, query, mechanism, parameters, "
+                "guarantee, export_path, status) VALUES (?, ?, ?, ?, ?, ?, NULL, 'charged')",
+                (
+                    fingerprint,
+                    _now(),
+                    json.dumps(dict(query), sort_keys=True),
+                    mechanism,
+                    json.dumps(dict(parameters), sort_keys=True),
+                    json.dumps(guarantee_to_dict(guarantee)),
+                ),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def mark_released(self, row_id: int, export_path: str | os.PathLike[str]) -> None:
+        """Record that the measurement's files were written (the charge itself is unchanged)."""
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE measurements SET status = 'released', export_path = ? WHERE id = ?",
+                (str(export_path), row_id),
+            )

@@ -1,0 +1,101 @@
+"""The exact release path of every mechanism, or a clear refusal.
+
+A path turns (mechanism, validated parameters, query input) into an
+:class:`~dpexplorer.release.exact.ExactRelease` WITHOUT drawing anything: the guarantee to
+charge, what to write in the provenance, and a ``draw(bits)`` that produces the released values.
+The release pipeline (:mod:`.release`) charges the ledger first and calls ``draw`` afterwards.
+
+| mechanism | exact path | charged |
+| --- | --- | --- |
+| laplace | discrete Laplace on a 2^k grid | PureDP(eps' <= eps) |
+| gaussian | discrete Gaussian on a 2^k grid | ZCDP(rho' <= rho) |
+| exponential, noisy_max (gumbel) | rejection sampling with Bernoulli(exp(-gamma)) | PureDP(eps) |
+| noisy_max (exponential noise) | permute-and-flip | PureDP(eps) |
+| topk (both methods) | peeling, k exact exponential mechanisms | PureDP(eps) |
+| ptr | discrete distance test, discrete Laplace answer | the mechanism's (2 eps, delta) |
+| dist2instability(_mode) | discrete distance test, exact median / mode | the mechanism's (eps, delta) |
+| sparse_vector | discrete Laplace thresholds and tests on a grid | PureDP(eps) |
+| pmw | discrete Laplace thresholds, tests and answers on a grid | PureDP(eps) |
+
+Refused (no exact sampler; NotApplicableError says so): report-noisy-max with Laplace noise,
+smooth sensitivity (Cauchy, Student's t, Laplace-log-normal: their proofs need continuous
+admissible noise), BLR, and any mechanism added later until it gets a path here. Details and
+citations: :mod:`.numeric_paths`, :mod:`.selection_paths`, :mod:`.svt_paths`, :mod:`.exact`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from dpexplorer.core.accounting.guarantees import GaussianNoise, LaplaceNoise
+from dpexplorer.core.errors import NotApplicableError
+from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
+from dpexplorer.release import numeric_paths, selection_paths, svt_paths
+from dpexplorer.release.exact import ExactRelease
+
+Path = Callable[[Mechanism, Mapping[str, Any], Any, float], ExactRelease]
+
+
+def _laplace(mechanism: Mechanism, params: Mapping[str, Any], query: Any, level: float) -> ExactRelease:
+    noise = mechanism.guarantee(params, query)
+    assert isinstance(noise, LaplaceNoise)
+    return numeric_paths.laplace_release(query, noise, level)
+
+
+def _gaussian(mechanism: Mechanism, params: Mapping[str, Any], query: Any, level: float) -> ExactRelease:
+    noise = mechanism.guarantee(params, query)
+    assert isinstance(noise, GaussianNoise)
+    return numeric_paths.gaussian_release(query, noise, float(params["delta"]), level)
+
+
+def _noisy_max(mechanism: Mechanism, params: Mapping[str, Any], query: Any, level: float) -> ExactRelease:
+    noise = params.get("noise", "gumbel")
+    if noise == "gumbel":
+        return _exponential(mechanism, params, query, level)
+    if noise == "exponential":
+        return selection_paths.selection_release(
+            query, params, selection_paths.permute_and_flip_pick, selection_paths.PERMUTE_AND_FLIP_SAMPLER
+        )
+    raise NotApplicableError(
+        "report-noisy-max with Laplace noise has no exact sampler here; release it with Gumbel "
+        "noise (the exponential mechanism's law) or exponential noise (permute-and-flip), both "
+        "at the same epsilon"
+    )
+
+
+def _exponential(mechanism: Mechanism, params: Mapping[str, Any], query: Any, level: float) -> ExactRelease:
+    return selection_paths.selection_release(
+        query, params, selection_paths.exponential_pick, selection_paths.EXPONENTIAL_SAMPLER
+    )
+
+
+PATHS: dict[str, Path] = {
+    "laplace": _laplace,
+    "gaussian": _gaussian,
+    "exponential": _exponential,
+    "noisy_max": _noisy_max,
+    "topk": lambda m, p, q, level: selection_paths.topk_release(q, p),
+    "ptr": numeric_paths.ptr_release,
+    "dist2instability": lambda m, p, q, level: numeric_paths.d2i_median_release(m, p, q),
+    "dist2instability_mode": lambda m, p, q, level: selection_paths.d2i_mode_release(m, p, q),
+    "sparse_vector": lambda m, p, q, level: svt_paths.sparse_vector_release(q, p),
+    "pmw": lambda m, p, q, level: svt_paths.pmw_release(q, p),
+}
+"""Mechanism name -> exact path (module docstring)."""
+
+
+def exact_release(
+    mechanism: Mechanism, params: Mapping[str, Any], query: QueryInput, ci_level: float = 0.95
+) -> ExactRelease:
+    """The exact release path of ``mechanism`` at validated ``params``; NotApplicableError with
+    the reason when there is none (nothing is ever sampled with floating point)."""
+    reason = mechanism.accepts(query)
+    if reason is not None:
+        raise NotApplicableError(reason)
+    path = PATHS.get(mechanism.name)
+    if path is None:
+        raise NotApplicableError(
+            f"{mechanism.label} cannot be released exactly (no exact sampler for it here); explore "
+            f"it in the app, or release with one of: {', '.join(PATHS)}"
+        )
+    return path(mechanism, params, query, ci_level)

@@ -1,0 +1,155 @@
+"""Exact release paths of the selection mechanisms. Scores and epsilon are floats, hence exact
+rationals; sigma = c Delta_u / epsilon (c = 1 monotone, 2 otherwise; Dwork & Roth 2014,
+Theorem 3.10) is recomputed in rationals, so the sampled law is exactly the mechanism's.
+
+* Exponential mechanism, report-noisy-max with Gumbel noise (the same law; Dwork & Roth 2014,
+  Section 3.4): rejection sampling, propose a candidate uniformly, accept with
+  Bernoulli(exp(-(u* - u_r) / sigma)) (CKS 2020, Algorithm 1; u* the top score, so the
+  acceptance probability is at most 1 and an accepted r has probability exactly proportional
+  to exp(u_r / sigma); expected proposals <= number of candidates).
+* Report-noisy-max with exponential noise = permute-and-flip (McKenna & Sheldon 2020,
+  Algorithm 1): visit the candidates in a uniformly random order (Fisher-Yates with exact
+  uniform indices), stop at r with probability exp(-(u* - u_r) / sigma).
+* Top-k, both methods (equal in law; Durfee & Rogers 2019, Lemma 4.2): peeling, k exact
+  exponential mechanisms with epsilon / k, each over the candidates not yet taken.
+* Dist2Instability of the most common category: the discrete distance test
+  (:class:`.exact.DistanceTest`), then the mode itself.
+Each is charged the mechanism's own guarantee (pure epsilon, or (epsilon, delta) for
+Dist2Instability)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpexplorer.core.accounting.guarantees import PureDP
+from dpexplorer.core.errors import InvalidParameterError
+from dpexplorer.core.mechanisms.base import Mechanism, SelectionInput
+from dpexplorer.release import samplers
+from dpexplorer.release.exact import BOTTOM, DistanceTest, ExactRelease, Value, finite_fractions
+from dpexplorer.release.samplers import BitSource
+
+Picker = Callable[[list[Fraction], BitSource], int]
+
+EXPONENTIAL_SAMPLER = (
+    "exponential mechanism by exact rejection sampling (uniform proposal, CKS 2020 "
+    "Bernoulli(exp(-gamma)) acceptance)"
+)
+PERMUTE_AND_FLIP_SAMPLER = "permute-and-flip (McKenna & Sheldon 2020) with CKS 2020 Bernoulli(exp(-gamma))"
+
+
+def _scores(query: SelectionInput) -> list[Fraction]:
+    if not query.candidates or len(query.scores_d) != len(query.candidates):
+        raise InvalidParameterError("a selection needs one score per candidate; rebuild the query")
+    if not (math.isfinite(query.sensitivity) and query.sensitivity > 0):
+        raise InvalidParameterError("the utility's sensitivity must be a positive number")
+    return finite_fractions(query.scores_d, "scores")
+
+
+def sigma(query: SelectionInput, epsilon: float, monotone: bool) -> Fraction:
+    """sigma of exp(u / sigma), exactly: c Delta_u / epsilon."""
+    return (1 if monotone else 2) * Fraction(query.sensitivity) / Fraction(epsilon)
+
+
+def gaps(scores: list[Fraction], scale: Fraction) -> list[Fraction]:
+    """(u* - u_r) / sigma for every candidate (u* the largest score), exactly."""
+    top = max(scores)
+    return [(top - u) / scale for u in scores]
+
+
+def exponential_pick(gap: list[Fraction], bits: BitSource) -> int:
+    """Exact exponential mechanism by rejection (module docstring)."""
+    while True:
+        r = bits.randbelow(len(gap))
+        if samplers.bernoulli_exp(gap[r], bits):
+            return r
+
+
+def permute_and_flip_pick(gap: list[Fraction], bits: BitSource) -> int:
+    """Exact permute-and-flip (module docstring); the top candidate always stops the scan."""
+    order = list(range(len(gap)))
+    for i in range(len(order) - 1, 0, -1):
+        j = bits.randbelow(i + 1)
+        order[i], order[j] = order[j], order[i]
+    for r in order:
+        if samplers.bernoulli_exp(gap[r], bits):
+            return r
+    raise AssertionError("unreachable: the top candidate is accepted with probability 1")
+
+
+def _monotone(params: Mapping[str, Any], query: SelectionInput) -> bool:
+    return bool(query.monotone and params.get("use_monotone", True))
+
+
+def selection_release(
+    query: SelectionInput, params: Mapping[str, Any], pick: Picker, sampler: str
+) -> ExactRelease:
+    """One exact selection with ``pick`` (exponential or permute-and-flip); PureDP(epsilon)."""
+    epsilon = float(params["epsilon"])
+    monotone = _monotone(params, query)
+    gap = gaps(_scores(query), sigma(query, epsilon, monotone))
+    return ExactRelease(
+        guarantee=PureDP(epsilon),
+        epsilon=epsilon,
+        delta=0.0,
+        rho=None,
+        sampler=sampler,
+        labels=("selected",),
+        draw=lambda bits: [query.candidates[pick(gap, bits)]],
+        provenance={"candidates": list(query.candidates), "monotone_bound_used": monotone},
+    )
+
+
+def topk_release(query: SelectionInput, params: Mapping[str, Any]) -> ExactRelease:
+    """Exact peeling: k exponential mechanisms with epsilon / k, winners removed."""
+    epsilon, k = float(params["epsilon"]), int(params["k"])
+    scores = _scores(query)
+    if not 1 <= k <= len(scores):
+        raise InvalidParameterError(f"k = {k} must be between 1 and the {len(scores)} candidates")
+    monotone = _monotone(params, query)
+    scale = sigma(query, epsilon, monotone) * k  # sigma of each (epsilon / k) step
+
+    def draw(bits: BitSource) -> list[Value]:
+        left = list(range(len(scores)))
+        chosen: list[Value] = []
+        for _ in range(k):
+            index = exponential_pick(gaps([scores[i] for i in left], scale), bits)
+            chosen.append(query.candidates[left.pop(index)])
+        return chosen
+
+    return ExactRelease(
+        guarantee=PureDP(epsilon),
+        epsilon=epsilon,
+        delta=0.0,
+        rho=None,
+        sampler=f"peeling: {k} x {EXPONENTIAL_SAMPLER}",
+        labels=tuple(f"rank {i + 1}" for i in range(k)),
+        draw=draw,
+        provenance={"candidates": list(query.candidates), "monotone_bound_used": monotone},
+    )
+
+
+def d2i_mode_release(mechanism: Mechanism, params: Mapping[str, Any], query: SelectionInput) -> ExactRelease:
+    """Dist2Instability of the most common category: the discrete test, then the mode."""
+    test = DistanceTest.for_parameters(float(params["epsilon"]), float(params["delta"]))
+    distance = int(mechanism.distances(query)[0])  # type: ignore[attr-defined]
+    mode = query.candidates[int(np.argmax(np.asarray(query.scores_d)))]
+    claimed = mechanism.guarantee(params, query)
+
+    def draw(bits: BitSource) -> list[Value]:
+        return [mode] if test.passes(distance, bits) else [BOTTOM]
+
+    return ExactRelease(
+        guarantee=claimed,
+        epsilon=claimed.epsilon,
+        delta=getattr(claimed, "delta", 0.0),
+        rho=None,
+        sampler="discrete distance test (CKS 2020 discrete Laplace), then the exact mode",
+        labels=("most common",),
+        draw=draw,
+        provenance={"candidates": list(query.candidates), **test.describe()},
+    )

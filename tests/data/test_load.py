@@ -1,0 +1,190 @@
+"""Loading: the shipped dataset, every bad-file case of issue 3, and a fuzz of malformed files."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dpexplorer.data.default import default_dataset_path
+from dpexplorer.data.errors import DataError
+from dpexplorer.data.load import ColumnInfo, fingerprint_file, load_dataset
+
+
+@pytest.fixture(scope="module")
+def adult():
+    return load_dataset(default_dataset_path())
+
+
+def write(tmp_path: Path, name: str, data: bytes | str) -> Path:
+    p = tmp_path / name
+    p.write_bytes(data.encode() if isinstance(data, str) else data)
+    return p
+
+
+def test_default_dataset(adult):
+    assert adult.n_rows == 48_842
+    assert adult.warnings == ()
+    assert not adult.lazy
+    names = [c.name for c in adult.columns]
+    assert names[:2] == ["age", "workclass"] and len(names) == 15
+    info = {c.name: c for c in adult.columns}
+    assert info["age"] == ColumnInfo("age", "numeric", "Int64", 0, info["age"].distinct)
+    assert info["occupation"].missing == 2_809 and info["workclass"].missing == 2_799
+    assert info["native_country"].missing == 857
+    assert info["income"].kind == "categorical" and info["income"].distinct == 2
+    assert adult.preview(5).height == 5
+    assert adult.fingerprint == hashlib.sha256(default_dataset_path().read_bytes()).hexdigest()
+    assert "NON-PRIVATE" in (ColumnInfo.__doc__ or "")
+
+
+def test_load_module_is_import_light():
+    code = "import sys, dpexplorer.data.load; print('scipy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_formats_agree(tmp_path, adult):
+    df = adult.frame
+    assert isinstance(df, pl.DataFrame)
+    csv = tmp_path / "a.csv"
+    df.write_csv(csv)
+    tsv = tmp_path / "a.tsv"
+    df.write_csv(tsv, separator="\t")
+    gz = tmp_path / "a.csv.gz"
+    gz.write_bytes(gzip.compress(csv.read_bytes()))
+    for p in (csv, tsv, gz):
+        ds = load_dataset(p)
+        assert ds.n_rows == 48_842 and ds.warnings == ()
+        assert ds.frame.equals(df)
+    lazy = load_dataset(csv, lazy=True)
+    assert lazy.lazy and lazy.n_rows == 48_842
+    assert [c.missing for c in lazy.columns] == [c.missing for c in adult.columns]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("empty.csv", b"", "empty"),
+        ("header.csv", "a,b,c\n", "header but no data rows"),
+        ("blankname.csv", "a,,c\n1,2,3\n", "column 2 has a blank name"),
+        ("dup.csv", "a,b,a\n1,2,3\n", "columns 1 and 3 are both named 'a'"),
+        ("binary.csv", b"PK\x03\x04\x00\x00\x01\x02", "binary"),
+        ("latin1.csv", "name,city\nJos\xe9,Paris\n".encode("latin-1"), "line 2: byte 0xe9 is not UTF-8"),
+        ("broken.parquet", b"PAR1garbage", "could not be read"),
+        ("broken.csv.gz", b"\x1f\x8b\x08garbage", "could not be read"),
+        ("blankheader.csv", "\n1,2\n", r"header\) is blank"),
+    ],
+)
+def test_bad_files_raise_specific_errors(tmp_path, name, content, message):
+    with pytest.raises(DataError, match=message):
+        load_dataset(write(tmp_path, name, content))
+
+
+def test_late_non_utf8_found_by_line(tmp_path):
+    body = "a,b\n" + "".join(f"{i},x\n" for i in range(30_000))
+    p = write(tmp_path, "late.csv", body.encode() + b"7,\xff\n")
+    with pytest.raises(DataError, match="line 30,002: byte 0xff"):
+        load_dataset(p)
+
+
+def test_missing_file_and_directory(tmp_path):
+    with pytest.raises(DataError, match="does not exist"):
+        load_dataset(tmp_path / "nope.csv")
+    with pytest.raises(DataError, match="not a file"):
+        load_dataset(tmp_path)
+    with pytest.raises(DataError, match="fingerprint"):
+        fingerprint_file(tmp_path / "nope.csv")
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_ragged_rows_are_set_aside_and_counted(tmp_path, lazy):
+    p = write(tmp_path, "r.csv", "a,b,c\n1,2,3\n4,5\n6,7,8\n9,10,11,12\n13,14,15\n")
+    ds = load_dataset(p, lazy=lazy)
+    assert ds.n_rows == 3
+    (w,) = ds.warnings
+    assert w.startswith("2 rows set aside: wrong number of fields") and "line 3: 2 fields, expected 3" in w
+    assert ds.select(pl.col("a"))["a"].to_list() == [1, 6, 13]
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_text_nan_inf_and_all_missing(tmp_path, lazy):
+    rows = "".join(f"{i},{i}.5,\n" for i in range(12_000))
+    p = write(tmp_path, "t.csv", "a,b,c\n" + rows + "oops,nan,\n7,inf,\n8,-inf,\n")
+    ds = load_dataset(p, lazy=lazy)
+    assert ds.n_rows == 12_003
+    text, nonfinite, empty = ds.warnings
+    assert "column 'a'" in text and "'oops'" in text and "1 row " in text
+    assert "column 'b'" in nonfinite and "3 rows" in nonfinite
+    assert "column 'c': all 12,003 rows are missing" in empty
+    info = {c.name: c for c in ds.columns}
+    assert info["a"].kind == "numeric" and info["a"].missing == 1
+    assert info["b"].missing == 3
+
+
+def test_file_changed_after_loading(tmp_path):
+    p = write(tmp_path, "f.csv", "a\n1\n2\n")
+    ds = load_dataset(p)
+    p.write_text("a\n1\n2\n3\n")
+    with pytest.raises(DataError, match="changed since it was loaded"):
+        _ = ds.fingerprint
+
+
+def test_file_disappears_before_lazy_query(tmp_path):
+    p = write(tmp_path, "g.csv", "a\n1\n2\n")
+    ds = load_dataset(p, lazy=True)
+    p.unlink()
+    with pytest.raises(DataError):
+        ds.select(pl.col("a").sum())
+
+
+def test_kind_of_unknown_column(adult):
+    with pytest.raises(DataError, match="no column 'agee'"):
+        adult.kind_of("agee")
+
+
+lines = st.lists(
+    st.lists(
+        st.sampled_from(["1", "2.5", "x", "", "nan", "inf", '"q,1"', "é", "\xff", "\x00", "true"]),
+        min_size=0,
+        max_size=4,
+    ),
+    min_size=0,
+    max_size=6,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    rows=lines,
+    sep=st.sampled_from([",", "\t", ";"]),
+    suffix=st.sampled_from([".csv", ".tsv", ".csv.gz", ".txt"]),
+    garbage=st.binary(max_size=40),
+)
+def test_fuzz_only_data_errors_escape(tmp_path, rows, sep, suffix, garbage):
+    text = "\n".join(sep.join(r) for r in rows)
+    raw = (
+        text.encode("utf-8", errors="surrogateescape")
+        if "\xff" not in text
+        else text.encode("latin-1", "replace")
+    )
+    raw = raw + garbage if garbage[:1] != b"\x00" else garbage + raw
+    if suffix == ".csv.gz":
+        raw = gzip.compress(raw)
+    p = tmp_path / f"fuzz{suffix}"
+    p.write_bytes(raw)
+    try:
+        ds = load_dataset(p)
+    except DataError as exc:
+        assert str(exc).strip()
+    else:
+        assert ds.n_rows >= 1
+        assert all(w.strip() for w in ds.warnings)
+        _ = ds.columns

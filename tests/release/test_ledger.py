@@ -1,0 +1,205 @@
+"""The SQLite budget ledger: persistence, exact refusal (the 0.00000000000000006 case), the
+accountant's methods, the default location and concurrent charges."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from dpexplorer.core.accounting.guarantees import ZCDP, ApproxDP, LaplaceNoise, PureDP
+from dpexplorer.core.errors import DPExplorerError, InvalidParameterError
+from dpexplorer.release.ledger import (
+    BudgetExceededError,
+    Ledger,
+    NoBudgetError,
+    default_ledger_path,
+    guarantee_from_dict,
+    guarantee_to_dict,
+    total_epsilon,
+)
+
+FP = "ab" * 32
+
+
+def _charge(ledger: Ledger, guarantee, fp: str = FP) -> int:
+    return ledger.charge(
+        fp, query={"kind": "count"}, mechanism="laplace", parameters={"epsilon": 0.1}, guarantee=guarantee
+    )
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Ledger:
+    with Ledger(tmp_path / "ledger.sqlite") as book:
+        yield book
+
+
+def test_sqlite_settings(ledger: Ledger) -> None:
+    db = sqlite3.connect(ledger.path)
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert ledger._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    db.close()
+
+
+def test_default_path_follows_xdg(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert default_ledger_path() == tmp_path / "dpexplorer" / "ledger.sqlite"
+    monkeypatch.delenv("XDG_DATA_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert default_ledger_path() == tmp_path / ".local" / "share" / "dpexplorer" / "ledger.sqlite"
+
+
+def test_the_0_00000000000000006_case(ledger: Ledger) -> None:
+    """Ten charges of 0.1 against 1.0: the floats 0.1 sum to 1.0000000000000000555 exactly, and
+    a float running total (0.9999999999999999 after ten additions) would let it through."""
+    running = 0.0
+    for _ in range(10):
+        running += 0.1
+    assert running <= 1.0 and 10 * Fraction(0.1) > 1  # the known bug's premise
+    ledger.set_budget(FP, 1.0, 0.0, "basic")
+    for _ in range(9):
+        _charge(ledger, PureDP(0.1))
+    with pytest.raises(BudgetExceededError, match="left"):
+        _charge(ledger, PureDP(0.1))
+    assert len(ledger.measurements(FP)) == 9
+    assert Fraction(ledger.spent(FP)) >= 9 * Fraction(0.1)
+    assert ledger.spent(FP) <= 1.0 and ledger.remaining(FP) < 0.1
+
+
+def test_exact_fill_is_accepted(ledger: Ledger) -> None:
+    ledger.set_budget(FP, 1.0, 1e-6, "basic")
+    _charge(ledger, PureDP(0.5))
+    _charge(ledger, ApproxDP(0.25, 1e-6))
+    _charge(ledger, LaplaceNoise(scale=4.0, sensitivity=1.0))
+    assert ledger.spent(FP) == 1.0 and ledger.remaining(FP) == 0.0
+    with pytest.raises(BudgetExceededError):
+        _charge(ledger, PureDP(2.0**-60))
+
+
+def test_delta_overrun_is_refused(ledger: Ledger) -> None:
+    ledger.set_budget(FP, 10.0, 1e-6, "basic")
+    _charge(ledger, ApproxDP(0.1, 1e-6))
+    with pytest.raises(BudgetExceededError, match="delta"):
+        _charge(ledger, ApproxDP(0.1, 1e-9))
+
+
+def test_refusal_message_says_what_is_left(ledger: Ledger) -> None:
+    ledger.set_budget(FP, 1.0, 0.0, "basic")
+    _charge(ledger, PureDP(0.75))
+    with pytest.raises(BudgetExceededError) as info:
+        _charge(ledger, PureDP(0.5))
+    assert "0.25 left" in str(info.value) and "nothing was charged" in str(info.value)
+    assert isinstance(info.value, DPExplorerError)
+
+
+@pytest.mark.parametrize("method", ["zcdp", "rdp", "advanced"])
+def test_numerical_accountants_are_used_with_a_margin(ledger: Ledger, method: str) -> None:
+    from dpexplorer.core.accounting.compose import epsilon_at
+
+    ledger.set_budget(FP, 5.0, 1e-5, method)
+    charges = [ZCDP(0.01)] * 5
+    for item in charges:
+        _charge(ledger, item)
+    assert ledger.spent(FP) >= epsilon_at(charges, method, 1e-5)
+    assert ledger.spent(FP) <= epsilon_at(charges, method, 1e-5) * (1 + 2e-9)
+
+
+def test_no_budget_means_no_charge(ledger: Ledger) -> None:
+    with pytest.raises(NoBudgetError, match="budget"):
+        _charge(ledger, PureDP(0.1))
+    assert ledger.spent(FP) == 0.0 and ledger.budget(FP) is None
+
+
+def test_budget_validation_and_persistence(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite"
+    with Ledger(path) as book:
+        for bad in [(0.0, 0.0, "basic"), (1.0, 1.0, "basic"), (1.0, 0.0, "magic"), (float("nan"), 0, "pld")]:
+            with pytest.raises(InvalidParameterError):
+                book.set_budget(FP, *bad)
+        book.set_budget(FP, 1.0, 1e-6, "pld")
+        row = _charge(book, PureDP(0.5))
+        book.mark_released(row, tmp_path / "x.json")
+        with pytest.raises(BudgetExceededError):
+            book.set_budget(FP, 0.25, 1e-6, "pld")  # below what is spent
+    with Ledger(path) as again:
+        assert again.budget(FP).method == "pld"
+        (m,) = again.measurements(FP)
+        assert m.status == "released" and m.export_path.endswith("x.json")
+        assert m.guarantee == PureDP(0.5) and m.parameters == {"epsilon": 0.1}
+
+
+def test_guarantee_json_round_trip() -> None:
+    from dpexplorer.core.accounting.guarantees import GaussianNoise, RDPCurve
+
+    for item in [
+        PureDP(0.1),
+        ApproxDP(0.3, 1e-7),
+        ZCDP(0.01),
+        LaplaceNoise(2.0, 1.0),
+        GaussianNoise(3.0, 1.0),
+        RDPCurve((2.0, 4.0), (0.1, 0.3)),
+    ]:
+        assert guarantee_from_dict(guarantee_to_dict(item)) == item
+
+
+def test_total_epsilon_is_exact_for_basic() -> None:
+    assert total_epsilon([PureDP(0.1)] * 3, "basic", 0.0) == 3 * Fraction(0.1)
+
+
+def test_concurrent_charges_never_overrun(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite"
+    with Ledger(path) as book:
+        book.set_budget(FP, 1.0, 0.0, "basic")
+    accepted = []
+
+    def worker() -> None:
+        with Ledger(path) as mine:
+            for _ in range(5):
+                with contextlib.suppress(BudgetExceededError):
+                    accepted.append(_charge(mine, PureDP(0.125)))
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(accepted) == 8
+    with Ledger(path) as book:
+        assert book.spent(FP) == 1.0
+
+
+def test_methods_agree_with_the_accountant() -> None:
+    from dpexplorer.core.accounting.compose import METHODS as ACCOUNTANT_METHODS
+    from dpexplorer.release.ledger import METHODS
+
+    assert tuple(METHODS) == tuple(ACCOUNTANT_METHODS)
+
+
+def test_a_file_that_is_not_a_ledger_is_reported(tmp_path: Path) -> None:
+    from dpexplorer.release.ledger import LedgerError
+
+    bogus = tmp_path / "notes.txt"
+    bogus.write_text("this is not a database, " * 100)
+    with pytest.raises(LedgerError, match="cannot open the budget ledger"):
+        Ledger(bogus)
+
+
+def test_one_ledger_shared_by_threads(ledger: Ledger) -> None:
+    ledger.set_budget(FP, 1.0, 0.0, "basic")
+    accepted = []
+
+    def worker() -> None:
+        for _ in range(5):
+            with contextlib.suppress(BudgetExceededError):
+                accepted.append(_charge(ledger, PureDP(0.125)))
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(accepted) == 8 and ledger.spent(FP) == 1.0

@@ -1,0 +1,87 @@
+"""`dpexplorer account`: SPEC parsing, JSON shape, errors (one line on stderr, exit 2)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from dpexplorer.commands import account
+from dpexplorer.core.accounting.compose import METHODS, epsilon_at
+from dpexplorer.core.accounting.guarantees import ZCDP, ApproxDP, GaussianNoise, LaplaceNoise, PureDP
+
+
+def run(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="dpexplorer account")
+    account.add_arguments(parser)
+    return account.run(parser.parse_args(argv))
+
+
+def test_json_has_every_method_with_null_where_not_applicable(capsys):
+    assert run(["--json", "--delta", "1e-5", "gaussian:sigma=2:k=10", "laplace:scale=4:sensitivity=2"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["delta"] == 1e-5
+    assert list(out["epsilon"]) == list(METHODS)
+    assert out["epsilon"]["optimal"] is None
+    gs = [GaussianNoise(2.0)] * 10 + [LaplaceNoise(4.0, 2.0)]
+    assert out["epsilon"]["pld"] == pytest.approx(epsilon_at(gs, "pld", 1e-5))
+
+
+def test_methods_repeatable_and_comma_separated(capsys):
+    assert run(["--json", "--method", "pld", "--method", "optimal,basic", "pure:epsilon=0.1:k=100"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert list(out["epsilon"]) == ["pld", "optimal", "basic"]
+    assert out["epsilon"]["basic"] == pytest.approx(10.0)
+    assert out["epsilon"]["optimal"] == pytest.approx(epsilon_at([PureDP(0.1)] * 100, "optimal", 1e-6))
+
+
+def test_every_spec_kind_parses():
+    assert account.parse_spec("approx:epsilon=0.5:delta=1e-7:k=3") == [ApproxDP(0.5, 1e-7)] * 3
+    assert account.parse_spec("zcdp:rho=0.2") == [ZCDP(0.2)]
+    assert account.parse_spec("gaussian:sigma=3:sensitivity=2") == [GaussianNoise(3.0, 2.0)]
+
+
+def test_table_output(capsys):
+    assert run(["zcdp:rho=0.1", "pure:epsilon=1"]) == 0
+    out = capsys.readouterr().out
+    assert "n/a" in out and "tightest: basic" in out
+
+
+@pytest.mark.parametrize(
+    ("spec", "named"),
+    [
+        ("laplace:scal=1", "'scal'"),
+        ("laplace:sensitivity=1", "'scale'"),
+        ("lapalce:scale=1", "'lapalce'"),
+        ("gaussian:sigma", "'sigma'"),
+        ("gaussian:sigma=abc", "sigma='abc'"),
+        ("pure:epsilon=1:k=0", "k='0'"),
+        ("pure:epsilon=1:k=2.5", "k='2.5'"),
+        ("approx:epsilon=1:delta=1.5", "delta"),
+        ("laplace:scale=-1", "scale"),
+        ("pure:epsilon=1:epsilon=2", "'epsilon'"),
+        ("pure:epsilon=nan", "epsilon='nan'"),
+    ],
+)
+def test_bad_spec_one_line_on_stderr_exit_2(capsys, spec, named):
+    assert run(["pure:epsilon=1", spec]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert spec in err and named in err
+
+
+@pytest.mark.parametrize(
+    "argv", [["--delta", "0", "pure:epsilon=1"], ["--method", "magic", "pure:epsilon=1"]]
+)
+def test_bad_delta_or_method_exit_2(capsys, argv):
+    assert run(argv) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_through_the_cli_entry_point(capsys):
+    from dpexplorer.cli import main
+
+    assert main(["account", "--json", "--method", "basic", "laplace:scale=10:k=100"]) == 0
+    assert json.loads(capsys.readouterr().out)["epsilon"]["basic"] == pytest.approx(10.0)
+    assert main(["account", "laplace:scale=x"]) == 2
