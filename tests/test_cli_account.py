@@ -72,7 +72,7 @@ def test_bad_spec_one_line_on_stderr_exit_2(capsys, spec, named):
 
 
 @pytest.mark.parametrize(
-    "argv", [["--delta", "0", "pure:epsilon=1"], ["--method", "magic", "pure:epsilon=1"]]
+    "argv", [["--delta", "1", "pure:epsilon=1"], ["--method", "magic", "pure:epsilon=1"]]
 )
 def test_bad_delta_or_method_exit_2(capsys, argv):
     assert run(argv) == 2

@@ -142,8 +142,8 @@ def run(args: argparse.Namespace) -> int:
     """Compose the SPECs and print the table (or JSON). Exit 0; 2 with one line on stderr for a
     bad SPEC, delta or method."""
     try:
-        if not (0 < args.delta < 1):
-            raise InvalidParameterError(f"--delta must satisfy 0 < delta < 1, got {args.delta:g}")
+        if not (0 <= args.delta < 1):
+            raise InvalidParameterError(f"--delta must satisfy 0 <= delta < 1, got {args.delta:g}")
         guarantees = [g for spec in args.specs for g in parse_spec(spec)]
         report = compose(guarantees, delta=args.delta, methods=_methods(args.method))
     except DPExplorerError as error:

@@ -314,39 +314,74 @@ def smooth_sensitivity(
     """The beta-smooth sensitivity S*(D) = max_{k >= 0} e^{-beta k} A(k), exact
     (NRS 2007, definition 2.1, lemma 2.3 and proposition 3.4).
 
-    A is nondecreasing, so on each stretch where it is constant the maximum is at the stretch's
-    left end: the search jumps from one increase of A to the next (galloping, then bisection)
-    and stops once e^{-beta k} max A cannot beat the best so far. Each A(k) costs O(k); the
-    number of increases visited is at most the number of distinct gaps. beta >= 0."""
+    Computed without listing A(k): S* = max over pairs lo < hi of (x_hi - x_lo) e^{-beta c}, where
+    c is the cheapest distance at which x_lo, x_hi become the pair that sets LS (see
+    :func:`_a_replace` and :func:`_a_add_remove_median`). Under replace c = hi - lo - w with
+    lo <= i, hi >= i + w, and the best lo is nondecreasing in hi, so divide and conquer finds it
+    in O(n log n) (NRS 2007, section 3.1). Under add/remove (median) c = max(hi - lo - 1,
+    2 hi - n - 2, n - 2 lo - 1): on each of the three regions where one term is largest the
+    best partner is at the region's edge, O(n). beta >= 0."""
     if not beta >= 0 or not math.isfinite(beta):
         raise InvalidParameterError(f"beta must be finite and >= 0, got {beta}")
-    a, a_max = _a_function(sorted_values, lower, upper, statistic, relation, quantile, trim_fraction)
-    limit = len(sorted_values) + 1  # A(limit) = a_max
-    k, ak = 0, a(0)
-    best = ak
-    while ak < a_max:
-        k = _next_increase(a, k, ak, limit)
-        if math.exp(-beta * k) * a_max <= best:
-            break
-        ak = a(k)
-        best = max(best, math.exp(-beta * k) * ak)
+    _, a_max = _a_function(sorted_values, lower, upper, statistic, relation, quantile, trim_fraction)
+    xp = _padded(sorted_values, lower, upper)
+    n = len(sorted_values)
+    if beta == 0.0:
+        return a_max  # A(n + 1) = a_max
+    if relation == "add_remove":
+        return _smooth_add_remove_median(xp, beta)
+    windows, w, divisor = _replace_windows(n, statistic, quantile, trim_fraction)
+    return max(_best_pair(xp, i, i + w, beta) for i in windows) * math.exp(beta * w) / divisor
+
+
+def _best_pair(xp: np.ndarray, lo_max: int, hi_min: int, beta: float) -> float:
+    """max over 0 <= lo <= lo_max < hi_min <= hi <= n + 1 of (xp[hi] - xp[lo]) e^{-beta (hi - lo)}.
+
+    For hi1 < hi2 the best lo at hi2 is at least the (largest) best lo at hi1, because
+    (x_hi - x_lo2) e^{beta lo2} - (x_hi - x_lo1) e^{beta lo1} grows with x_hi when lo2 > lo1
+    (a totally monotone matrix): divide and conquer on hi, O(n log n). Scores in log space."""
+    top = len(xp) - 1
+    best = -math.inf
+    stack = [(hi_min, top, 0, lo_max)]
+    with np.errstate(divide="ignore"):
+        while stack:
+            h0, h1, l0, l1 = stack.pop()
+            if h0 > h1:
+                continue
+            hm = (h0 + h1) // 2
+            lo = np.arange(l0, l1 + 1)
+            score = np.log(xp[hm] - xp[lo]) + beta * lo
+            j = len(score) - 1 - int(np.argmax(score[::-1]))  # the largest maximiser
+            best = max(best, float(score[j]) - beta * hm)
+            stack += [(h0, hm - 1, l0, l0 + j), (hm + 1, h1, l0 + j, l1)]
+    return math.exp(best) if best > -math.inf else 0.0
+
+
+def _smooth_add_remove_median(xp: np.ndarray, beta: float) -> float:
+    """max over pairs s < t of (x_t - x_s) e^{-beta cost(s, t)} with the add/remove cost of
+    :func:`_a_add_remove_median`, cost = max(t - s - 1, 2t - n - 2, n - 2s - 1), in O(n)."""
+    n = len(xp) - 2
+    t = np.arange(n + 2)
+    best = 0.0
+    # cost 2t - n - 2 (s + t >= n + 2): the smallest allowed s is best for each t
+    s = np.maximum(0, n + 2 - t)
+    ok = s < t
+    best = max(best, _max_or_zero((xp[t[ok]] - xp[s[ok]]) * np.exp(-beta * (2.0 * t[ok] - n - 2))))
+    # cost n - 2s - 1 (s + t <= n - 1): the largest allowed t is best for each s
+    s = np.arange(n + 1)
+    t = np.minimum(n + 1, n - 1 - s)
+    ok = t > s
+    best = max(best, _max_or_zero((xp[t[ok]] - xp[s[ok]]) * np.exp(-beta * (n - 2.0 * s[ok] - 1))))
+    # cost t - s - 1 (s + t in {n, n + 1})
+    for total in (n, n + 1):
+        t = total - s
+        ok = (t > s) & (t <= n + 1)
+        best = max(best, _max_or_zero((xp[t[ok]] - xp[s[ok]]) * np.exp(-beta * (t[ok] - s[ok] - 1.0))))
     return best
 
 
-def _next_increase(a: Callable[[int], float], k: int, ak: float, limit: int) -> int:
-    """The least k' > k with a(k') > ak, for nondecreasing a with a(limit) > ak."""
-    lo, step = k, 1
-    hi = min(k + step, limit)
-    while hi < limit and a(hi) <= ak:
-        lo, step = hi, step * 2
-        hi = min(k + step, limit)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a(mid) > ak:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+def _max_or_zero(values: np.ndarray) -> float:
+    return float(np.max(values)) if values.size else 0.0
 
 
 def distance_to_high_sensitivity(

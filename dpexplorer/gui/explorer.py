@@ -46,6 +46,8 @@ class Explorer(QObject):
     query_ready = Signal(object)
     """The QueryInput for the current dataset, query and relation."""
     views_updated = Signal(str)
+    inputs_changed = Signal(object, dict, object, int)
+    """mechanism, validated params, QueryInput, seed: for the views outside the explorer."""
 
     def __init__(
         self,
@@ -112,6 +114,7 @@ class Explorer(QObject):
         self.compute.submit(NEIGHBOURS_JOB, jobs.neighbours, mechanism, params, query)
         level = self.accuracy_view.ci_level.value()
         self.compute.submit(ACCURACY_JOB, jobs.accuracy, mechanism, params, query, level)
+        self.inputs_changed.emit(mechanism, params, query, self.mechanism_panel.seed.value())
 
     def draw(self) -> None:
         mechanism, query = self.mechanism, self.query_input

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from dpexplorer.core.errors import DPExplorerError, NotApplicableError
+from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
     Mechanism,
@@ -146,43 +146,23 @@ def load_dataset(path: str, top: int = 16) -> LoadedDataset:
 
 @dataclass(frozen=True, eq=False)
 class ReleasePreview:
-    """What the release dialog shows before anything is charged or drawn."""
+    """What the release dialog shows before anything is charged or drawn: the validated
+    release and its price under the dataset's budget (``release.price``)."""
 
     prepared: Any
-    budget: Any
-    spent_epsilon: float
-    cost_epsilon: float | None
-    left_after: float | None
-    refusal: str
+    price: Any
 
 
 def release_preview(
     dataset: Any, query: Any, mechanism: str, params: dict[str, Any], relation: str, ledger_path: str
 ) -> ReleasePreview:
-    """Validate the release and price it under the dataset's budget (charges nothing)."""
-    from fractions import Fraction
-
-    from dpexplorer.release.ledger import Ledger, total_epsilon
-    from dpexplorer.release.release import prepare
+    """Validate the release and price it against the ledger (charges nothing)."""
+    from dpexplorer.release.ledger import Ledger
+    from dpexplorer.release.release import prepare, price
 
     prepared = prepare(dataset, query, mechanism, params, relation=relation)  # type: ignore[arg-type]
     with Ledger(ledger_path) as ledger:
-        budget = ledger.budget(prepared.fingerprint)
-        if budget is None:
-            return ReleasePreview(prepared, None, 0.0, None, None, "")
-        spent = [m.guarantee for m in ledger.measurements(prepared.fingerprint)]
-        before = total_epsilon(spent, budget.method, budget.delta)
-        refusal = ""
-        try:
-            ledger.check(prepared.fingerprint, [prepared.exact.guarantee])
-        except DPExplorerError as exc:
-            refusal = str(exc)
-        try:
-            after = total_epsilon([*spent, prepared.exact.guarantee], budget.method, budget.delta)
-            cost, left = float(after - before), float(Fraction(budget.epsilon) - after)
-        except NotApplicableError as exc:
-            cost, left, refusal = None, None, refusal or str(exc)
-        return ReleasePreview(prepared, budget, float(before), cost, left, refusal)
+        return ReleasePreview(prepared, price(prepared, ledger))
 
 
 def set_budget(ledger_path: str, fingerprint: str, epsilon: float, delta: float, method: str) -> None:
@@ -225,3 +205,21 @@ def teaching_draw(
     else:
         output, truth = f"{value}", "(see the workload view)"
     return TeachingDraw(output, truth, run)
+
+
+def rebuild_plan(dataset: Any, entries: list[dict[str, Any]]) -> tuple[Any, ...]:
+    """The planned measurements of a saved session, their true answers recomputed on ``dataset``."""
+    from dpexplorer.core.planning import ErrorTarget, PlannedMeasurement
+    from dpexplorer.data.answers import query_input
+    from dpexplorer.data.queries import query_from_dict
+
+    plan = []
+    for entry in entries:
+        query = query_input(dataset, query_from_dict(entry["query"]), entry["relation"])
+        target = ErrorTarget(*entry["target"]) if entry.get("target") else None
+        plan.append(
+            PlannedMeasurement(
+                entry["label"], entry["mechanism"], entry["params"], query, entry["held"], target
+            )
+        )
+    return tuple(plan)

@@ -33,6 +33,7 @@ from dpexplorer.gui.session import Session, load_session, save_session
 from dpexplorer.gui.teaching import RELEASE_BLOCKED, TeachingPanel
 from dpexplorer.gui.views.accuracy import AccuracyView
 from dpexplorer.gui.views.neighbours import NeighboursView
+from dpexplorer.gui.workspace import Workspace
 
 if TYPE_CHECKING:
     from dpexplorer.data.load import Dataset
@@ -77,11 +78,16 @@ class MainWindow(QMainWindow):
         self.accuracy_view = AccuracyView()
         self.tabs.addTab(self.neighbours_view, "Neighbouring datasets")
         self.tabs.addTab(self.accuracy_view, "Accuracy")
+        self.workspace = Workspace(self.compute, self.tabs, self)
+        self.tabs.addTab(self.workspace.budget_view, "Budget")
+        self.tabs.addTab(self.workspace.risk_view, "Risk")
         self.tabs.addTab(self.dataset_view, "Data")
+        self.workspace.budget_view.add_requested.connect(self.add_current_to_plan)
         self.teaching_panel = TeachingPanel()
         self.teaching_panel.hide()
         self.teaching_panel.resample_requested.connect(self.resample)
         self._teaching_runs = 0
+        self.plan_queries: dict[str, tuple[dict, str]] = {}
         central = QWidget()
         central_layout = QVBoxLayout(central)
         central_layout.setContentsMargins(0, 0, 0, 0)
@@ -96,6 +102,7 @@ class MainWindow(QMainWindow):
         )
         self.query_panel.changed.connect(self.explorer.set_query)
         self.explorer.query_ready.connect(lambda _q: self._restore_session_mechanism())
+        self.explorer.inputs_changed.connect(self.workspace.update)
         self.dataset_loaded.connect(self._dataset_for_explorer)
         self._build_menus()
         if restore_layout:
@@ -122,6 +129,7 @@ class MainWindow(QMainWindow):
 
     def _dataset_for_explorer(self, dataset: Dataset) -> None:
         self.explorer.set_dataset(dataset)
+        self.reload_ledger()
         summary = {"ranges": self.loaded.ranges, "top_values": self.loaded.top_values}
         self.query_panel.set_dataset(dataset, summary)
         if self._restore_session_query(dataset):
@@ -226,6 +234,8 @@ class MainWindow(QMainWindow):
             self._show_dataset(result)  # type: ignore[arg-type]
         elif view == "teaching":
             self.teaching_panel.show_draw(result)  # type: ignore[arg-type]
+        elif view == "plan-rebuild":
+            self.workspace.budget_view.set_plan(result)  # type: ignore[arg-type]
 
     def _show_dataset(self, loaded: jobs.LoadedDataset) -> None:
         dataset = loaded.dataset
@@ -238,8 +248,14 @@ class MainWindow(QMainWindow):
         self.dataset_loaded.emit(dataset)
 
     def _on_failure(self, view: str, generation: int, message: str) -> None:
-        if not view.startswith("release-"):  # the release dialog shows its own messages
+        if view.startswith("release-"):  # the release dialog shows its own messages
+            return
+        if view in (DATASET_VIEW, "teaching", "plan-rebuild"):
             self.show_error(message)
+        else:  # a view's computation: said in the status bar (and in the view), no modal dialog
+            self.last_error = message
+            self.statusBar().showMessage(f"{view}: {message}")
+            self.error_shown.emit(message)
 
     def show_error(self, message: str) -> None:
         """Status bar always; a dialog too when interactive. Never a traceback."""
@@ -323,7 +339,33 @@ class MainWindow(QMainWindow):
             out_dir=out_dir,
             parent=self,
         )
+        self.release_dialog.finished.connect(lambda _code: self.reload_ledger())
         self.release_dialog.open()
+
+    def reload_ledger(self) -> None:
+        """Show the dataset's budget and released measurements (from the ledger) in the plan."""
+        if self.dataset is None:
+            return
+        from dpexplorer.release.ledger import Ledger
+
+        try:
+            with Ledger(self.ledger_path()) as ledger:
+                self.workspace.budget_view.load_ledger(ledger, self.dataset.fingerprint)
+        except DPExplorerError as exc:
+            self.show_error(f"Could not read the budget ledger: {exc}")
+
+    def add_current_to_plan(self) -> None:
+        explorer = self.explorer
+        if explorer.mechanism is None or explorer.query_input is None or explorer.query is None:
+            self.show_error("Choose a query and a mechanism before adding it to the plan.")
+            return
+        number = len(self.workspace.budget_view.plan) + 1
+        label = f"#{number} {explorer.query.describe()}"  # type: ignore[attr-defined]
+        params = explorer.mechanism.validate(explorer.params)
+        self.plan_queries[label] = (explorer.query.to_dict(), explorer.relation)  # type: ignore[attr-defined]
+        self.workspace.budget_view.add_measurement(
+            self.workspace.planned(explorer.mechanism, params, explorer.query_input, label)
+        )
 
     # ------------------------------------------------------------------ sessions
     def current_session(self) -> Session:
@@ -338,8 +380,27 @@ class MainWindow(QMainWindow):
             mechanism=explorer.mechanism.name,
             params=explorer.mechanism.validate(explorer.params),
             seed=self.mechanism_panel.seed.value(),
+            plan=self._plan_entries(),
             teaching=self.teaching_action.isChecked(),
         )
+
+    def _plan_entries(self) -> list[dict]:
+        entries = []
+        for item in self.workspace.budget_view.plan:
+            query, relation = self.plan_queries[item.label]
+            target = [item.target.halfwidth, item.target.ci_level] if item.target else None
+            entries.append(
+                {
+                    "label": item.label,
+                    "mechanism": item.mechanism,
+                    "params": item.params,
+                    "query": query,
+                    "relation": relation,
+                    "held": item.held,
+                    "target": target,
+                }
+            )
+        return entries
 
     def save_session_dialog(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Save session", "session.dpx.json", "Sessions (*.json)")
@@ -380,6 +441,9 @@ class MainWindow(QMainWindow):
             )
         self.teaching_action.setChecked(session.teaching)
         self.mechanism_panel.seed.setValue(session.seed)
+        if session.plan:
+            self.plan_queries = {e["label"]: (e["query"], e["relation"]) for e in session.plan}
+            self.compute.submit("plan-rebuild", jobs.rebuild_plan, dataset, session.plan)
         self.query_panel.set_state(session.query_controls)
         return True
 
@@ -416,5 +480,6 @@ class MainWindow(QMainWindow):
         store.setValue("window/geometry", self.saveGeometry())
         store.setValue("window/state", self.saveState())
         self.explorer.stop()
+        self.workspace.stop()
         self.compute.shutdown()
         super().closeEvent(event)

@@ -176,26 +176,26 @@ class ReleaseDialog(QDialog):
 
     def _show_preview(self, preview: jobs.ReleasePreview) -> None:
         self.preview = preview
-        exact = preview.prepared.exact
+        exact, price = preview.prepared.exact, preview.price
         guarantee = f"ε = {exact.epsilon:.6g}, δ = {exact.delta:.3g}"
-        if preview.budget is None:
+        if price.budget is None:
             self.budget_box.show()
             self.cost.setText(f"This release guarantees {guarantee}. Sampler: {exact.sampler}.")
             self.release_button.setEnabled(False)
             return
         self.budget_box.hide()
-        budget = preview.budget
-        cost = "not applicable" if preview.cost_epsilon is None else f"{preview.cost_epsilon:.6g}"
-        left = "—" if preview.left_after is None else f"{max(preview.left_after, 0.0):.6g}"
+        budget = price.budget
+        cost = "not applicable" if price.cost_epsilon is None else f"{price.cost_epsilon:.6g}"
+        left = "—" if price.left_after is None else f"{max(price.left_after, 0.0):.6g}"
         self.cost.setText(
             f"This release guarantees {guarantee} (sampler: {exact.sampler}).<br>"
             f"Budget: ε = {budget.epsilon:g}, δ = {budget.delta:g} under <b>{budget.method}</b> "
-            f"composition; already spent ε = {preview.spent_epsilon:.6g}.<br>"
+            f"composition; already spent ε = {price.spent_epsilon:.6g}.<br>"
             f"Cost of this release: ε = <b>{cost}</b>; left after it: ε = <b>{left}</b>."
         )
-        self.message.setText(preview.refusal)
-        self.message.setStyleSheet("color: #c0392b;" if preview.refusal else "")
-        self.release_button.setEnabled(not preview.refusal)
+        self.message.setText(price.refusal)
+        self.message.setStyleSheet("color: #c0392b;" if price.refusal else "")
+        self.release_button.setEnabled(not price.refusal)
 
     def done(self, result: int) -> None:
         for job in (PREVIEW_JOB, BUDGET_JOB, RELEASE_JOB):

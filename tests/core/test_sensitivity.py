@@ -286,3 +286,18 @@ def test_workload_sensitivity_by_enumeration(relation, w):
     l1 = max(np.abs(wm @ m).sum() for m in moves)
     l2 = max(np.sqrt(((wm @ m) ** 2).sum()) for m in moves)
     assert workload_sensitivity(wm, relation) == pytest.approx((l1, l2))
+
+
+@pytest.mark.parametrize(("statistic", "relation", "trim"), CASES)
+@settings(max_examples=25, deadline=None)
+@given(
+    d=st.lists(st.integers(0, 40), min_size=1, max_size=60).map(sorted),
+    beta=st.sampled_from([0.02, 0.2, 1.0]),
+)
+def test_fast_smooth_sensitivity_equals_max_over_a_k(statistic, relation, trim, d, beta):
+    """The O(n log n) / O(n) searches against max_k e^{-beta k} A(k) with every A(k) listed."""
+    x = np.array(d, float)
+    kw = {"trim_fraction": trim, "relation": relation, "quantile": 0.75}
+    a = [local_sensitivity_at_distance(x, 0, 40, k, statistic, **kw) for k in range(len(d) + 2)]
+    expected = max(math.exp(-beta * k) * v for k, v in enumerate(a))
+    assert smooth_sensitivity(x, 0, 40, beta, statistic, **kw) == pytest.approx(expected, rel=1e-9)

@@ -188,3 +188,17 @@ def test_fuzz_only_data_errors_escape(tmp_path, rows, sep, suffix, garbage):
         assert ds.n_rows >= 1
         assert all(w.strip() for w in ds.warnings)
         _ = ds.columns
+
+
+def test_file_disappears_while_being_read(tmp_path, monkeypatch):
+    p = write(tmp_path, "h.csv", "a\n1\n2\n")
+    real = pl.read_csv
+
+    def read_then_delete(*args, **kwargs):
+        out = real(*args, **kwargs)
+        p.unlink()
+        return out
+
+    monkeypatch.setattr(pl, "read_csv", read_then_delete)
+    with pytest.raises(DataError, match="moved or deleted"):
+        load_dataset(p)

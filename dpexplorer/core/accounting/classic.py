@@ -36,9 +36,9 @@ def _split(counts: Counts, delta: float, share: float) -> tuple[list[tuple[float
     fixed = [(fixed_approx(g), k) for g, k in counts]
     spent = sum(pair[1] * k for pair, k in fixed if pair is not None)
     free = delta - spent
-    if free <= 0:
+    if free < 0:
         raise NotApplicableError(
-            f"delta {delta:g} is not above the {spent:.3g} the (epsilon, delta) guarantees already spend"
+            f"delta {delta:g} is below the {spent:.3g} the (epsilon, delta) guarantees already spend"
         )
     flexible = sum(k for pair, k in fixed if pair is None)
     per_item = free * share / flexible if flexible else 0.0
@@ -130,8 +130,8 @@ def optimal(counts: Counts, delta: float) -> Outcome:
     worst case, hence an upper bound for any such mechanisms (not a discretisation)."""
     eps0, d0, k = homogeneous(counts)
     target = 1 - (1 - delta) / (1 - d0) ** k
-    if target <= 0:
-        raise NotApplicableError(f"delta {delta:g} is not above the delta the {k} guarantees already spend")
+    if target < 0:
+        raise NotApplicableError(f"delta {delta:g} is below the delta the {k} guarantees already spend")
     l_values = np.arange(k + 1)
     log_binom = special.gammaln(k + 1) - special.gammaln(l_values + 1) - special.gammaln(k - l_values + 1)
     log_p = -np.logaddexp(0.0, -eps0)

@@ -231,13 +231,15 @@ class PrivacyLossDistribution:
         Raises NotApplicableError when ``delta`` is below the mass at infinite loss."""
         target = self._finite_target(delta)
         if self.mu > 0:
+            if target <= 0:
+                raise NotApplicableError("Gaussian noise has no finite epsilon at delta 0")
             return _epsilon_with_gaussian(self, target)
         return float(_solve_tails(*self._tails, np.array([target]))[0])
 
     def _finite_target(self, delta: float) -> float:
-        if delta <= self.infinity:
+        if delta < self.infinity:
             raise NotApplicableError(
-                f"delta {delta:g} is not above the {self.infinity:.3g} the (epsilon, delta) "
+                f"delta {delta:g} is below the {self.infinity:.3g} the (epsilon, delta) "
                 "guarantees in the list already spend: no finite epsilon"
             )
         return (delta - self.infinity) / (1 - self.infinity)

@@ -95,6 +95,8 @@ def rdp_to_epsilon(orders: np.ndarray, rdp: np.ndarray, delta: float) -> float:
 
     Improved conversion of Canonne, Kamath & Steinke 2020, Proposition 12 (= Balle et al. 2020,
     Theorem 21): eps = rdp(a) + log(1 - 1/a) - (log(delta) + log(a)) / (a - 1)."""
+    if delta <= 0:
+        return math.inf
     a = np.asarray(orders, dtype=float)
     with np.errstate(invalid="ignore"):
         eps = rdp + np.log1p(-1 / a) - (math.log(delta) + np.log(a)) / (a - 1)
@@ -108,6 +110,8 @@ def zcdp_to_epsilon(rho: float, delta: float) -> float:
     minimised over a; never above Bun & Steinke's rho + 2 sqrt(rho log(1/delta)) (Lemma 3.5)."""
     from scipy import optimize  # imported on first use: it costs ~0.3-1 s at start-up
 
+    if delta <= 0:
+        return math.inf
     classic = rho + 2 * math.sqrt(rho * math.log(1 / delta))
 
     def conversion(log_am1: float) -> float:

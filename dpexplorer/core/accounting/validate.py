@@ -65,8 +65,8 @@ def check_guarantee(g: Guarantee) -> None:
 
 
 def check_delta(delta: float) -> None:
-    """Raise InvalidParameterError unless 0 < delta < 1."""
-    _delta_ok(delta, "target", allow_zero=False)
+    """Raise InvalidParameterError unless 0 <= delta < 1."""
+    _delta_ok(delta, "target", allow_zero=True)
 
 
 def check_epsilon(epsilon: float) -> None:

@@ -40,7 +40,9 @@ from dpexplorer.core.mechanisms.noisy_max import _laplace_logcdf
 from dpexplorer.core.mechanisms.params import EPSILON, Param
 from dpexplorer.core.mechanisms.registry import register
 
-MAX_EXACT_QUERIES = 40
+MAX_EXACT_QUERIES = 12
+"""Beyond this the quadrature (one vector integral per query and epsilon) takes tens of seconds:
+the views would freeze the explorer; the transcript view still runs any workload."""
 MAX_OUTCOMES = 20_000
 TOP, BOTTOM, HALTED = "⊤", "⊥", "—"
 

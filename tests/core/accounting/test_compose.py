@@ -91,6 +91,18 @@ def test_privacy_profile_decreasing_with_nan_where_not_applicable():
     assert np.isnan(privacy_profile([GaussianNoise(1.0)], "pld", np.array([0.0, 1e-3]))[0])
 
 
+def test_delta_zero_is_pure_dp_where_a_method_can_say_so():
+    gs = [PureDP(0.3)] * 5 + [ApproxDP(0.2, 0.0)]
+    report = compose(gs, delta=0.0)
+    assert report.get("basic").epsilon == pytest.approx(1.7)
+    assert report.get("pld").epsilon == pytest.approx(1.7, rel=1e-9)
+    assert report.get("zcdp").epsilon is None and report.get("rdp").epsilon is None
+    assert report.get("optimal").epsilon is None  # heterogeneous
+    assert epsilon_at([PureDP(0.3)] * 5, "optimal", 0.0) == pytest.approx(1.5)
+    assert compose([GaussianNoise(1.0), PureDP(0.1)], delta=0.0).get("pld").epsilon is None
+    assert epsilon_at([ApproxDP(0.5, 1e-6)] * 2, "basic", 2e-6) == pytest.approx(1.0)
+
+
 def test_empty_list_spends_nothing():
     assert epsilon_at([], "pld", 1e-6) == 0.0
     assert delta_at([], "basic", 0.5) == 0.0
@@ -116,7 +128,7 @@ def test_invalid_guarantees_are_refused(bad):
 
 def test_invalid_targets_and_methods_are_refused():
     with pytest.raises(InvalidParameterError, match="delta"):
-        epsilon_at([PureDP(1.0)], "basic", 0.0)
+        epsilon_at([PureDP(1.0)], "basic", 1.0)
     with pytest.raises(InvalidParameterError, match="epsilon"):
         delta_at([PureDP(1.0)], "basic", -1.0)
     with pytest.raises(InvalidParameterError, match="unknown accounting method"):

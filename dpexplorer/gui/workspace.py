@@ -1,0 +1,131 @@
+"""The views beyond the two core ones: the mechanism-specific view of the current mechanism,
+the budget plan and the risk view, wired to the compute service.
+
+Each view brings its own pure job function (module-level ``job`` / ``budget_job`` /
+``risk_job``); this module only decides which view is shown and routes requests, results and
+errors between the views and the compute service."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QTabWidget
+
+from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
+from dpexplorer.core.planning import PlannedMeasurement
+from dpexplorer.gui.compute import ComputeService
+from dpexplorer.gui.views import blr, pmw, ptr, selection
+from dpexplorer.gui.views.base import View
+from dpexplorer.gui.views.budget import BudgetView, budget_job
+from dpexplorer.gui.views.risk import RiskView, risk_job
+
+SPECIFIC_JOB = "specific"
+BLR_RUN_JOB = "blr_run"
+BUDGET_JOB = "budget"
+RISK_JOB = "risk"
+
+SPECIFIC_VIEWS: tuple[tuple[ModuleType, Callable[[], View], str], ...] = (
+    (selection, selection.SelectionView, "Selection"),
+    (ptr, ptr.PTRView, "Distance to instability"),
+    (pmw, pmw.TranscriptView, "Transcript"),
+    (blr, blr.BLRView, "Synthetic data (BLR)"),
+)
+
+
+class Workspace(QObject):
+    """Owns the mechanism-specific views and the budget and risk views."""
+
+    def __init__(self, compute: ComputeService, tabs: QTabWidget, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.compute = compute
+        self.tabs = tabs
+        self.specific: dict[str, tuple[ModuleType, View, str]] = {}
+        for module, factory, title in SPECIFIC_VIEWS:
+            view = factory()
+            for name in module.MECHANISMS:
+                self.specific[name] = (module, view, title)
+        self.blr_view: blr.BLRView = self.specific["blr"][1]  # type: ignore[assignment]
+        self.shown_specific: View | None = None
+        self.budget_view = BudgetView()
+        self.risk_view = RiskView()
+        self.current: tuple[Mechanism, dict[str, Any], QueryInput, int] | None = None
+        self._wire()
+
+    def _wire(self) -> None:
+        self.budget_view.job_requested.connect(lambda req: self.compute.submit(BUDGET_JOB, budget_job, req))
+        self.budget_view.plan_total_changed.connect(self.risk_view.set_plan)
+        self.risk_view.job_requested.connect(lambda req: self.compute.submit(RISK_JOB, risk_job, req))
+        self.blr_view.run_requested.connect(self._run_blr)
+        self.blr_view.cancel_requested.connect(lambda: self.compute.cancel(BLR_RUN_JOB))
+        self.compute.progress.connect(self._on_progress)
+        self.compute.finished.connect(self._on_result)
+        self.compute.failed.connect(self._on_failure)
+
+    # ------------------------------------------------------------------ the current mechanism
+    def update(self, mechanism: Mechanism, params: dict[str, Any], query: QueryInput, seed: int) -> None:
+        """The explorer's mechanism, parameters or query changed: refresh what depends on it."""
+        if BLR_RUN_JOB in self.compute.pending_views():
+            self.compute.cancel(BLR_RUN_JOB)
+            self.blr_view.run_cancelled()
+        self.current = (mechanism, params, query, seed)
+        self._show_specific(mechanism.name)
+        entry = self.specific.get(mechanism.name)
+        if entry is not None:
+            self.compute.submit(SPECIFIC_JOB, entry[0].job, mechanism, params, query, seed)
+        else:
+            self.compute.cancel(SPECIFIC_JOB)
+        self.risk_view.set_current(self.planned(mechanism, params, query, "current statistic"))
+
+    @staticmethod
+    def planned(
+        mechanism: Mechanism, params: dict[str, Any], query: QueryInput, label: str
+    ) -> PlannedMeasurement:
+        return PlannedMeasurement(label, mechanism.name, params, query)
+
+    def _show_specific(self, name: str) -> None:
+        entry = self.specific.get(name)
+        view = entry[1] if entry else None
+        if view is self.shown_specific:
+            return
+        if self.shown_specific is not None:
+            self.tabs.removeTab(self.tabs.indexOf(self.shown_specific))
+        self.shown_specific = view
+        if view is not None and entry is not None:
+            self.tabs.insertTab(2, view, entry[2])
+
+    def _run_blr(self) -> None:
+        if self.current is None:
+            return
+        self.blr_view.run_started()
+        self.compute.submit(BLR_RUN_JOB, blr.run_job, *self.current)
+
+    def stop(self) -> None:
+        self.compute.cancel(BLR_RUN_JOB)
+
+    # ------------------------------------------------------------------ results
+    def _on_progress(self, view: str, fraction: float) -> None:
+        if view == BLR_RUN_JOB:
+            self.blr_view.set_progress(fraction)
+
+    def _on_result(self, view: str, generation: int, result: object) -> None:
+        if view == SPECIFIC_JOB and self.shown_specific is not None:
+            self.shown_specific.show_result(result)  # type: ignore[attr-defined]
+        elif view == BLR_RUN_JOB:
+            self.blr_view.show_result(result)  # type: ignore[arg-type]
+        elif view == BUDGET_JOB:
+            self.budget_view.show_result(result)  # type: ignore[arg-type]
+        elif view == RISK_JOB:
+            self.risk_view.show_result(result)  # type: ignore[arg-type]
+
+    def _on_failure(self, view: str, generation: int, message: str) -> None:
+        if view == SPECIFIC_JOB and self.shown_specific is not None:
+            self.shown_specific.show_error(message)  # type: ignore[attr-defined]
+        elif view == BLR_RUN_JOB:
+            self.blr_view.run_failed(message)
+        elif view == BUDGET_JOB:
+            self.budget_view.show_error(message)
+        elif view == RISK_JOB:
+            self.risk_view.show_error(message)
