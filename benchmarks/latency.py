@@ -25,6 +25,7 @@ from PySide6.QtCore import QCoreApplication, QTimer
 from PySide6.QtWidgets import QApplication
 
 from dpexplorer.data.default import default_dataset_path
+from dpexplorer.gui.app import main_thread_garbage_collection
 from dpexplorer.gui.main_window import MainWindow
 
 QUERY_FOR = {"numeric": "predicate_count", "median": "median", "selection": "argmax", "workload": "workload"}
@@ -118,6 +119,7 @@ def main() -> None:
     parser.add_argument("--soak-seconds", type=float, default=10.0)
     args = parser.parse_args()
     app = QApplication.instance() or QApplication([])
+    collector = main_thread_garbage_collection()
     threads_before = threading.active_count()
     window = MainWindow(interactive=False, restore_layout=False)
     window.show()
@@ -139,6 +141,7 @@ def main() -> None:
         "per_mechanism": {k: {m: round(x, 1) for m, x in v.items()} for k, v in per_mechanism.items()},
         "cores": os.cpu_count(),
     }
+    collector.timer.stop()
     del app
     print(json.dumps(result, indent=None if args.json else 2))
 

@@ -24,7 +24,9 @@ import sys
 from PySide6.QtWidgets import QApplication
 from dpexplorer.data.default import default_dataset_path
 from dpexplorer.gui.main_window import MainWindow
+from dpexplorer.gui.app import main_thread_garbage_collection
 app = QApplication(sys.argv[:1])
+collector = main_thread_garbage_collection()
 window = MainWindow(interactive=False)
 window.show()
 def ready(_dataset):

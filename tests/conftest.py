@@ -3,6 +3,7 @@ ledger, and fail if they leave worker threads or timers running."""
 
 from __future__ import annotations
 
+import gc
 import os
 import tempfile
 import threading
@@ -50,7 +51,14 @@ def _no_leaks_in_gui_tests(request: pytest.FixtureRequest):
         return
     _track_timers()
     before = {t.ident for t in threading.enumerate()}
-    yield
+    # As in the app (gui.app.main_thread_garbage_collection): Qt objects must only ever be
+    # collected in the main thread, never by a collection a worker thread happens to trigger.
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.collect()
+        gc.enable()
     from PySide6.QtCore import QCoreApplication, QThreadPool
 
     deadline = time.monotonic() + 5.0

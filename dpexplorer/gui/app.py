@@ -45,6 +45,7 @@ def run_app(file: str | None, *, screenshot: str | None = None) -> int:
     from dpexplorer.gui.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
+    collector = main_thread_garbage_collection()
     app.setApplicationName("dpexplorer")
     app.setOrganizationName("dpexplorer")
     window = MainWindow(interactive=screenshot is None, restore_layout=screenshot is None)
@@ -55,8 +56,23 @@ def run_app(file: str | None, *, screenshot: str | None = None) -> int:
         import signal
 
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl+C quits even inside Qt's loop
-        return app.exec()
-    return _screenshot(app, window, Path(screenshot))
+        code = app.exec()
+    else:
+        code = _screenshot(app, window, Path(screenshot))
+    collector.timer.stop()
+    return code
+
+
+def main_thread_garbage_collection() -> object:
+    """Collect cyclic garbage on a timer in the main thread only (pyqtgraph's GarbageCollector).
+
+    Python's collector runs in whichever thread happens to allocate; when it frees a Qt object
+    in a worker thread, Qt's object mutex and the GIL can deadlock (seen in this project's
+    tests: a worker collecting a closed window's QMenu while the main thread deleted a QAction).
+    Call once, after the QApplication exists; stop ``.timer`` before exiting."""
+    from pyqtgraph.util.garbage_collector import GarbageCollector
+
+    return GarbageCollector(interval=1.0)
 
 
 def _screenshot(app: object, window: object, out: Path) -> int:

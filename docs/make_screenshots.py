@@ -1,0 +1,85 @@
+"""Render the README's pictures: the window on each main tab, with a small plan in the budget.
+
+    QT_QPA_PLATFORM=offscreen python docs/make_screenshots.py [OUT_DIR]
+
+(``dpexplorer --screenshot OUT.png`` renders the first tab; this script also visits the others.)"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtWidgets import QApplication
+
+from dpexplorer.data.default import default_dataset_path
+from dpexplorer.gui.app import main_thread_garbage_collection
+from dpexplorer.gui.main_window import MainWindow
+
+
+def wait(window: MainWindow, timeout: float = 120.0) -> None:
+    end = time.monotonic() + timeout
+    while not (window.dataset is not None and window.views_idle()):
+        QCoreApplication.processEvents()
+        if time.monotonic() > end:
+            raise TimeoutError("views did not finish")
+        time.sleep(0.01)
+    for _ in range(20):
+        QCoreApplication.processEvents()
+
+
+def shoot(window: MainWindow, tab: str, path: Path) -> None:
+    for i in range(window.tabs.count()):
+        if window.tabs.tabText(i) == tab:
+            window.tabs.setCurrentIndex(i)
+    wait(window)
+    window.grab().save(str(path))
+    print(path)
+
+
+def main() -> None:
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "docs")
+    out.mkdir(exist_ok=True)
+    app = QApplication([])
+    collector = main_thread_garbage_collection()
+    window = MainWindow(interactive=False, restore_layout=False)
+    window.show()
+    window.open_file(default_dataset_path())
+    wait(window)
+    shoot(window, "Neighbouring datasets", out / "screenshot.png")
+    shoot(window, "Accuracy", out / "accuracy.png")
+    budget = window.workspace.budget_view
+    budget.add_requested.emit()
+    window.query_panel.select_kind("mean", "age")
+    wait(window)
+    window.mechanism_panel.select("gaussian")
+    window.mechanism_panel.set_values({"epsilon": 0.5})
+    wait(window)
+    budget.add_requested.emit()
+    window.query_panel.select_kind("argmax", "occupation")
+    wait(window)
+    window.mechanism_panel.select("exponential")
+    window.mechanism_panel.set_values({"epsilon": 0.3})
+    wait(window)
+    budget.add_requested.emit()
+    wait(window)
+    shoot(window, "Selection", out / "selection.png")
+    shoot(window, "Budget", out / "budget.png")
+    shoot(window, "Risk", out / "risk.png")
+    window.query_panel.select_kind("median", "capital_gain")
+    wait(window)
+    window.mechanism_panel.select("ptr")
+    wait(window)
+    shoot(window, "Neighbouring datasets", out / "ptr.png")
+    shoot(window, "Distance to instability", out / "ptr_view.png")
+    window.close()
+    collector.timer.stop()
+    del app
+
+
+if __name__ == "__main__":
+    main()
