@@ -8,9 +8,11 @@ from typing import Any
 
 import numpy as np
 
+from dpexplorer.core.accuracy import discrete_hockey_stick
 from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
+    CategoricalOutput,
     Mechanism,
     NumericInput,
     NumericOutput,
@@ -63,7 +65,12 @@ def neighbours(mechanism: Mechanism, params: dict[str, Any], query: QueryInput) 
         true_d = float(np.atleast_1d(query.value_d)[output.coordinate])
         true_d_prime = float(np.atleast_1d(query.value_d_prime)[output.coordinate])
     try:
-        delta_exact: float | None = mechanism.delta_at(params, query, epsilon)
+        delta_exact: float | None
+        if isinstance(output, CategoricalOutput):  # same exact sum, without recomputing the pmfs
+            pair = (output.pmf_d, output.pmf_d_prime)
+            delta_exact = float(discrete_hockey_stick(*pair, np.array([epsilon]))[0])
+        else:
+            delta_exact = mechanism.delta_at(params, query, epsilon)
         delta_note = ""
     except NotApplicableError as exc:
         delta_exact, delta_note = None, str(exc)

@@ -17,7 +17,7 @@ import numpy as np
 from scipy.special import log_softmax
 
 from dpexplorer.core.accounting.guarantees import Guarantee, PureDP
-from dpexplorer.core.accuracy import EPSILON_SWEEP, curve_over
+from dpexplorer.core.accuracy import EPSILON_SWEEP, curve_over, discrete_hockey_stick
 from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
@@ -82,10 +82,7 @@ def categorical_output(
 def categorical_delta(pmf_p: np.ndarray, pmf_q: np.ndarray, epsilon: float) -> float:
     """Exact hockey-stick divergence of two pmfs, the larger direction:
     max(sum (p - e^eps q)_+, sum (q - e^eps p)_+)."""
-    factor = np.exp(epsilon)
-    forward = np.clip(pmf_p - factor * pmf_q, 0.0, None).sum()
-    backward = np.clip(pmf_q - factor * pmf_p, 0.0, None).sum()
-    return float(max(forward, backward, 0.0))
+    return float(discrete_hockey_stick(pmf_p, pmf_q, np.array([epsilon]))[0])
 
 
 def max_abs_loss(output: CategoricalOutput) -> float:
