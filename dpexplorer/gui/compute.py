@@ -53,6 +53,7 @@ class ComputeService(QObject):
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="dpx-compute")
         self._jobs: dict[str, _Job] = {}
         self._generation: dict[str, int] = {}
+        self._shut_down = False
         self._done.connect(self._on_done)
 
     # ------------------------------------------------------------------ main-thread API
@@ -60,7 +61,10 @@ class ComputeService(QObject):
         """Run ``fn(*args, **kwargs)`` for ``view``; returns the job's generation.
 
         If ``fn`` takes ``cancel`` or ``progress`` keyword arguments they are supplied: a
-        :class:`CancelToken` and a callback emitting :attr:`progress`."""
+        :class:`CancelToken` and a callback emitting :attr:`progress`. After :meth:`shutdown`
+        (the window is closing) nothing runs and -1 is returned."""
+        if self._shut_down:
+            return -1
         self.cancel(view)
         generation = self._generation.get(view, 0) + 1
         self._generation[view] = generation
@@ -100,6 +104,7 @@ class ComputeService(QObject):
 
     def shutdown(self) -> None:
         """Cancel everything and wait for the workers to stop (call when the window closes)."""
+        self._shut_down = True
         for view in list(self._jobs):
             self.cancel(view)
         self._pool.shutdown(wait=True, cancel_futures=True)

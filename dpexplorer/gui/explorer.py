@@ -29,6 +29,10 @@ DRAWS_JOB = "draws"
 
 
 def _load_registry() -> tuple[Mechanism, ...]:
+    """Import every mechanism (scipy and all) on a worker, after the window is painted; the
+    workspace's views are imported here too, so building them later costs the main thread
+    nothing but widget creation."""
+    import dpexplorer.gui.workspace  # noqa: F401
     from dpexplorer.core.mechanisms.registry import all_mechanisms
 
     return all_mechanisms()
@@ -43,6 +47,8 @@ def _query_input(dataset: Dataset, query: object, relation: str) -> QueryInput:
 class Explorer(QObject):
     """Holds what is being explored and keeps the views in step with it."""
 
+    registry_ready = Signal()
+    """Every mechanism is imported (the heavy imports are done, on a worker)."""
     query_ready = Signal(object)
     """The QueryInput for the current dataset, query and relation."""
     views_updated = Signal(str)
@@ -74,7 +80,12 @@ class Explorer(QObject):
         mechanism_panel.changed.connect(self._mechanism_changed)
         neighbours_view.draw_button.clicked.connect(self.draw)
         accuracy_view.ci_level.valueChanged.connect(lambda _v: self._throttle())
-        compute.submit(REGISTRY_JOB, _load_registry)
+
+    def load_mechanisms(self) -> None:
+        """Import the mechanisms on a worker (once). Called after the first dataset is shown:
+        an import holds the GIL, and the window should paint the data first."""
+        if self.mechanisms is None and REGISTRY_JOB not in self.compute.pending_views():
+            self.compute.submit(REGISTRY_JOB, _load_registry)
 
     # ------------------------------------------------------------------ inputs
     def set_dataset(self, dataset: Dataset) -> None:
@@ -135,6 +146,7 @@ class Explorer(QObject):
     def _on_result(self, view: str, generation: int, result: object) -> None:
         if view == REGISTRY_JOB:
             self.mechanisms = result  # type: ignore[assignment]
+            self.registry_ready.emit()
             self._offer_mechanisms()
             if self.query_input is not None:
                 self.query_ready.emit(self.query_input)

@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from dpexplorer.core.accuracy import discrete_hockey_stick
 from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
@@ -67,6 +66,8 @@ def neighbours(mechanism: Mechanism, params: dict[str, Any], query: QueryInput) 
     try:
         delta_exact: float | None
         if isinstance(output, CategoricalOutput):  # same exact sum, without recomputing the pmfs
+            from dpexplorer.core.accuracy import discrete_hockey_stick  # scipy: off the start-up path
+
             pair = (output.pmf_d, output.pmf_d_prime)
             delta_exact = float(discrete_hockey_stick(*pair, np.array([epsilon]))[0])
         else:

@@ -33,10 +33,10 @@ from dpexplorer.gui.session import Session, load_session, save_session
 from dpexplorer.gui.teaching import RELEASE_BLOCKED, TeachingPanel
 from dpexplorer.gui.views.accuracy import AccuracyView
 from dpexplorer.gui.views.neighbours import NeighboursView
-from dpexplorer.gui.workspace import Workspace
 
 if TYPE_CHECKING:
     from dpexplorer.data.load import Dataset
+    from dpexplorer.gui.workspace import Workspace
 
 OPEN_FILTER = "Data files (*.csv *.tsv *.txt *.gz *.parquet *.pq);;All files (*)"
 DATASET_VIEW = "dataset"
@@ -78,11 +78,8 @@ class MainWindow(QMainWindow):
         self.accuracy_view = AccuracyView()
         self.tabs.addTab(self.neighbours_view, "Neighbouring datasets")
         self.tabs.addTab(self.accuracy_view, "Accuracy")
-        self.workspace = Workspace(self.compute, self.tabs, self)
-        self.tabs.addTab(self.workspace.budget_view, "Budget")
-        self.tabs.addTab(self.workspace.risk_view, "Risk")
+        self.workspace: Workspace | None = None  # built once the mechanisms are imported
         self.tabs.addTab(self.dataset_view, "Data")
-        self.workspace.budget_view.add_requested.connect(self.add_current_to_plan)
         self.teaching_panel = TeachingPanel()
         self.teaching_panel.hide()
         self.teaching_panel.resample_requested.connect(self.resample)
@@ -102,13 +99,28 @@ class MainWindow(QMainWindow):
         )
         self.query_panel.changed.connect(self.explorer.set_query)
         self.explorer.query_ready.connect(lambda _q: self._restore_session_mechanism())
-        self.explorer.inputs_changed.connect(self.workspace.update)
+        self.explorer.registry_ready.connect(self._build_workspace)
         self.dataset_loaded.connect(self._dataset_for_explorer)
         self._build_menus()
         if restore_layout:
             self._restore_layout()
         else:
             self.resize(1440, 900)
+
+    def _build_workspace(self) -> None:
+        """The budget, risk and mechanism-specific views (their modules were imported on a
+        worker with the mechanisms, keeping scipy off the start-up path)."""
+        if self.workspace is not None:
+            return
+        from dpexplorer.gui.workspace import Workspace
+
+        self.workspace = Workspace(self.compute, self.tabs, self)
+        data_index = self.tabs.indexOf(self.dataset_view)
+        self.tabs.insertTab(data_index, self.workspace.budget_view, "Budget")
+        self.tabs.insertTab(data_index + 1, self.workspace.risk_view, "Risk")
+        self.workspace.budget_view.add_requested.connect(self.add_current_to_plan)
+        self.explorer.inputs_changed.connect(self.workspace.update)
+        self.reload_ledger()
 
     def _build_side_panel(self) -> None:
         panel = QWidget()
@@ -234,7 +246,7 @@ class MainWindow(QMainWindow):
             self._show_dataset(result)  # type: ignore[arg-type]
         elif view == "teaching":
             self.teaching_panel.show_draw(result)  # type: ignore[arg-type]
-        elif view == "plan-rebuild":
+        elif view == "plan-rebuild" and self.workspace is not None:
             self.workspace.budget_view.set_plan(result)  # type: ignore[arg-type]
 
     def _show_dataset(self, loaded: jobs.LoadedDataset) -> None:
@@ -246,6 +258,7 @@ class MainWindow(QMainWindow):
         settings.add_recent_file(dataset.path)
         self.statusBar().showMessage(f"Loaded {dataset.path.name}: {dataset.n_rows:,} rows", 5000)
         self.dataset_loaded.emit(dataset)
+        self.explorer.load_mechanisms()
 
     def _on_failure(self, view: str, generation: int, message: str) -> None:
         if view.startswith("release-"):  # the release dialog shows its own messages
@@ -344,7 +357,7 @@ class MainWindow(QMainWindow):
 
     def reload_ledger(self) -> None:
         """Show the dataset's budget and released measurements (from the ledger) in the plan."""
-        if self.dataset is None:
+        if self.dataset is None or self.workspace is None:
             return
         from dpexplorer.release.ledger import Ledger
 
@@ -356,6 +369,8 @@ class MainWindow(QMainWindow):
 
     def add_current_to_plan(self) -> None:
         explorer = self.explorer
+        if self.workspace is None:
+            return
         if explorer.mechanism is None or explorer.query_input is None or explorer.query is None:
             self.show_error("Choose a query and a mechanism before adding it to the plan.")
             return
@@ -385,7 +400,9 @@ class MainWindow(QMainWindow):
         )
 
     def _plan_entries(self) -> list[dict]:
-        entries = []
+        entries: list[dict] = []
+        if self.workspace is None:
+            return entries
         for item in self.workspace.budget_view.plan:
             query, relation = self.plan_queries[item.label]
             target = [item.target.halfwidth, item.target.ci_level] if item.target else None
@@ -480,6 +497,7 @@ class MainWindow(QMainWindow):
         store.setValue("window/geometry", self.saveGeometry())
         store.setValue("window/state", self.saveState())
         self.explorer.stop()
-        self.workspace.stop()
+        if self.workspace is not None:
+            self.workspace.stop()
         self.compute.shutdown()
         super().closeEvent(event)
