@@ -155,9 +155,9 @@ class Explorer(QObject):
             self._offer_mechanisms()
             self.query_ready.emit(result)
         elif view == NEIGHBOURS_JOB:
-            self.neighbours_view.show_result(result)  # type: ignore[arg-type]
+            self.neighbours_view.deliver(result)
         elif view == ACCURACY_JOB:
-            self.accuracy_view.show_result(result)  # type: ignore[arg-type]
+            self.accuracy_view.deliver(result)
         elif view == DRAWS_JOB:
             self.neighbours_view.show_draws(result)  # type: ignore[arg-type]
         else:

@@ -112,13 +112,13 @@ class Workspace(QObject):
 
     def _on_result(self, view: str, generation: int, result: object) -> None:
         if view == SPECIFIC_JOB and self.shown_specific is not None:
-            self.shown_specific.show_result(result)  # type: ignore[attr-defined]
+            self.shown_specific.deliver(result)
         elif view == BLR_RUN_JOB:
             self.blr_view.show_result(result)  # type: ignore[arg-type]
         elif view == BUDGET_JOB:
-            self.budget_view.show_result(result)  # type: ignore[arg-type]
+            self.budget_view.deliver(result)
         elif view == RISK_JOB:
-            self.risk_view.show_result(result)  # type: ignore[arg-type]
+            self.risk_view.deliver(result)
 
     def _on_failure(self, view: str, generation: int, message: str) -> None:
         if view == SPECIFIC_JOB and self.shown_specific is not None:

@@ -28,8 +28,9 @@ def _plan_three(qtbot, window) -> None:
 
 
 def test_three_planned_statistics_total_what_the_accountant_says(qtbot, window):
-    _plan_three(qtbot, window)
     view = window.workspace.budget_view
+    window.tabs.setCurrentWidget(view)
+    _plan_three(qtbot, window)
     assert len(view.plan) == 3
     qtbot.waitUntil(lambda: view.result is not None and len(view.result.plan) == 3, timeout=30_000)
     report = view.result.report
@@ -47,6 +48,7 @@ def test_three_planned_statistics_total_what_the_accountant_says(qtbot, window):
 
 def test_risk_view_follows_the_current_mechanism(qtbot, window):
     risk = window.workspace.risk_view
+    window.tabs.setCurrentWidget(risk)
     qtbot.waitUntil(lambda: risk.result is not None, timeout=30_000)
     window.mechanism_panel.set_values({"epsilon": 0.25})
     wait_idle(qtbot, window)
@@ -63,6 +65,7 @@ def test_mechanism_specific_tab_follows_the_mechanism(qtbot, window):
     wait_idle(qtbot, window)
     assert "Selection" in titles()
     view = window.workspace.shown_specific
+    window.tabs.setCurrentWidget(view)
     assert view.result is not None
     expected = window.explorer.mechanism.output_distribution(
         window.explorer.mechanism.validate(window.explorer.params), window.explorer.query_input
@@ -82,6 +85,7 @@ def test_blr_cancelled_mid_run_leaves_the_window_usable(qtbot, window):
     window.mechanism_panel.set_values({"m": 12})  # C(32, 12) = 2.3e8 candidates: a long run
     wait_idle(qtbot, window)
     blr_view = window.workspace.blr_view
+    window.tabs.setCurrentWidget(blr_view)
     assert blr_view.run_button.isEnabled()
     blr_view.run_button.click()
     qtbot.waitUntil(lambda: blr_view.progress.value() > 0, timeout=20_000)
@@ -92,3 +96,15 @@ def test_blr_cancelled_mid_run_leaves_the_window_usable(qtbot, window):
     panel.select_kind("count")
     wait_idle(qtbot, window)
     assert window.neighbours_view.result is not None and window.last_error is None
+
+
+def test_hidden_views_draw_when_shown_with_the_latest_result(qtbot, window):
+    accuracy = window.accuracy_view
+    assert not accuracy.isVisible()
+    before = accuracy.result
+    window.mechanism_panel.set_values({"epsilon": 0.31})
+    wait_idle(qtbot, window)
+    assert accuracy.result is before, "a hidden view was drawn"
+    window.tabs.setCurrentWidget(accuracy)
+    assert accuracy.result.params["epsilon"] == 0.31
+    assert window.neighbours_view.result.params["epsilon"] == 0.31

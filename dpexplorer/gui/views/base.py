@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from dpexplorer.core.mechanisms.base import Curve
@@ -53,6 +54,22 @@ class View(QWidget):
         layout.addWidget(self.explanation)
         layout.addLayout(self.body, 1)
         self.generation = 0
+        self._pending: object | None = None
+
+    def deliver(self, result: object) -> None:
+        """Draw ``result`` now if the view is on screen, else when it is next shown: a hidden
+        tab costs the main thread nothing while sliders move."""
+        if self.isVisible():
+            self._pending = None
+            self.show_result(result)  # type: ignore[attr-defined]
+        else:
+            self._pending = result
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if self._pending is not None:
+            result, self._pending = self._pending, None
+            self.show_result(result)  # type: ignore[attr-defined]
 
     def plot_area(self) -> QWidget:
         """The widget whose picture is saved (the plots without the header)."""
