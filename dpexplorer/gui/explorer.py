@@ -75,7 +75,7 @@ class Explorer(QObject):
         self.query_input: QueryInput | None = None
         self.mechanism: Mechanism | None = None
         self.params: dict[str, Any] = {}
-        self._throttle = Throttle(self._submit_views, 30, self)
+        self._throttle = Throttle(self._submit_views, 16, self)  # one frame
         compute.finished.connect(self._on_result)
         mechanism_panel.changed.connect(self._mechanism_changed)
         neighbours_view.draw_button.clicked.connect(self.draw)

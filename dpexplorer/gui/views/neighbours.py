@@ -55,6 +55,55 @@ class NeighboursView(View):
         self.delta_label = QLabel()
         self.delta_label.setWordWrap(True)
         self.body.addWidget(self.delta_label)
+        self._curves: dict[str, pg.GraphicsObject] | None = None
+        self._transient: list[tuple[pg.PlotWidget, pg.GraphicsObject]] = []
+
+    # ------------------------------------------------------------------ items
+    def _add(self, plot: pg.PlotWidget, item: pg.GraphicsObject) -> None:
+        """Add an item that is rebuilt on every redraw (bands, point masses, notes)."""
+        plot.addItem(item)
+        self._transient.append((plot, item))
+
+    def _clear_transient(self) -> None:
+        for plot, item in self._transient:
+            plot.removeItem(item)
+        self._transient = []
+
+    def _continuous_curves(self) -> dict[str, pg.GraphicsObject]:
+        """The items of a continuous output, made once and then updated with setData: creating
+        and adding pyqtgraph items is most of the cost of a redraw (PlotSpeedTest's lesson)."""
+        if self._curves is not None:
+            return self._curves
+        dashed = Qt.PenStyle.DashLine
+        curves: dict[str, pg.GraphicsObject] = {
+            "p": self.outputs.plot(pen=pg.mkPen(BLUE, width=2), name="M(D)"),
+            "q": self.outputs.plot(pen=pg.mkPen(ORANGE, width=2), name="M(D')"),
+            "floor": self.outputs.plot(pen=None),
+            "top": self.outputs.plot(pen=None),
+            "draws_d": self.outputs.plot(
+                stepMode="center", pen=pg.mkPen(BLUE, width=1, style=Qt.PenStyle.DotLine), name="draws on D"
+            ),
+            "draws_d_prime": self.outputs.plot(
+                stepMode="center",
+                pen=pg.mkPen(ORANGE, width=1, style=Qt.PenStyle.DotLine),
+                name="draws on D'",
+            ),
+        }
+        curves["fill"] = pg.FillBetweenItem(curves["top"], curves["floor"], brush=_brush(RED, 110))
+        self.outputs.addItem(curves["fill"])
+        for key, color, name, position in (
+            ("true_d", BLUE, "true f(D)", 0.95),
+            ("true_d_prime", ORANGE, "true f(D')", 0.85),
+        ):
+            curves[key] = pg.InfiniteLine(
+                angle=90,
+                pen=pg.mkPen(color, width=1, style=dashed),
+                label=name,
+                labelOpts={"position": position, "color": color, "anchors": [(0, 0.5), (0, 0.5)]},
+            )
+            self.outputs.addItem(curves[key])
+        self._curves = curves
+        return curves
 
     # ------------------------------------------------------------------ drawing
     def show_result(self, result: NeighboursResult) -> None:
@@ -71,9 +120,18 @@ class NeighboursView(View):
         self._redraw()
 
     def _redraw(self) -> None:
-        self.outputs.clear()
-        self.loss.clear()
         result = self.result
+        continuous = (
+            result is not None and isinstance(result.output, NumericOutput) and not result.output.discrete
+        )
+        self._clear_transient()
+        if not continuous or self._curves is None:
+            self.outputs.clear()
+            self.loss.clear()
+            self._curves = None
+            for plot in (self.outputs, self.loss):
+                plot.getAxis("bottom").setTicks(None)
+                plot.setLabel("bottom", "output o of the mechanism")
         if result is None:
             return
         self.row.setText(f"<b>D</b> is your dataset. {result.differing_row}")
@@ -123,13 +181,11 @@ class NeighboursView(View):
                 )
             )
         else:
-            curve_p = self.outputs.plot(grid, p, pen=pg.mkPen(BLUE, width=2), name="M(D)")
-            self.outputs.plot(grid, q, pen=pg.mkPen(ORANGE, width=2), name="M(D')")
-            floor = self.outputs.plot(grid, np.minimum(p, scaled_q), pen=None)
-            top = self.outputs.plot(grid, excess_top, pen=None)
-            fill = pg.FillBetweenItem(top, floor, brush=_brush(RED, 110))
-            self.outputs.addItem(fill)
-            del curve_p
+            curves = self._continuous_curves()
+            curves["p"].setData(grid, p)
+            curves["q"].setData(grid, q)
+            curves["floor"].setData(grid, np.minimum(p, scaled_q))
+            curves["top"].setData(grid, excess_top)
         self._draw_point_masses(out, grid)
         self._mark_true_answers(result, out)
         self._draw_loss(grid, np.asarray(out.privacy_loss, dtype=float), result.epsilon)
@@ -162,18 +218,25 @@ class NeighboursView(View):
                 stem = pg.BarGraphItem(
                     x=[x + dx * span], height=[value], width=span * 0.015, brush=_brush(color, 220)
                 )
-                self.outputs.addItem(stem)
+                self._add(self.outputs, stem)
             text = pg.TextItem(
                 f"{mass.label}\nP_D = {mass.mass_d:.3g}\nP_D' = {mass.mass_d_prime:.3g}",
                 color=GREY,
                 anchor=(0.5, 1),
             )
             text.setPos(x, max(mass.mass_d, mass.mass_d_prime))
-            self.outputs.addItem(text)
+            self._add(self.outputs, text)
 
     def _mark_true_answers(self, result: NeighboursResult, out: NumericOutput) -> None:
-        del out
-        if result.true_d is None or result.true_d_prime is None:
+        known = result.true_d is not None and result.true_d_prime is not None
+        if not out.discrete:
+            curves = self._continuous_curves()
+            for key, value in (("true_d", result.true_d), ("true_d_prime", result.true_d_prime)):
+                curves[key].setVisible(known)
+                if known:
+                    curves[key].setValue(value)
+            return
+        if not known:
             return
         marks = ((result.true_d, BLUE, "true f(D)", 0.95), (result.true_d_prime, ORANGE, "true f(D')", 0.85))
         for value, color, name, position in marks:
@@ -184,7 +247,7 @@ class NeighboursView(View):
                 label=name,
                 labelOpts={"position": position, "color": color, "anchors": [(0, 0.5), (0, 0.5)]},
             )
-            self.outputs.addItem(line)
+            self._add(self.outputs, line)
 
     def _shade_excess_regions(self, grid: np.ndarray, loss: np.ndarray, epsilon: float) -> None:
         """Light red bands over the outputs where |loss| > epsilon, in both plots."""
@@ -200,26 +263,36 @@ class NeighboursView(View):
                     pen=pg.mkPen(None),
                 )
                 region.setZValue(-10)
-                plot.addItem(region)
+                self._add(plot, region)
+
+    def _loss_items(self) -> dict[str, pg.GraphicsObject]:
+        """The loss plot's curve, its part beyond ±ε and the ±ε lines (kept between redraws of a
+        continuous output, like :meth:`_continuous_curves`)."""
+        curves = self._curves if self._curves is not None else {}
+        if "loss" not in curves:
+            dashed = pg.mkPen(RED, width=1, style=Qt.PenStyle.DashLine)
+            curves["loss"] = self.loss.plot(pen=pg.mkPen(GREY, width=2), name="privacy loss")
+            curves["over"] = self.loss.plot(pen=pg.mkPen(RED, width=4), connect="finite", name="|loss| > ε")
+            for key, text in (("plus", "+ε"), ("minus", "−ε")):
+                curves[key] = pg.InfiniteLine(
+                    angle=0, pen=dashed, label=text, labelOpts={"position": 0.03, "color": RED}
+                )
+                self.loss.addItem(curves[key])
+            if self._curves is not None:
+                self._curves.update(curves)
+        return curves
 
     def _draw_loss(self, grid: np.ndarray, loss: np.ndarray, epsilon: float) -> None:
         self._shade_excess_regions(grid, loss, epsilon)
         clipped = np.clip(
             np.nan_to_num(loss, nan=0.0, posinf=LOSS_CLIP, neginf=-LOSS_CLIP), -LOSS_CLIP, LOSS_CLIP
         )
-        self.loss.plot(grid, clipped, pen=pg.mkPen(GREY, width=2), name="privacy loss")
         over = np.where(np.abs(clipped) > epsilon * (1 + 1e-9), clipped, np.nan)
-        if np.any(np.isfinite(over)):
-            self.loss.plot(grid, over, pen=pg.mkPen(RED, width=4), connect="finite", name="|loss| > ε")
-        for level in (epsilon, -epsilon):
-            line = pg.InfiniteLine(
-                pos=level,
-                angle=0,
-                pen=pg.mkPen(RED, width=1, style=Qt.PenStyle.DashLine),
-                label=f"{'+' if level > 0 else '−'}ε",
-                labelOpts={"position": 0.03, "color": RED},
-            )
-            self.loss.addItem(line)
+        items = self._loss_items()
+        items["loss"].setData(grid, clipped)
+        items["over"].setData(grid, over)
+        items["plus"].setValue(epsilon)
+        items["minus"].setValue(-epsilon)
         if np.any(np.abs(loss) >= LOSS_CLIP):
             note = pg.TextItem(
                 f"losses beyond ±{LOSS_CLIP:g} (or infinite) drawn at ±{LOSS_CLIP:g}",
@@ -227,9 +300,13 @@ class NeighboursView(View):
                 anchor=(0, 0),
             )
             note.setPos(float(grid[0]), LOSS_CLIP)
-            self.loss.addItem(note)
+            self._add(self.loss, note)
 
     def _overlay_numeric_draws(self, grid: np.ndarray, discrete: bool) -> None:
+        if not discrete:
+            curves = self._continuous_curves()
+            for key in ("draws_d", "draws_d_prime"):
+                curves[key].setData([], [])
         if self.draws is None:
             return
         bins = np.linspace(grid[0], grid[-1], 81) if not discrete else np.append(grid - 0.5, grid[-1] + 0.5)
@@ -240,6 +317,10 @@ class NeighboursView(View):
             finite = values[np.isfinite(values)]
             counts, edges = np.histogram(finite, bins=bins)
             height = counts / (values.size * (1.0 if discrete else np.diff(edges)))
+            if not discrete:
+                key = "draws_d" if name == "draws on D" else "draws_d_prime"
+                self._continuous_curves()[key].setData(edges, height)
+                continue
             self.outputs.plot(
                 edges,
                 height,
