@@ -16,6 +16,16 @@ def _fail(message: str) -> int:
     return 1
 
 
+_QT_NOISE = ("This plugin does not support propagateSizeHints()",)
+"""Qt messages that say nothing to a user (the offscreen platform's), kept off stderr so that an
+error is the one line there."""
+
+
+def _qt_message(mode: object, context: object, message: str) -> None:
+    if not message.startswith(_QT_NOISE):
+        print(f"qt: {message}", file=sys.stderr)
+
+
 def _no_display() -> bool:
     if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
         return False
@@ -39,7 +49,10 @@ def run_app(file: str | None, *, screenshot: str | None = None) -> int:
             file=sys.stderr,
         )
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    from PySide6.QtCore import qInstallMessageHandler
     from PySide6.QtWidgets import QApplication
+
+    qInstallMessageHandler(_qt_message)
 
     from dpexplorer.data.default import default_dataset_path
     from dpexplorer.gui.main_window import MainWindow
