@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from dpexplorer.core.accounting.guarantees import Guarantee
+from dpexplorer.core.accounting.guarantees import Guarantee, PureDP
 from dpexplorer.core.mechanisms.params import Param, validate_params
 
 Relation = Literal["add_remove", "replace"]
@@ -228,3 +228,15 @@ class Mechanism(ABC):
     ) -> np.ndarray:
         """``size`` independent outputs of M(D) (or M(D')), vectorised. Numeric: shape (size,)
         for the shown coordinate, NaN for "⊥"; categorical: candidate indices, -1 for "⊥"."""
+
+
+class PureEpsilonMechanism(Mechanism):
+    """A mechanism that is epsilon-DP for its declared ``epsilon`` parameter (delta = 0): the
+    exponential mechanism, noisy max, top-k, sparse vector, PMW, MWEM, BLR. Each subclass's
+    docstring cites the theorem; the auditor and the exact privacy loss check the claim."""
+
+    def guarantee(self, params: Mapping[str, Any], query: QueryInput) -> PureDP:
+        return PureDP(float(params["epsilon"]))
+
+    def epsilon_delta(self, params: Mapping[str, Any], query: QueryInput) -> tuple[float, float]:
+        return float(params["epsilon"]), 0.0

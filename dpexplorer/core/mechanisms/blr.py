@@ -29,13 +29,12 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from scipy.special import logsumexp
 
-from dpexplorer.core.accounting.guarantees import Guarantee, PureDP
 from dpexplorer.core.cancel import CancelToken, ProgressFn, checkpoint
 from dpexplorer.core.errors import DPExplorerError, NotApplicableError
 from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
-    Mechanism,
     NumericOutput,
+    PureEpsilonMechanism,
     QueryInput,
     WorkloadInput,
 )
@@ -380,7 +379,7 @@ def _measured_rate() -> float:
 
 # ---------------------------------------------------------------- the mechanism
 @register
-class BLR(Mechanism):
+class BLR(PureEpsilonMechanism):
     """The BLR / net mechanism: exact exponential mechanism over all synthetic datasets of size
     m; pure epsilon-DP (exact claim, seed 000 Theorem 12.6)."""
 
@@ -431,12 +430,6 @@ class BLR(Mechanism):
                 f"({count:,} here); a release (run) still works, or lower m"
             )
         return m
-
-    def guarantee(self, params: Mapping[str, Any], query: QueryInput) -> Guarantee:
-        return PureDP(float(params["epsilon"]))
-
-    def epsilon_delta(self, params: Mapping[str, Any], query: QueryInput) -> tuple[float, float]:
-        return float(params["epsilon"]), 0.0
 
     def accuracy_bound(self, params: Mapping[str, Any], query: QueryInput, beta: float) -> float:
         """gamma_m + (2 / (n eps)) (ln C(N+m-1, m) + ln(1/beta)): with probability >= 1 - beta

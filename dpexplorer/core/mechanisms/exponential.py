@@ -16,14 +16,13 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from scipy.special import log_softmax
 
-from dpexplorer.core.accounting.guarantees import Guarantee, PureDP
 from dpexplorer.core.accuracy import EPSILON_SWEEP, curve_over, discrete_hockey_stick
 from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
     CategoricalOutput,
     Curve,
-    Mechanism,
+    PureEpsilonMechanism,
     QueryInput,
     SelectionInput,
 )
@@ -168,7 +167,7 @@ def exponential_log_pmf(scores: np.ndarray, scale: float) -> np.ndarray:
 
 
 @register
-class ExponentialMechanism(Mechanism):
+class ExponentialMechanism(PureEpsilonMechanism):
     """Select a candidate with probability proportional to exp(epsilon u / (2 Delta_u)), or
     exp(epsilon u / Delta_u) for a monotone utility. Pure epsilon-DP (exact claim)."""
 
@@ -187,12 +186,6 @@ class ExponentialMechanism(Mechanism):
         """sigma of exp(u / sigma) for these parameters."""
         monotone = bool(query.monotone and params["use_monotone"])
         return selection_scale(params["epsilon"], query.sensitivity, monotone)
-
-    def guarantee(self, params: Mapping[str, Any], query: QueryInput) -> Guarantee:
-        return PureDP(float(params["epsilon"]))
-
-    def epsilon_delta(self, params: Mapping[str, Any], query: QueryInput) -> tuple[float, float]:
-        return float(params["epsilon"]), 0.0
 
     def log_pmfs(self, params: Mapping[str, Any], query: SelectionInput) -> tuple[np.ndarray, np.ndarray]:
         """Exact log selection probabilities on D and on D'."""

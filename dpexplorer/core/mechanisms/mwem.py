@@ -19,13 +19,12 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from dpexplorer.core.accounting.guarantees import Guarantee, PureDP
 from dpexplorer.core.cancel import CancelToken, ProgressFn, checkpoint
 from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
-    Mechanism,
     NumericOutput,
+    PureEpsilonMechanism,
     QueryInput,
     WorkloadInput,
 )
@@ -112,7 +111,7 @@ def mwem_run(
 
 
 @register
-class MWEM(Mechanism):
+class MWEM(PureEpsilonMechanism):
     """MWEM: pure epsilon-DP synthetic distribution (exact claim, basic composition)."""
 
     name: ClassVar[str] = "mwem"
@@ -125,12 +124,6 @@ class MWEM(Mechanism):
     output_kind: ClassVar[Literal["synthetic"]] = "synthetic"
     params: ClassVar[tuple[Param, ...]] = (EPSILON, ROUNDS)
     order: ClassVar[int] = 62
-
-    def guarantee(self, params: Mapping[str, Any], query: QueryInput) -> Guarantee:
-        return PureDP(float(params["epsilon"]))
-
-    def epsilon_delta(self, params: Mapping[str, Any], query: QueryInput) -> tuple[float, float]:
-        return float(params["epsilon"]), 0.0
 
     def run(
         self,

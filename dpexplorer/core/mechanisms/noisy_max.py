@@ -21,11 +21,10 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from scipy import integrate, optimize
 
-from dpexplorer.core.accounting.guarantees import Guarantee, PureDP
 from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
     CategoricalOutput,
-    Mechanism,
+    PureEpsilonMechanism,
     QueryInput,
     SelectionInput,
 )
@@ -184,7 +183,7 @@ def noisy_max_bound_alpha(noise: str, scale: float, n_outcomes: int, beta: float
 
 # ---------------------------------------------------------------- the mechanism
 @register
-class ReportNoisyMax(Mechanism):
+class ReportNoisyMax(PureEpsilonMechanism):
     """argmax_r u(D, r) + noise_r with noise of scale b = 2 Delta_u / epsilon (Delta_u / epsilon
     for monotone scores): pure epsilon-DP for all three noises (exact claim)."""
 
@@ -200,12 +199,6 @@ class ReportNoisyMax(Mechanism):
         """The noise scale b."""
         monotone = bool(query.monotone and params["use_monotone"])
         return selection_scale(params["epsilon"], query.sensitivity, monotone)
-
-    def guarantee(self, params: Mapping[str, Any], query: QueryInput) -> Guarantee:
-        return PureDP(float(params["epsilon"]))
-
-    def epsilon_delta(self, params: Mapping[str, Any], query: QueryInput) -> tuple[float, float]:
-        return float(params["epsilon"]), 0.0
 
     def output_distribution(self, params: Mapping[str, Any], query: QueryInput) -> CategoricalOutput:
         assert isinstance(query, SelectionInput)

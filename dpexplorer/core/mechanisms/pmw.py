@@ -30,14 +30,13 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse._sparsetools import csr_matvec as _csr_matvec
 
-from dpexplorer.core.accounting.guarantees import Guarantee, PureDP
 from dpexplorer.core.cancel import CancelToken, ProgressFn, checkpoint
 from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
     Curve,
-    Mechanism,
     NumericOutput,
+    PureEpsilonMechanism,
     QueryInput,
     WorkloadInput,
 )
@@ -185,7 +184,7 @@ def pmw_run(
 
 
 @register
-class PMW(Mechanism):
+class PMW(PureEpsilonMechanism):
     """Private multiplicative weights via NumericSparse: pure epsilon-DP (exact claim)."""
 
     name: ClassVar[str] = "pmw"
@@ -198,12 +197,6 @@ class PMW(Mechanism):
     output_kind: ClassVar[Literal["transcript"]] = "transcript"
     params: ClassVar[tuple[Param, ...]] = (EPSILON, THRESHOLD, UPDATES)
     order: ClassVar[int] = 61
-
-    def guarantee(self, params: Mapping[str, Any], query: QueryInput) -> Guarantee:
-        return PureDP(float(params["epsilon"]))
-
-    def epsilon_delta(self, params: Mapping[str, Any], query: QueryInput) -> tuple[float, float]:
-        return float(params["epsilon"]), 0.0
 
     def run(
         self,

@@ -21,12 +21,11 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from scipy import integrate
 
-from dpexplorer.core.accounting.guarantees import Guarantee, PureDP
 from dpexplorer.core.errors import InvalidParameterError, NotApplicableError
 from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
     CategoricalOutput,
-    Mechanism,
+    PureEpsilonMechanism,
     QueryInput,
     WorkloadInput,
 )
@@ -204,7 +203,7 @@ def outcome_errors(sets: list[tuple[int, ...]], answers: np.ndarray, threshold: 
 
 
 @register
-class SparseVector(Mechanism):
+class SparseVector(PureEpsilonMechanism):
     """Sparse / AboveThreshold (Dwork & Roth 2014, Algorithms 1-2): pure epsilon-DP, exact claim."""
 
     name: ClassVar[str] = "sparse_vector"
@@ -224,12 +223,6 @@ class SparseVector(Mechanism):
         per_run = params["epsilon"] / params["c"]
         delta_q = 1.0 / query.n
         return 2 * delta_q / per_run, 4 * delta_q / per_run
-
-    def guarantee(self, params: Mapping[str, Any], query: QueryInput) -> Guarantee:
-        return PureDP(float(params["epsilon"]))
-
-    def epsilon_delta(self, params: Mapping[str, Any], query: QueryInput) -> tuple[float, float]:
-        return float(params["epsilon"]), 0.0
 
     def _answers(self, query: QueryInput, on: Literal["D", "D'"]) -> np.ndarray:
         assert isinstance(query, WorkloadInput)

@@ -22,13 +22,12 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from scipy.special import logsumexp
 
-from dpexplorer.core.accounting.guarantees import Guarantee, PureDP
 from dpexplorer.core.accuracy import EPSILON_SWEEP
 from dpexplorer.core.errors import InvalidParameterError, NotApplicableError
 from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
     CategoricalOutput,
-    Mechanism,
+    PureEpsilonMechanism,
     QueryInput,
     SelectionInput,
 )
@@ -137,7 +136,7 @@ def useful_errors(scores: np.ndarray, tuples: np.ndarray) -> tuple[np.ndarray, n
 
 
 @register
-class TopK(Mechanism):
+class TopK(PureEpsilonMechanism):
     """The k best candidates in order, by peeling or one-shot Gumbel (equal in law); pure
     epsilon-DP by basic composition of k (epsilon / k)-DP exponential mechanisms."""
 
@@ -162,12 +161,6 @@ class TopK(Mechanism):
                 f"k = {params['k']} exceeds the {len(query.candidates)} candidates; lower k"
             )
         return query
-
-    def guarantee(self, params: Mapping[str, Any], query: QueryInput) -> Guarantee:
-        return PureDP(float(params["epsilon"]))
-
-    def epsilon_delta(self, params: Mapping[str, Any], query: QueryInput) -> tuple[float, float]:
-        return float(params["epsilon"]), 0.0
 
     def outcomes(self, params: Mapping[str, Any], query: QueryInput) -> np.ndarray:
         """The ordered tuples, row i being outcome index i."""
