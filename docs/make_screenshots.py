@@ -76,6 +76,9 @@ def main() -> None:
     wait(window)
     shoot(window, "Neighbouring datasets", out / "ptr.png")
     shoot(window, "Distance to instability", out / "ptr_view.png")
+    window.teaching_action.setChecked(True)
+    window.teaching_panel.reveal.setChecked(True)
+    shoot(window, "Neighbouring datasets", out / "teaching.png")
     window.close()
     collector.timer.stop()
     del app

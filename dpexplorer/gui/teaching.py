@@ -25,6 +25,8 @@ class TeachingPanel(QFrame):
         self.setStyleSheet("TeachingPanel { background: #fff8e1; }")
         self.output = QLabel("Press Resample to run the mechanism once on D.")
         self.truth = QLabel()
+        for label in (self.output, self.truth):  # readable from the back of the room
+            label.setStyleSheet("font-size: 20pt;")
         self.reveal = QCheckBox("Reveal the true value")
         self.resample = QPushButton("Resample")
         self.resample.setToolTip("Run the mechanism once more on D (simulation, not a release)")
