@@ -76,6 +76,7 @@ class Explorer(QObject):
         self.mechanism: Mechanism | None = None
         self.params: dict[str, Any] = {}
         self._throttle = Throttle(self._submit_views, 16, self)  # one frame
+        self._stale: set[str] = set()
         compute.finished.connect(self._on_result)
         mechanism_panel.changed.connect(self._mechanism_changed)
         neighbours_view.draw_button.clicked.connect(self.draw)
@@ -120,12 +121,28 @@ class Explorer(QObject):
         mechanism, query = self.mechanism, self.query_input
         if mechanism is None or query is None or mechanism.accepts(query) is not None:
             return
-        params = mechanism.validate(self.params)
         self.compute.cancel(DRAWS_JOB)
-        self.compute.submit(NEIGHBOURS_JOB, jobs.neighbours, mechanism, params, query)
-        level = self.accuracy_view.ci_level.value()
-        self.compute.submit(ACCURACY_JOB, jobs.accuracy, mechanism, params, query, level)
-        self.inputs_changed.emit(mechanism, params, query, self.mechanism_panel.seed.value())
+        self._stale = {NEIGHBOURS_JOB, ACCURACY_JOB}
+        self.submit_visible()
+        self.inputs_changed.emit(
+            mechanism, mechanism.validate(self.params), query, self.mechanism_panel.seed.value()
+        )
+
+    def submit_visible(self) -> None:
+        """Compute the views that are on screen and out of date; a hidden tab is computed when
+        it is shown (the window calls this on every tab change), so dragging a slider keeps
+        the two cores for what is visible."""
+        mechanism, query = self.mechanism, self.query_input
+        if mechanism is None or query is None or mechanism.accepts(query) is not None:
+            return
+        params = mechanism.validate(self.params)
+        if NEIGHBOURS_JOB in self._stale and self.neighbours_view.isVisible():
+            self._stale.discard(NEIGHBOURS_JOB)
+            self.compute.submit(NEIGHBOURS_JOB, jobs.neighbours, mechanism, params, query)
+        if ACCURACY_JOB in self._stale and self.accuracy_view.isVisible():
+            self._stale.discard(ACCURACY_JOB)
+            level = self.accuracy_view.ci_level.value()
+            self.compute.submit(ACCURACY_JOB, jobs.accuracy, mechanism, params, query, level)
 
     def draw(self) -> None:
         mechanism, query = self.mechanism, self.query_input

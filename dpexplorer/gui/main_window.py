@@ -100,12 +100,18 @@ class MainWindow(QMainWindow):
         self.query_panel.changed.connect(self.explorer.set_query)
         self.explorer.query_ready.connect(lambda _q: self._restore_session_mechanism())
         self.explorer.registry_ready.connect(self._build_workspace)
+        self.tabs.currentChanged.connect(lambda _i: self._submit_visible())
         self.dataset_loaded.connect(self._dataset_for_explorer)
         self._build_menus()
         if restore_layout:
             self._restore_layout()
         else:
             self.resize(1440, 900)
+
+    def _submit_visible(self) -> None:
+        self.explorer.submit_visible()
+        if self.workspace is not None:
+            self.workspace.submit_visible()
 
     def _build_workspace(self) -> None:
         """The budget, risk and mechanism-specific views (their modules were imported on a

@@ -52,6 +52,7 @@ class Workspace(QObject):
         self.budget_view = BudgetView()
         self.risk_view = RiskView()
         self.current: tuple[Mechanism, dict[str, Any], QueryInput, int] | None = None
+        self._stale: set[str] = set()
         self._wire()
 
     def _wire(self) -> None:
@@ -72,12 +73,22 @@ class Workspace(QObject):
             self.blr_view.run_cancelled()
         self.current = (mechanism, params, query, seed)
         self._show_specific(mechanism.name)
+        self.compute.cancel(SPECIFIC_JOB)
+        self._stale = {SPECIFIC_JOB, RISK_JOB}
+        self.submit_visible()
+
+    def submit_visible(self) -> None:
+        """Compute the out-of-date views that are on screen (see Explorer.submit_visible)."""
+        if self.current is None:
+            return
+        mechanism, params, query, seed = self.current
         entry = self.specific.get(mechanism.name)
-        if entry is not None:
+        if SPECIFIC_JOB in self._stale and entry is not None and entry[1].isVisible():
+            self._stale.discard(SPECIFIC_JOB)
             self.compute.submit(SPECIFIC_JOB, entry[0].job, mechanism, params, query, seed)
-        else:
-            self.compute.cancel(SPECIFIC_JOB)
-        self.risk_view.set_current(self.planned(mechanism, params, query, "current statistic"))
+        if RISK_JOB in self._stale and self.risk_view.isVisible():
+            self._stale.discard(RISK_JOB)
+            self.risk_view.set_current(self.planned(mechanism, params, query, "current statistic"))
 
     @staticmethod
     def planned(

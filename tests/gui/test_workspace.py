@@ -66,6 +66,7 @@ def test_mechanism_specific_tab_follows_the_mechanism(qtbot, window):
     assert "Selection" in titles()
     view = window.workspace.shown_specific
     window.tabs.setCurrentWidget(view)
+    wait_idle(qtbot, window)
     assert view.result is not None
     expected = window.explorer.mechanism.output_distribution(
         window.explorer.mechanism.validate(window.explorer.params), window.explorer.query_input
@@ -86,6 +87,7 @@ def test_blr_cancelled_mid_run_leaves_the_window_usable(qtbot, window):
     wait_idle(qtbot, window)
     blr_view = window.workspace.blr_view
     window.tabs.setCurrentWidget(blr_view)
+    wait_idle(qtbot, window)
     assert blr_view.run_button.isEnabled()
     blr_view.run_button.click()
     qtbot.waitUntil(lambda: blr_view.progress.value() > 0, timeout=20_000)
@@ -105,6 +107,7 @@ def test_hidden_views_draw_when_shown_with_the_latest_result(qtbot, window):
     window.mechanism_panel.set_values({"epsilon": 0.31})
     wait_idle(qtbot, window)
     assert accuracy.result is before, "a hidden view was drawn"
-    window.tabs.setCurrentWidget(accuracy)
+    window.tabs.setCurrentWidget(accuracy)  # computed now that it is shown
+    wait_idle(qtbot, window)
     assert accuracy.result.params["epsilon"] == 0.31
     assert window.neighbours_view.result.params["epsilon"] == 0.31
