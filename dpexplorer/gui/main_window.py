@@ -127,6 +127,9 @@ class MainWindow(QMainWindow):
         self.workspace.budget_view.add_requested.connect(self.add_current_to_plan)
         self.explorer.inputs_changed.connect(self.workspace.update)
         self.reload_ledger()
+        import gc
+
+        gc.freeze()  # everything imported so far is permanent: later collections skip it (latency)
 
     def _build_side_panel(self) -> None:
         panel = QWidget()
