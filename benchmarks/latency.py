@@ -25,7 +25,7 @@ from PySide6.QtCore import QCoreApplication, QTimer
 from PySide6.QtWidgets import QApplication
 
 from dpexplorer.data.default import default_dataset_path
-from dpexplorer.gui.app import main_thread_garbage_collection
+from dpexplorer.gui.app import main_thread_garbage_collection, wait_for_views
 from dpexplorer.gui.main_window import MainWindow
 
 QUERY_FOR = {"numeric": "predicate_count", "median": "median", "selection": "argmax", "workload": "workload"}
@@ -37,12 +37,8 @@ def rss_mb() -> float:
 
 
 def wait_idle(window: MainWindow, timeout: float = 120.0) -> None:
-    deadline = time.perf_counter() + timeout
-    while not (window.dataset is not None and window.views_idle()):
-        QCoreApplication.processEvents()
-        if time.perf_counter() > deadline:
-            raise TimeoutError("views did not finish")
-        time.sleep(0.0005)
+    if not wait_for_views(window, timeout):
+        raise TimeoutError("views did not finish")
 
 
 def spin_until(condition, timeout: float = 120.0) -> None:

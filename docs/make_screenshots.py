@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -17,18 +16,14 @@ from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QApplication
 
 from dpexplorer.data.default import default_dataset_path
-from dpexplorer.gui.app import main_thread_garbage_collection
+from dpexplorer.gui.app import main_thread_garbage_collection, wait_for_views
 from dpexplorer.gui.main_window import MainWindow
 
 
 def wait(window: MainWindow, timeout: float = 120.0) -> None:
-    end = time.monotonic() + timeout
-    while not (window.dataset is not None and window.views_idle()):
-        QCoreApplication.processEvents()
-        if time.monotonic() > end:
-            raise TimeoutError("views did not finish")
-        time.sleep(0.01)
-    for _ in range(20):
+    if not wait_for_views(window, timeout):
+        raise TimeoutError("views did not finish")
+    for _ in range(20):  # let the last results paint
         QCoreApplication.processEvents()
 
 

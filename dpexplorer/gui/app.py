@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 SCREENSHOT_TIMEOUT_S = 120.0
@@ -88,22 +89,34 @@ def main_thread_garbage_collection() -> object:
     return GarbageCollector(interval=1.0)
 
 
+def wait_for_views(window: object, timeout_s: float, stop: Callable[[], bool] = lambda: False) -> bool:
+    """Run the event loop until ``window`` has its dataset and no view is computing (True), or
+    until ``timeout_s`` passes or ``stop()`` is true (False). For --screenshot, the benchmarks and
+    the README's pictures; tests use qtbot.waitUntil instead."""
+    from PySide6.QtCore import QCoreApplication
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        QCoreApplication.processEvents()
+        if stop():
+            return False
+        if window.dataset is not None and window.views_idle():  # type: ignore[attr-defined]
+            return True
+        time.sleep(_POLL_MS / 1000)
+    return False
+
+
 def _screenshot(app: object, window: object, out: Path) -> int:
     from PySide6.QtCore import QCoreApplication
 
     from dpexplorer.gui.main_window import MainWindow
 
     assert isinstance(window, MainWindow)
-    deadline = time.monotonic() + SCREENSHOT_TIMEOUT_S
-    while time.monotonic() < deadline:
-        QCoreApplication.processEvents()
-        if window.last_error is not None:
-            window.close()
-            return _fail(window.last_error)
-        if window.dataset is not None and window.views_idle():
-            break
-        time.sleep(_POLL_MS / 1000)
-    else:
+    idle = wait_for_views(window, SCREENSHOT_TIMEOUT_S, stop=lambda: window.last_error is not None)
+    if window.last_error is not None:
+        window.close()
+        return _fail(window.last_error)
+    if not idle:
         window.close()
         return _fail(f"the views did not finish within {SCREENSHOT_TIMEOUT_S:.0f} s")
     QCoreApplication.processEvents()

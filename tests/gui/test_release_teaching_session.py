@@ -39,15 +39,24 @@ def test_release_within_budget_writes_files_and_charges_the_ledger(qtbot, window
     assert "Cost of this release: ε = <b>1</b>" in dialog.cost.text()
     dialog.release_button.click()
     qtbot.waitUntil(lambda: dialog.result is not None, timeout=10_000)
-    files = sorted(p.name for p in out.iterdir())
-    assert any(f.endswith(".csv") for f in files) and any("provenance" in f or f.endswith(".json") for f in files)
+    written = {p.name for p in out.iterdir()}
+    assert written == {p.name for p in dialog.result.files.values()}, "only the release's files"
+    assert {"csv", "json", "provenance"} <= set(dialog.result.files)
     with Ledger(ledger_path) as ledger:
         rows = ledger.measurements(window.dataset.fingerprint)
-    assert len(rows) == 1 and rows[0].status == "released"
-    truth = str(window.explorer.query_input.value_d[0])
-    for f in out.iterdir():
-        assert f"{truth}," not in f.read_text() or "true" not in f.read_text().lower()
+    assert len(rows) == 1 and rows[0].status == "released" and rows[0].id == dialog.result.row_id
+    provenance = json.loads(dialog.result.files["provenance"].read_text())
+    assert provenance["ledger_row_id"] == dialog.result.row_id
+    assert not [key for key in _keys(provenance) if "true" in key.lower()], "no true answer exported"
     dialog.done(0)
+
+
+def _keys(value: object) -> list[str]:
+    if isinstance(value, dict):
+        return [k for k in value] + [k for v in value.values() for k in _keys(v)]
+    if isinstance(value, list):
+        return [k for v in value for k in _keys(v)]
+    return []
 
 
 def test_release_over_budget_is_refused_with_the_ledgers_message_and_nothing_written(
@@ -101,7 +110,9 @@ def test_session_round_trip_restores_every_control(qtbot, window, tmp_path):
     other = MainWindow(interactive=False, restore_layout=False)
     qtbot.addWidget(other)
     other.load_session(path)
-    qtbot.waitUntil(lambda: other.dataset is not None and other.explorer.mechanism is not None, timeout=20_000)
+    qtbot.waitUntil(
+        lambda: other.dataset is not None and other.explorer.mechanism is not None, timeout=20_000
+    )
     wait_idle(qtbot, other)
     restored = other.current_session()
     assert restored.query_controls == saved.query_controls

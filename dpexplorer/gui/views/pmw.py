@@ -24,7 +24,14 @@ from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
 from dpexplorer.core.mechanisms.pmw import LAZY, UPDATE, PMWTranscript
 from dpexplorer.core.mechanisms.sparse_vector import BOTTOM, HALTED, TOP, SparseVector, SVTTranscript
 from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, RED, View
-from dpexplorer.gui.views.selection import category_plot, error_label, hbars, label_rows, rich_label
+from dpexplorer.gui.views.selection import (
+    category_plot,
+    clear_and_show_error,
+    error_label,
+    hbars,
+    label_rows,
+    rich_label,
+)
 
 MECHANISMS = ("pmw", "sparse_vector")
 """The mechanisms (registry names) this view serves."""
@@ -124,13 +131,7 @@ class TranscriptView(View):
 
     def show_error(self, message: str) -> None:
         """Show the core's message as it is, and clear the plots."""
-        self.result = None
-        self.values.clear()
-        self.rounds.clear()
-        self.summary.clear()
-        self.columns = {}
-        self.error.setText(message)
-        self.error.show()
+        clear_and_show_error(self, message, self.values, self.rounds)
 
     def show_result(self, result: TranscriptResult) -> None:
         self.result = result

@@ -24,6 +24,7 @@ from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, RED, View, new_plot
 from dpexplorer.gui.views.selection import (
     axis_end,
     category_plot,
+    clear_and_show_error,
     colour_key,
     error_label,
     label_rows,
@@ -165,13 +166,7 @@ class PTRView(View):
 
     def show_error(self, message: str) -> None:
         """Show the core's message as it is, and clear the plots."""
-        self.result = None
-        self.curve.clear()
-        self.chances.clear()
-        self.summary.clear()
-        self.columns = {}
-        self.error.setText(message)
-        self.error.show()
+        clear_and_show_error(self, message, self.curve, self.chances)
 
     def show_result(self, result: PTRResult) -> None:
         self.result = result

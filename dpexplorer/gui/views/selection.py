@@ -44,6 +44,18 @@ def error_label() -> QLabel:
     return label
 
 
+def clear_and_show_error(view: Any, message: str, *plots: pg.PlotWidget) -> None:
+    """A view's job failed: forget its result, clear its plots, summary and CSV, and show the
+    core's message as it is (``view`` has ``result``, ``summary``, ``columns`` and ``error``)."""
+    view.result = None
+    for plot in plots:
+        plot.clear()
+    view.summary.clear()
+    view.columns = {}
+    view.error.setText(message)
+    view.error.show()
+
+
 def rich_label() -> QLabel:
     """A word-wrapped rich-text label for a view's summary line."""
     label = QLabel()
@@ -236,13 +248,7 @@ class SelectionView(View):
 
     def show_error(self, message: str) -> None:
         """Show the core's message as it is, and clear the plots."""
-        self.result = None
-        self.scores.clear()
-        self.probabilities.clear()
-        self.summary.clear()
-        self.columns = {}
-        self.error.setText(message)
-        self.error.show()
+        clear_and_show_error(self, message, self.scores, self.probabilities)
 
     def show_result(self, result: SelectionResult) -> None:
         self.result = result
