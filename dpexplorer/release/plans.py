@@ -16,6 +16,8 @@ The release pipeline (:mod:`.release`) charges the ledger first and calls ``draw
 | dist2instability(_mode) | discrete distance test, exact median / mode | the mechanism's (eps, delta) |
 | sparse_vector | discrete Laplace thresholds and tests on a grid | PureDP(eps) |
 | pmw | discrete Laplace thresholds, tests and answers on a grid | PureDP(eps) |
+| blr | error level by lazy-uniform inversion, then a uniform candidate of it | PureDP(eps) |
+| mwem | exact exponential selections, discrete Laplace measurements | PureDP(eps' <= eps) |
 
 Refused (no exact sampler; NotApplicableError says so): report-noisy-max with Laplace noise,
 smooth sensitivity (Cauchy, Student's t, Laplace-log-normal: their proofs need continuous
@@ -30,7 +32,7 @@ from typing import Any
 from dpexplorer.core.accounting.guarantees import GaussianNoise, LaplaceNoise
 from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
-from dpexplorer.release import numeric_paths, selection_paths, svt_paths
+from dpexplorer.release import numeric_paths, selection_paths, svt_paths, synthetic_paths
 from dpexplorer.release.exact import ExactRelease
 
 Path = Callable[[Mechanism, Mapping[str, Any], Any, float], ExactRelease]
@@ -80,6 +82,8 @@ PATHS: dict[str, Path] = {
     "dist2instability_mode": lambda m, p, q, level: selection_paths.d2i_mode_release(m, p, q),
     "sparse_vector": lambda m, p, q, level: svt_paths.sparse_vector_release(q, p),
     "pmw": lambda m, p, q, level: svt_paths.pmw_release(q, p),
+    "blr": synthetic_paths.blr_release,
+    "mwem": synthetic_paths.mwem_release,
 }
 """Mechanism name -> exact path (module docstring)."""
 

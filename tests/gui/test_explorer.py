@@ -4,6 +4,7 @@ slider; the views must show exactly what the core computes for the final values.
 from __future__ import annotations
 
 import numpy as np
+import pyqtgraph as pg
 import pytest
 from conftest import wait_idle
 
@@ -11,6 +12,17 @@ from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms.base import CategoricalOutput, NumericOutput
 from dpexplorer.gui.param_controls import NumberControl
 from dpexplorer.gui.query_panel import QUERY_KINDS
+
+
+def _bars_show(window, p, q) -> None:
+    """The bars named M(D) and M(D') on screen have the core's heights."""
+    bars = {
+        item.name(): item
+        for item in window.neighbours_view.outputs.getPlotItem().items
+        if isinstance(item, pg.BarGraphItem) and item.name()
+    }
+    np.testing.assert_allclose(bars["M(D)"].opts["height"], p)
+    np.testing.assert_allclose(bars["M(D')"].opts["height"], q)
 
 
 def _plotted_output_matches_core(window) -> None:
@@ -23,13 +35,16 @@ def _plotted_output_matches_core(window) -> None:
     if isinstance(expected, NumericOutput):
         np.testing.assert_allclose(result.output.density_d, expected.density_d)
         np.testing.assert_allclose(result.output.density_d_prime, expected.density_d_prime)
-        curves = window.neighbours_view.outputs.listDataItems()
         if not expected.discrete:
+            curves = window.neighbours_view.outputs.listDataItems()
             shown = next(c for c in curves if c.name() == "M(D)")
             np.testing.assert_allclose(shown.yData, expected.density_d)
+        else:
+            _bars_show(window, expected.density_d, expected.density_d_prime)
     else:
         assert isinstance(expected, CategoricalOutput)
         np.testing.assert_allclose(result.output.pmf_d, expected.pmf_d)
+        _bars_show(window, expected.pmf_d, expected.pmf_d_prime)
     epsilon, _ = mechanism.epsilon_delta(params, query)
     if result.delta_exact is None:
         with pytest.raises(NotApplicableError):

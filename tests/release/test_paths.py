@@ -16,7 +16,7 @@ from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms import registry
 from dpexplorer.core.mechanisms.base import NumericInput, SelectionInput, WorkloadInput
 from dpexplorer.release.exact import BOTTOM, DistanceTest
-from dpexplorer.release.plans import exact_release
+from dpexplorer.release.plans import PATHS, exact_release
 from dpexplorer.release.samplers import SeededBitSource
 from dpexplorer.release.svt_paths import TOP
 
@@ -163,8 +163,12 @@ def test_pmw_transcript() -> None:
         assert all(a == BOTTOM for a in answers[answers.index(BOTTOM) :])
 
 
-def test_unsupported_mechanisms_are_refused() -> None:
-    for name in ("blr", "smooth_cauchy"):
-        fake = types.SimpleNamespace(name=name, label=name, accepts=lambda q: None)
-        with pytest.raises(NotApplicableError, match="cannot be released exactly"):
-            exact_release(fake, {}, _selection())
+def test_a_mechanism_without_a_path_is_refused() -> None:
+    fake = types.SimpleNamespace(name="added_later", label="Added later", accepts=lambda q: None)
+    with pytest.raises(NotApplicableError, match="cannot be released exactly"):
+        exact_release(fake, {}, _selection())
+
+
+def test_every_registered_mechanism_has_an_exact_path() -> None:
+    missing = {m.name for m in registry.all_mechanisms()} - set(PATHS)
+    assert not missing, f"no exact release path for {sorted(missing)}"

@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
@@ -197,6 +198,12 @@ class _Enumeration:
             )
         return self._answers[s]
 
+    def histogram(self, block: tuple[int, slice, slice], i: int, j: int) -> np.ndarray:
+        """The candidate of ``block`` made of its i-th left and j-th right composition."""
+        s, rows, cols = block
+        left, right = self.halves(s)
+        return np.concatenate([left[rows][i], right[cols][j]]).astype(np.int64)
+
     def blocks(self) -> Iterator[tuple[int, slice, slice]]:
         """(s, left rows, right rows) covering every candidate exactly once."""
         for s in range(self.m + 1):
@@ -220,6 +227,13 @@ class _Target:
 
     def shift(self, left_answers: np.ndarray) -> np.ndarray:
         return (self.n * left_answers - self.m * self.counts[None, :]).astype(np.int64)
+
+
+def _block_errors(enum: _Enumeration, target: _Target, block: tuple[int, slice, slice]) -> np.ndarray:
+    """The integer error numerators |n a - m c|_inf of a block's candidates (rows x cols)."""
+    s, rows, cols = block
+    left, right = enum.answers(s)
+    return _max_abs(target.shift(left[rows]), target.n * right[cols])
 
 
 def _max_abs(left: np.ndarray, right: np.ndarray) -> np.ndarray:
@@ -255,10 +269,9 @@ def error_classes(query: WorkloadInput, m: int) -> tuple[np.ndarray, np.ndarray,
     t_d, t_dp = _target(query, "D", m), _target(query, "D'", m)
     radix = t_dp.n * m + 1  # v_D' <= n_D' m, so (v_D, v_D') <-> v_D * radix + v_D'
     codes, counts = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    for s, rows, cols in enum.blocks():
-        left, right = enum.answers(s)
-        v_d = _max_abs(t_d.shift(left[rows]), t_d.n * right[cols]).astype(np.int64)
-        v_dp = _max_abs(t_dp.shift(left[rows]), t_dp.n * right[cols]).astype(np.int64)
+    for block in enum.blocks():
+        v_d = _block_errors(enum, t_d, block).astype(np.int64)
+        v_dp = _block_errors(enum, t_dp, block).astype(np.int64)
         block_codes, block_counts = np.unique((v_d * radix + v_dp).ravel(), return_counts=True)
         merged, inverse = np.unique(np.concatenate([codes, block_codes]), return_inverse=True)
         counts = np.bincount(inverse, weights=np.concatenate([counts, block_counts]), minlength=merged.size)
@@ -281,11 +294,67 @@ def class_log_weights(
     return v_d / (t_d.n * m), counts, log_d - logsumexp(log_d), log_dp - logsumexp(log_dp)
 
 
+# ---------------------------------------------------------------- error levels (exact release)
+class ErrorLevels:
+    """BLR's candidates on D grouped by their integer error numerator
+    v(h) = max_i |n_D a_i(h) - m c_i| (the error is v / (n_D m)): every candidate of a level has
+    the same exponential-mechanism weight exp(-exponent(epsilon) v), so an exact sampler can
+    pick a level, then a candidate uniformly inside it. Raises DPExplorerError when the universe
+    is too large to enumerate. Each method is one streaming pass over every candidate."""
+
+    def __init__(self, query: WorkloadInput, m: int) -> None:
+        self._enum = _Enumeration(query.workload, m)
+        self._target = _target(query, "D", m)
+        self._n = query.n
+        self.total = self._enum.total
+
+    def exponent(self, epsilon: float) -> Fraction:
+        """The rational c with log weight -c v, exactly: epsilon n / (2 n_D m) (the
+        coefficient the sampler uses, sigma = 2 Delta_u / epsilon with Delta_u = 1/n)."""
+        return Fraction(epsilon) * self._n / (2 * self._target.n * self._target.m)
+
+    def counts(
+        self, *, cancel: CancelToken | None = None, progress: ProgressFn | None = None
+    ) -> dict[int, int]:
+        """{level v: number of candidates at v} over ALL candidates, exact integers, by level."""
+        counts: dict[int, int] = {}
+        for _, v in self._scan(cancel, progress):
+            levels, numbers = np.unique(v, return_counts=True)
+            for level, number in zip(levels.tolist(), numbers.tolist(), strict=True):
+                counts[level] = counts.get(level, 0) + number
+        return dict(sorted(counts.items()))
+
+    def candidate(
+        self,
+        level: int,
+        index: int,
+        *,
+        cancel: CancelToken | None = None,
+        progress: ProgressFn | None = None,
+    ) -> np.ndarray:
+        """The ``index``-th (from 0, in enumeration order) candidate histogram at ``level``."""
+        for block, v in self._scan(cancel, progress):
+            hits = np.flatnonzero(v.ravel() == level)
+            if index < hits.size:
+                return self._enum.histogram(block, *divmod(int(hits[index]), v.shape[1]))
+            index -= hits.size
+        raise ValueError(f"fewer candidates than asked for at error level {level}")
+
+    def _scan(
+        self, cancel: CancelToken | None, progress: ProgressFn | None
+    ) -> Iterator[tuple[tuple[int, slice, slice], np.ndarray]]:
+        done = 0
+        for block in self._enum.blocks():
+            checkpoint(cancel, progress, done / self.total)
+            v = _block_errors(self._enum, self._target, block)
+            yield block, v
+            done += v.size
+        checkpoint(cancel, progress, 1.0)
+
+
 # ---------------------------------------------------------------- streaming sampler
 def _block_lse(enum: _Enumeration, target: _Target, coef: float, block: tuple[int, slice, slice]) -> float:
-    s, rows, cols = block
-    left, right = enum.answers(s)
-    v = _max_abs(target.shift(left[rows]), target.n * right[cols])
+    v = _block_errors(enum, target, block)
     low = int(v.min())
     return -coef * low + float(np.log(np.exp(-coef * (v - low)).sum()))
 
@@ -331,17 +400,13 @@ def _draw_in_block(
     block: tuple[int, slice, slice],
     rng: np.random.Generator,
 ) -> np.ndarray:
-    s, rows, cols = block
-    left, right = enum.answers(s)
-    v = _max_abs(target.shift(left[rows]), target.n * right[cols])
+    v = _block_errors(enum, target, block)
     weights = np.exp(-coef * (v - v.min())).ravel()
     cumulative = np.cumsum(weights)
     flat = min(
         int(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right")), weights.size - 1
     )
-    i, j = divmod(flat, v.shape[1])
-    halves = enum.halves(s)
-    return np.concatenate([halves[0][rows][i], halves[1][cols][j]]).astype(np.int64)
+    return enum.histogram(block, *divmod(flat, v.shape[1]))
 
 
 def all_multisets(n_cells: int, m: int) -> np.ndarray:
@@ -410,7 +475,8 @@ class BLR(PureEpsilonMechanism):
         assert isinstance(query, WorkloadInput)
         return self.candidate_count(params, query) * query.workload.shape[0] / _measured_rate()
 
-    def _check_size(self, params: Mapping[str, Any], query: QueryInput) -> int:
+    def check_size(self, params: Mapping[str, Any], query: QueryInput) -> int:
+        """m; DPExplorerError when there are more candidates than ``max_candidates``."""
         count = self.candidate_count(params, query)
         if count > params["max_candidates"]:
             raise DPExplorerError(
@@ -422,7 +488,7 @@ class BLR(PureEpsilonMechanism):
 
     def _check_view_size(self, params: Mapping[str, Any], query: QueryInput) -> int:
         """m, after checking that the exact views' single pass over the candidates is short."""
-        m = self._check_size(params, query)
+        m = self.check_size(params, query)
         count = self.candidate_count(params, query)
         if count > VIEW_LIMIT:
             raise NotApplicableError(
@@ -524,7 +590,7 @@ class BLR(PureEpsilonMechanism):
     ) -> BLRResult:
         """One release by the streaming exact sampler, with its errors and the seed's bound."""
         assert isinstance(query, WorkloadInput)
-        m = self._check_size(params, query)
+        m = self.check_size(params, query)
         start = time.perf_counter()
         enum = _Enumeration(query.workload, m)
         target = _target(query, "D", m)

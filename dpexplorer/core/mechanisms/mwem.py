@@ -78,6 +78,17 @@ def mwem_scales(epsilon: float, rounds: int, n: int) -> tuple[float, float]:
     return 2.0 / (n * per_step), 1.0 / (n * per_step)
 
 
+def mw_update(workload: Any, current: np.ndarray, selected: np.ndarray, measured: np.ndarray) -> np.ndarray:
+    """Step 3: the multiplicative-weights update of ``current`` for every measurement so far, in
+    order (the paper's enhancement); ``measured`` are noisy answers as fractions. Post-processing:
+    it reads only public values."""
+    for choice, value in zip(selected, measured, strict=True):
+        row = workload_row(workload, int(choice))
+        current = current * np.exp(row * (value - row @ current) / 2)
+        current /= current.sum()
+    return current
+
+
 def mwem_run(
     workload: Any,
     histogram: np.ndarray,
@@ -101,10 +112,7 @@ def mwem_run(
         approx = workload_answers(workload, current)
         choice = int(sample_pmf(np.exp(exponential_log_pmf(np.abs(approx - truth), sigma)), rng, 1)[0])
         selected[t], measured[t] = choice, truth[choice] + rng.laplace(scale=laplace_scale)
-        for past in range(t + 1):  # the paper's enhancement: replay every measurement so far
-            row = workload_row(workload, int(selected[past]))
-            current = current * np.exp(row * (measured[past] - row @ current) / 2)
-            current /= current.sum()
+        current = mw_update(workload, current, selected[: t + 1], measured[: t + 1])
         total += current
     checkpoint(cancel, progress, 1.0)
     return total / rounds, truth, selected, measured

@@ -55,12 +55,17 @@ class NeighboursView(View):
         self.delta_label = QLabel()
         self.delta_label.setWordWrap(True)
         self.body.addWidget(self.delta_label)
-        self._curves: dict[str, pg.GraphicsObject] | None = None
+        self._items: dict[str, pg.GraphicsObject] = {}
+        self._layout: tuple[object, ...] | None = None
+        self._regions: list[pg.LinearRegionItem] = []
         self._transient: list[tuple[pg.PlotWidget, pg.GraphicsObject]] = []
 
     # ------------------------------------------------------------------ items
+    # Every item of a layout (continuous, discrete, or categorical with its labels) is made once
+    # and then updated with setData / setOpts: creating, adding and removing pyqtgraph items is
+    # most of the cost of a redraw (PlotSpeedTest's lesson; 15 ms of a categorical redraw).
     def _add(self, plot: pg.PlotWidget, item: pg.GraphicsObject) -> None:
-        """Add an item that is rebuilt on every redraw (bands, point masses, notes)."""
+        """Add an item that is rebuilt on every redraw (point masses, notes: rare)."""
         plot.addItem(item)
         self._transient.append((plot, item))
 
@@ -69,41 +74,108 @@ class NeighboursView(View):
             plot.removeItem(item)
         self._transient = []
 
-    def _continuous_curves(self) -> dict[str, pg.GraphicsObject]:
-        """The items of a continuous output, made once and then updated with setData: creating
-        and adding pyqtgraph items is most of the cost of a redraw (PlotSpeedTest's lesson)."""
-        if self._curves is not None:
-            return self._curves
-        dashed = Qt.PenStyle.DashLine
-        curves: dict[str, pg.GraphicsObject] = {
-            "p": self.outputs.plot(pen=pg.mkPen(BLUE, width=2), name="M(D)"),
-            "q": self.outputs.plot(pen=pg.mkPen(ORANGE, width=2), name="M(D')"),
-            "floor": self.outputs.plot(pen=None),
-            "top": self.outputs.plot(pen=None),
-            "draws_d": self.outputs.plot(
-                stepMode="center", pen=pg.mkPen(BLUE, width=1, style=Qt.PenStyle.DotLine), name="draws on D"
-            ),
-            "draws_d_prime": self.outputs.plot(
-                stepMode="center",
-                pen=pg.mkPen(ORANGE, width=1, style=Qt.PenStyle.DotLine),
-                name="draws on D'",
-            ),
-        }
-        curves["fill"] = pg.FillBetweenItem(curves["top"], curves["floor"], brush=_brush(RED, 110))
-        self.outputs.addItem(curves["fill"])
+    def _use_layout(self, layout: tuple[object, ...]) -> dict[str, pg.GraphicsObject]:
+        """The items of ``layout``, built when the layout changes (cleared plots, fresh items)."""
+        if layout == self._layout:
+            return self._items
+        self.outputs.clear()
+        self.loss.clear()
+        self._regions = []
+        self._transient = []
+        for plot in (self.outputs, self.loss):
+            plot.getAxis("bottom").setTicks(None)
+            plot.setLabel("bottom", "output o of the mechanism")
+        kind, items = layout[0], {}
+        if kind == "continuous":
+            items = self._continuous_items()
+        elif kind == "discrete":
+            items = self._discrete_items()
+        elif kind == "categorical":
+            items = self._categorical_items(layout[1])  # type: ignore[arg-type]
+        if items:
+            items.update(self._loss_items())
+        self._items, self._layout = items, layout
+        return items
+
+    def _true_lines(self) -> dict[str, pg.GraphicsObject]:
+        lines = {}
         for key, color, name, position in (
             ("true_d", BLUE, "true f(D)", 0.95),
             ("true_d_prime", ORANGE, "true f(D')", 0.85),
         ):
-            curves[key] = pg.InfiniteLine(
+            lines[key] = pg.InfiniteLine(
                 angle=90,
-                pen=pg.mkPen(color, width=1, style=dashed),
+                pen=pg.mkPen(color, width=1, style=Qt.PenStyle.DashLine),
                 label=name,
                 labelOpts={"position": position, "color": color, "anchors": [(0, 0.5), (0, 0.5)]},
             )
-            self.outputs.addItem(curves[key])
-        self._curves = curves
-        return curves
+            self.outputs.addItem(lines[key])
+        return lines
+
+    def _draws_curves(self) -> dict[str, pg.GraphicsObject]:
+        dotted = Qt.PenStyle.DotLine
+        return {
+            "draws_d": self.outputs.plot(
+                stepMode="center", pen=pg.mkPen(BLUE, width=1, style=dotted), name="draws on D"
+            ),
+            "draws_d_prime": self.outputs.plot(
+                stepMode="center", pen=pg.mkPen(ORANGE, width=1, style=dotted), name="draws on D'"
+            ),
+        }
+
+    def _bars(
+        self, brushes: dict[str, pg.QtGui.QBrush], names: dict[str, str]
+    ) -> dict[str, pg.GraphicsObject]:
+        bars = {}
+        for key, brush in brushes.items():
+            bars[key] = pg.BarGraphItem(x=[0.0], height=[0.0], width=0.4, brush=brush, name=names.get(key))
+            self.outputs.addItem(bars[key])
+        return bars
+
+    def _continuous_items(self) -> dict[str, pg.GraphicsObject]:
+        items: dict[str, pg.GraphicsObject] = {
+            "p": self.outputs.plot(pen=pg.mkPen(BLUE, width=2), name="M(D)"),
+            "q": self.outputs.plot(pen=pg.mkPen(ORANGE, width=2), name="M(D')"),
+            "floor": self.outputs.plot(pen=None),
+            "top": self.outputs.plot(pen=None),
+            **self._draws_curves(),
+        }
+        items["fill"] = pg.FillBetweenItem(items["top"], items["floor"], brush=_brush(RED, 110))
+        self.outputs.addItem(items["fill"])
+        return {**items, **self._true_lines()}
+
+    def _discrete_items(self) -> dict[str, pg.GraphicsObject]:
+        bars = self._bars({"p": _brush(BLUE, 160), "q": _brush(ORANGE, 160)}, {"p": "M(D)", "q": "M(D')"})
+        return {**bars, **self._draws_curves(), **self._true_lines()}
+
+    def _categorical_items(self, labels: tuple[str, ...]) -> dict[str, pg.GraphicsObject]:
+        bars = self._bars(
+            {"p": _brush(BLUE, 180), "q": _brush(ORANGE, 180), "excess": _brush(RED, 200)},
+            {"p": "M(D)", "q": "M(D')"},
+        )
+        dots = {
+            key: self.outputs.plot(pen=None, symbol="o", symbolBrush=color, symbolSize=7)
+            for key, color in (("dots_d", BLUE), ("dots_d_prime", ORANGE))
+        }
+        ticks = [list(enumerate(labels))]
+        for plot in (self.outputs, self.loss):
+            plot.getAxis("bottom").setTicks(ticks)
+            plot.setLabel("bottom", "outcome")
+        return {**bars, **dots}
+
+    def _loss_items(self) -> dict[str, pg.GraphicsObject]:
+        """The loss plot's curve, its part beyond ±ε and the ±ε lines."""
+        dashed = pg.mkPen(RED, width=1, style=Qt.PenStyle.DashLine)
+        items: dict[str, pg.GraphicsObject] = {
+            "loss": self.loss.plot(pen=pg.mkPen(GREY, width=2), name="privacy loss"),
+            "over": self.loss.plot(pen=pg.mkPen(RED, width=4), connect="finite", name="|loss| > ε"),
+        }
+        for key, text in (("plus", "+ε"), ("minus", "−ε")):
+            items[key] = pg.InfiniteLine(
+                angle=0, pen=dashed, label=text, labelOpts={"position": 0.03, "color": RED}
+            )
+            self.loss.addItem(items[key])
+        return items
 
     # ------------------------------------------------------------------ drawing
     def show_result(self, result: NeighboursResult) -> None:
@@ -121,18 +193,9 @@ class NeighboursView(View):
 
     def _redraw(self) -> None:
         result = self.result
-        continuous = (
-            result is not None and isinstance(result.output, NumericOutput) and not result.output.discrete
-        )
         self._clear_transient()
-        if not continuous or self._curves is None:
-            self.outputs.clear()
-            self.loss.clear()
-            self._curves = None
-            for plot in (self.outputs, self.loss):
-                plot.getAxis("bottom").setTicks(None)
-                plot.setLabel("bottom", "output o of the mechanism")
         if result is None:
+            self._use_layout(("empty",))
             return
         self.row.setText(f"<b>D</b> is your dataset. {result.differing_row}")
         if isinstance(result.output, NumericOutput):
@@ -165,31 +228,22 @@ class NeighboursView(View):
         grid = np.asarray(out.grid, dtype=float)
         p, q = np.asarray(out.density_d, dtype=float), np.asarray(out.density_d_prime, dtype=float)
         scaled_q = np.exp(result.epsilon) * q
-        excess_top = np.where(p > scaled_q, p, np.minimum(p, scaled_q))
-        ylabel = "probability" if out.discrete else "probability density"
-        self.outputs.setLabel("left", ylabel)
+        self.outputs.setLabel("left", "probability" if out.discrete else "probability density")
         if out.discrete:
+            items = self._use_layout(("discrete",))
             width = float(np.min(np.diff(grid))) * 0.4 if grid.size > 1 else 0.4
-            self.outputs.addItem(
-                pg.BarGraphItem(
-                    x=grid - width / 2, height=p, width=width, brush=_brush(BLUE, 160), name="M(D)"
-                )
-            )
-            self.outputs.addItem(
-                pg.BarGraphItem(
-                    x=grid + width / 2, height=q, width=width, brush=_brush(ORANGE, 160), name="M(D')"
-                )
-            )
+            items["p"].setOpts(x=grid - width / 2, height=p, width=width)
+            items["q"].setOpts(x=grid + width / 2, height=q, width=width)
         else:
-            curves = self._continuous_curves()
-            curves["p"].setData(grid, p)
-            curves["q"].setData(grid, q)
-            curves["floor"].setData(grid, np.minimum(p, scaled_q))
-            curves["top"].setData(grid, excess_top)
+            items = self._use_layout(("continuous",))
+            items["p"].setData(grid, p)
+            items["q"].setData(grid, q)
+            items["floor"].setData(grid, np.minimum(p, scaled_q))
+            items["top"].setData(grid, np.where(p > scaled_q, p, np.minimum(p, scaled_q)))
         self._draw_point_masses(out, grid)
-        self._mark_true_answers(result, out)
+        self._mark_true_answers(result, items)
         self._draw_loss(grid, np.asarray(out.privacy_loss, dtype=float), result.epsilon)
-        self._overlay_numeric_draws(grid, out.discrete)
+        self._overlay_numeric_draws(grid, out.discrete, items)
         extra = 0.08 + 0.06 * len(out.point_masses) if out.point_masses else 0.0
         span = float(grid[-1] - grid[0]) if grid.size > 1 else 1.0
         self.outputs.setXRange(float(grid[0]), float(grid[-1]) + extra * span, padding=0.02)
@@ -227,60 +281,32 @@ class NeighboursView(View):
             text.setPos(x, max(mass.mass_d, mass.mass_d_prime))
             self._add(self.outputs, text)
 
-    def _mark_true_answers(self, result: NeighboursResult, out: NumericOutput) -> None:
+    @staticmethod
+    def _mark_true_answers(result: NeighboursResult, items: dict[str, pg.GraphicsObject]) -> None:
         known = result.true_d is not None and result.true_d_prime is not None
-        if not out.discrete:
-            curves = self._continuous_curves()
-            for key, value in (("true_d", result.true_d), ("true_d_prime", result.true_d_prime)):
-                curves[key].setVisible(known)
-                if known:
-                    curves[key].setValue(value)
-            return
-        if not known:
-            return
-        marks = ((result.true_d, BLUE, "true f(D)", 0.95), (result.true_d_prime, ORANGE, "true f(D')", 0.85))
-        for value, color, name, position in marks:
-            line = pg.InfiniteLine(
-                pos=value,
-                angle=90,
-                pen=pg.mkPen(color, width=1, style=Qt.PenStyle.DashLine),
-                label=name,
-                labelOpts={"position": position, "color": color, "anchors": [(0, 0.5), (0, 0.5)]},
-            )
-            self._add(self.outputs, line)
+        for key, value in (("true_d", result.true_d), ("true_d_prime", result.true_d_prime)):
+            items[key].setVisible(known)
+            if known:
+                items[key].setValue(value)
 
     def _shade_excess_regions(self, grid: np.ndarray, loss: np.ndarray, epsilon: float) -> None:
-        """Light red bands over the outputs where |loss| > epsilon, in both plots."""
+        """Light red bands over the outputs where |loss| > epsilon, in both plots (a pool of
+        bands, grown when needed, the unused ones hidden)."""
         over = np.abs(np.nan_to_num(loss, nan=0.0)) > epsilon * (1 + 1e-9)  # not rounding noise
         edges = np.flatnonzero(np.diff(np.concatenate(([0], over.astype(int), [0]))))
         step = float(np.median(np.diff(grid))) / 2 if grid.size > 1 else 0.5
-        for start, stop in zip(edges[::2], edges[1::2], strict=True):
+        bands = [(grid[a] - step, grid[b - 1] + step) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+        while len(self._regions) < 2 * len(bands):
             for plot in (self.outputs, self.loss):
-                region = pg.LinearRegionItem(
-                    values=(grid[start] - step, grid[stop - 1] + step),
-                    movable=False,
-                    brush=_brush(RED, 28),
-                    pen=pg.mkPen(None),
-                )
+                region = pg.LinearRegionItem(movable=False, brush=_brush(RED, 28), pen=pg.mkPen(None))
                 region.setZValue(-10)
-                self._add(plot, region)
-
-    def _loss_items(self) -> dict[str, pg.GraphicsObject]:
-        """The loss plot's curve, its part beyond ±ε and the ±ε lines (kept between redraws of a
-        continuous output, like :meth:`_continuous_curves`)."""
-        curves = self._curves if self._curves is not None else {}
-        if "loss" not in curves:
-            dashed = pg.mkPen(RED, width=1, style=Qt.PenStyle.DashLine)
-            curves["loss"] = self.loss.plot(pen=pg.mkPen(GREY, width=2), name="privacy loss")
-            curves["over"] = self.loss.plot(pen=pg.mkPen(RED, width=4), connect="finite", name="|loss| > ε")
-            for key, text in (("plus", "+ε"), ("minus", "−ε")):
-                curves[key] = pg.InfiniteLine(
-                    angle=0, pen=dashed, label=text, labelOpts={"position": 0.03, "color": RED}
-                )
-                self.loss.addItem(curves[key])
-            if self._curves is not None:
-                self._curves.update(curves)
-        return curves
+                plot.addItem(region)
+                self._regions.append(region)
+        for i, region in enumerate(self._regions):
+            visible = i // 2 < len(bands)
+            region.setVisible(visible)
+            if visible:
+                region.setRegion(bands[i // 2])
 
     def _draw_loss(self, grid: np.ndarray, loss: np.ndarray, epsilon: float) -> None:
         self._shade_excess_regions(grid, loss, epsilon)
@@ -288,7 +314,7 @@ class NeighboursView(View):
             np.nan_to_num(loss, nan=0.0, posinf=LOSS_CLIP, neginf=-LOSS_CLIP), -LOSS_CLIP, LOSS_CLIP
         )
         over = np.where(np.abs(clipped) > epsilon * (1 + 1e-9), clipped, np.nan)
-        items = self._loss_items()
+        items = self._items
         items["loss"].setData(grid, clipped)
         items["over"].setData(grid, over)
         items["plus"].setValue(epsilon)
@@ -302,58 +328,38 @@ class NeighboursView(View):
             note.setPos(float(grid[0]), LOSS_CLIP)
             self._add(self.loss, note)
 
-    def _overlay_numeric_draws(self, grid: np.ndarray, discrete: bool) -> None:
-        if not discrete:
-            curves = self._continuous_curves()
-            for key in ("draws_d", "draws_d_prime"):
-                curves[key].setData([], [])
+    def _overlay_numeric_draws(
+        self, grid: np.ndarray, discrete: bool, items: dict[str, pg.GraphicsObject]
+    ) -> None:
+        keys = ("draws_d", "draws_d_prime")
         if self.draws is None:
+            for key in keys:
+                items[key].setData([], [])
             return
         bins = np.linspace(grid[0], grid[-1], 81) if not discrete else np.append(grid - 0.5, grid[-1] + 0.5)
-        for values, color, name in (
-            (self.draws.draws_d, BLUE, "draws on D"),
-            (self.draws.draws_d_prime, ORANGE, "draws on D'"),
-        ):
+        for key, values in zip(keys, (self.draws.draws_d, self.draws.draws_d_prime), strict=True):
             finite = values[np.isfinite(values)]
             counts, edges = np.histogram(finite, bins=bins)
-            height = counts / (values.size * (1.0 if discrete else np.diff(edges)))
-            if not discrete:
-                key = "draws_d" if name == "draws on D" else "draws_d_prime"
-                self._continuous_curves()[key].setData(edges, height)
-                continue
-            self.outputs.plot(
-                edges,
-                height,
-                stepMode="center",
-                pen=pg.mkPen(color, width=1, style=Qt.PenStyle.DotLine),
-                name=f"{name} ({values.size:,})",
-            )
+            items[key].setData(edges, counts / (values.size * (1.0 if discrete else np.diff(edges))))
 
     def _draw_categorical(self, result: NeighboursResult, out: CategoricalOutput) -> None:
+        items = self._use_layout(("categorical", tuple(out.labels)))
         x = np.arange(len(out.labels), dtype=float)
         p, q = np.asarray(out.pmf_d, dtype=float), np.asarray(out.pmf_d_prime, dtype=float)
         self.outputs.setLabel("left", "probability of being selected")
-        self.outputs.addItem(
-            pg.BarGraphItem(x=x - 0.2, height=p, width=0.4, brush=_brush(BLUE, 180), name="M(D)")
-        )
-        self.outputs.addItem(
-            pg.BarGraphItem(x=x + 0.2, height=q, width=0.4, brush=_brush(ORANGE, 180), name="M(D')")
-        )
-        excess = np.maximum(0.0, p - np.exp(result.epsilon) * q)
-        if np.any(excess > 0):
-            self.outputs.addItem(pg.BarGraphItem(x=x - 0.2, height=excess, width=0.4, brush=_brush(RED, 200)))
-        ticks = [list(zip(x, out.labels, strict=True))]
-        for plot in (self.outputs, self.loss):
-            plot.getAxis("bottom").setTicks(ticks)
-            plot.setLabel("bottom", "outcome")
+        items["p"].setOpts(x=x - 0.2, height=p, width=0.4)
+        items["q"].setOpts(x=x + 0.2, height=q, width=0.4)
+        items["excess"].setOpts(x=x - 0.2, height=np.maximum(0.0, p - np.exp(result.epsilon) * q), width=0.4)
         self._draw_loss(x, np.asarray(out.privacy_loss, dtype=float), result.epsilon)
-        if self.draws is not None:
-            for values, color, dx in (
-                (self.draws.draws_d, BLUE, -0.2),
-                (self.draws.draws_d_prime, ORANGE, 0.2),
-            ):
-                freq = np.bincount(values[values >= 0].astype(int), minlength=len(out.labels)) / values.size
-                self.outputs.plot(x + dx, freq, pen=None, symbol="o", symbolBrush=color, symbolSize=7)
+        for key, values, dx in (
+            ("dots_d", self.draws.draws_d if self.draws else None, -0.2),
+            ("dots_d_prime", self.draws.draws_d_prime if self.draws else None, 0.2),
+        ):
+            if values is None:
+                items[key].setData([], [])
+                continue
+            freq = np.bincount(values[values >= 0].astype(int), minlength=len(out.labels)) / values.size
+            items[key].setData(x + dx, freq)
         self.columns = {
             "outcome": list(out.labels),
             "P_D": list(p),

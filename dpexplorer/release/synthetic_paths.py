@@ -1,0 +1,207 @@
+"""Exact release paths of the synthetic-data mechanisms BLR and MWEM.
+
+BLR (Blum, Ligett & Roth 2013; the net mechanism, Dwork & Roth 2014, Section 4.1) is the
+exponential mechanism (McSherry & Talwar 2007) over all C(N + m - 1, m) histograms h of m
+synthetic rows with weight exp(u(h) / sigma), u = -max_i |q_i(D) - q_i(h)|, sigma = 2 / (n eps).
+The error is v(h) / (n_D m) with an integer v (:class:`~dpexplorer.core.mechanisms.blr.ErrorLevels`),
+so the weight is exp(-c v) with the rational c = eps n / (2 n_D m). Exact sampling: one pass
+counts the N_v candidates at each level v; the level is drawn with probability exactly
+N_v exp(-c (v - v_min)) / sum (:func:`~.lazy.pick_index`: inversion of the CDF with a lazy uniform
+against rigorous interval bounds of the weights); then a candidate uniformly among the N_v of that
+level (an exact uniform integer, and a second pass to find it). So P(h) = exp(-c v(h)) / Z
+exactly. Charged PureDP(eps), the mechanism's claim (seed 000, Theorem 12.6).
+
+MWEM (Hardt, Ligett & McSherry 2012, Algorithm 1), T rounds of two steps each:
+
+1. selection by the exponential mechanism at eps / (2T), utility |q_r(A) - c_r / n| (c_r the
+   integer count, n the public size; q_r(A) is computed in floats from past noisy measurements
+   only, so it is public, and exact as a Fraction), Delta_u = 1/n, sigma = 2 / (n eps / (2T)):
+   exact rejection sampling (:func:`.selection_paths.exponential_pick`, CKS 2020 Bernoulli);
+2. measurement of c_r with discrete Laplace noise (Canonne, Kamath & Steinke 2020, Algorithm 2)
+   of scale t/s >= 2T / eps counts (:func:`.exact.discrete_scale`; sensitivity 1 count), so
+   (s/t)-DP with s/t <= eps / (2T); the noisy fraction (c_r + Z) / n feeds the update;
+3. the multiplicative-weights update (:func:`~dpexplorer.core.mechanisms.mwem.mw_update`; floats:
+   post-processing).
+
+Released: the average of A_1..A_T over the cells, as the core releases it. Charged
+PureDP(eps / 2 + T s / t), rounded up to a float, which is <= eps (basic composition; Dwork &
+Roth 2014, Theorem 3.16). The core divides counts by the private total sum(h_D) instead of n;
+both are equal on D (n is D's size)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cache
+from typing import Any
+
+import numpy as np
+from mpmath.ctx_iv import MPIntervalContext
+
+from dpexplorer.core.accounting.guarantees import PureDP
+from dpexplorer.core.errors import InvalidParameterError
+from dpexplorer.core.mechanisms.base import Mechanism, WorkloadInput
+from dpexplorer.core.mechanisms.blr import BLR, ErrorLevels
+from dpexplorer.core.mechanisms.mwem import mw_update
+from dpexplorer.core.mechanisms.pmw import check_any_workload, workload_answers
+from dpexplorer.release import samplers
+from dpexplorer.release.exact import ExactRelease, Value, discrete_scale, finite_fractions
+from dpexplorer.release.lazy import Bounds, fraction_bounds, pick_index
+from dpexplorer.release.rational import float_up
+from dpexplorer.release.samplers import BitSource
+from dpexplorer.release.selection_paths import exponential_pick, gaps
+
+BLR_SAMPLER = (
+    "BLR exponential mechanism, exact: error level by CDF inversion with a lazy uniform against "
+    "interval bounds of N_v exp(-c v), then a uniform candidate of that level"
+)
+MWEM_SAMPLER = (
+    "MWEM with exact exponential-mechanism selection (rejection, CKS 2020 Bernoulli(exp(-gamma))) "
+    "and CKS 2020 discrete Laplace measurements of the counts"
+)
+
+
+# ------------------------------------------------------------------ BLR
+def _outward(bounds: Bounds | None, bits: int) -> Bounds:
+    """``bounds`` widened outward to multiples of 2^-bits (still rigorous; keeps the Fractions
+    small when a weight is as tiny as exp(-20000))."""
+    assert bounds is not None  # exp of a finite argument is finite
+    scale = 1 << bits
+    return Fraction(math.floor(bounds[0] * scale), scale), Fraction(math.ceil(bounds[1] * scale), scale)
+
+
+def level_weights(levels: Sequence[int], numbers: Sequence[int], c: Fraction) -> Callable[..., list[Bounds]]:
+    """``weight_bounds`` for :func:`pick_index`: rigorous bounds of N_v exp(-c (v - v_min)) per
+    level (mpmath interval arithmetic at the context's precision p, rounded outward to multiples
+    of 2^-p: the largest weight is N_vmin >= 1, so the bounds still tighten as p grows). A
+    weight with gamma >= 0.7 (p + b), b the bit length of N_v, is below 2^-p (0.7 > ln 2) and
+    gets [0, 2^-p] without evaluating exp."""
+    low = min(levels)
+
+    def bounds(ctx: MPIntervalContext) -> list[Bounds]:
+        out = []
+        for v, number in zip(levels, numbers, strict=True):
+            gamma = c * (v - low)
+            if gamma >= Fraction(7, 10) * (ctx.prec + number.bit_length()):
+                out.append((Fraction(0), Fraction(1, 1 << ctx.prec)))
+                continue
+            weight = ctx.exp(-(ctx.mpf(gamma.numerator) / gamma.denominator)) * number
+            out.append(_outward(fraction_bounds(weight), ctx.prec))
+        return out
+
+    return bounds
+
+
+def blr_release(
+    mechanism: Mechanism, params: Mapping[str, Any], query: WorkloadInput, ci_level: float
+) -> ExactRelease:
+    """BLR's synthetic histogram (m rows over the cells), drawn exactly (module docstring);
+    refused like the mechanism (more than ``max_candidates`` candidates, or too large a universe)
+    before anything is charged. The counting pass runs in ``draw`` (after the charge)."""
+    assert isinstance(mechanism, BLR)
+    m = mechanism.check_size(params, query)
+    levels = ErrorLevels(query, m)
+    epsilon = float(params["epsilon"])
+    c = levels.exponent(epsilon)
+    counts = cache(levels.counts)  # one pass, shared by repeated draws of this release
+
+    def draw(bits: BitSource) -> list[Value]:
+        by_level = counts()
+        level = list(by_level)[pick_index(level_weights(list(by_level), list(by_level.values()), c), bits)]
+        histogram = levels.candidate(level, bits.randbelow(by_level[level]))
+        return [float(x) for x in histogram]
+
+    return ExactRelease(
+        guarantee=PureDP(epsilon),
+        epsilon=epsilon,
+        delta=0.0,
+        rho=None,
+        sampler=BLR_SAMPLER,
+        labels=tuple(query.cell_labels),
+        draw=draw,
+        provenance={
+            "synthetic_rows_m": m,
+            "candidates": str(levels.total),
+            "utility": "-max_i |q_i(D) - q_i(h)|, queries as fractions, sensitivity 1/n",
+            "released": "synthetic histogram: rows per cell, summing to m",
+        },
+    )
+
+
+# ------------------------------------------------------------------ MWEM
+@dataclass(frozen=True)
+class MWEMSteps:
+    """The two private steps of an MWEM round, exact (module docstring). ``counts`` are the true
+    integer counts (never published); ``t / s`` the measurement's discrete Laplace scale."""
+
+    counts: tuple[int, ...]
+    n: int
+    sigma: Fraction
+    t: int
+    s: int
+
+    def select(self, approx: np.ndarray, bits: BitSource) -> int:
+        """A query index drawn with probability exactly proportional to
+        exp(|q_r(A) - c_r / n| / sigma) (``approx`` = q(A), public floats)."""
+        public = finite_fractions(approx, "synthetic answer")
+        utility = [abs(a - Fraction(c, self.n)) for a, c in zip(public, self.counts, strict=True)]
+        return exponential_pick(gaps(utility, self.sigma), bits)
+
+    def measure(self, choice: int, bits: BitSource) -> Fraction:
+        """(c_r + Z) / n with Z discrete Laplace of scale t/s, exactly."""
+        return Fraction(
+            self.counts[choice] + samplers.discrete_laplace(Fraction(self.t, self.s), bits), self.n
+        )
+
+    def epsilon(self, rounds: int) -> Fraction:
+        """The exact total: T selections at 1 / (n sigma / 2) plus T measurements at s / t."""
+        return rounds * (2 / (self.n * self.sigma) + Fraction(self.s, self.t))
+
+
+def mwem_steps(params: Mapping[str, Any], query: WorkloadInput) -> MWEMSteps:
+    """The steps at eps / (2T) each; the measurement's scale is rounded up (0.1% at most)."""
+    check_any_workload(query)
+    step = Fraction(float(params["epsilon"])) / (2 * int(params["rounds"]))
+    counts = finite_fractions(workload_answers(query.workload, np.asarray(query.histogram_d)), "count")
+    if any(c.denominator != 1 for c in counts):
+        raise InvalidParameterError("the workload's counts are not whole numbers; rebuild the query")
+    t, s = discrete_scale(1 / step)
+    return MWEMSteps(tuple(int(c) for c in counts), query.n, 2 / (query.n * step), t, s)
+
+
+def mwem_release(
+    mechanism: Mechanism, params: Mapping[str, Any], query: WorkloadInput, ci_level: float
+) -> ExactRelease:
+    """MWEM's averaged synthetic distribution over the cells, with exact private steps."""
+    steps, rounds = mwem_steps(params, query), int(params["rounds"])
+    cells = query.workload.shape[1]
+    charged = float_up(steps.epsilon(rounds))
+
+    def draw(bits: BitSource) -> list[Value]:
+        current, total = np.full(cells, 1.0 / cells), np.zeros(cells)
+        selected: list[int] = []
+        measured: list[float] = []
+        for _ in range(rounds):
+            selected.append(steps.select(workload_answers(query.workload, current), bits))
+            measured.append(float(steps.measure(selected[-1], bits)))
+            current = mw_update(query.workload, current, np.array(selected), np.array(measured))
+            total += current
+        return [float(x) for x in total / rounds]
+
+    return ExactRelease(
+        guarantee=PureDP(charged),
+        epsilon=charged,
+        delta=0.0,
+        rho=None,
+        sampler=MWEM_SAMPLER,
+        labels=tuple(query.cell_labels),
+        draw=draw,
+        provenance={
+            "rounds": rounds,
+            "selection_epsilon_per_round": float(params["epsilon"]) / (2 * rounds),
+            "measurement_noise_scale_counts": f"{steps.t}/{steps.s}",
+            "released": "average of the T synthetic distributions over the cells (sums to 1)",
+        },
+    )
