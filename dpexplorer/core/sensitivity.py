@@ -331,11 +331,14 @@ def smooth_sensitivity(
     if relation == "add_remove":
         return _smooth_add_remove_median(xp, beta)
     windows, w, divisor = _replace_windows(n, statistic, quantile, trim_fraction)
-    return max(_best_pair(xp, i, i + w, beta) for i in windows) * math.exp(beta * w) / divisor
+    log_best = max(_log_best_pair(xp, i, i + w, beta) for i in windows)
+    # combined in log space: e^{beta w} alone overflows once beta w > 709 (a trimmed mean)
+    return math.exp(log_best + beta * w) / divisor if log_best > -math.inf else 0.0
 
 
-def _best_pair(xp: np.ndarray, lo_max: int, hi_min: int, beta: float) -> float:
-    """max over 0 <= lo <= lo_max < hi_min <= hi <= n + 1 of (xp[hi] - xp[lo]) e^{-beta (hi - lo)}.
+def _log_best_pair(xp: np.ndarray, lo_max: int, hi_min: int, beta: float) -> float:
+    """ln of the max over 0 <= lo <= lo_max < hi_min <= hi <= n + 1 of
+    (xp[hi] - xp[lo]) e^{-beta (hi - lo)} (-inf if every difference is 0).
 
     For hi1 < hi2 the best lo at hi2 is at least the (largest) best lo at hi1, because
     (x_hi - x_lo2) e^{beta lo2} - (x_hi - x_lo1) e^{beta lo1} grows with x_hi when lo2 > lo1
@@ -354,7 +357,7 @@ def _best_pair(xp: np.ndarray, lo_max: int, hi_min: int, beta: float) -> float:
             j = len(score) - 1 - int(np.argmax(score[::-1]))  # the largest maximiser
             best = max(best, float(score[j]) - beta * hm)
             stack += [(h0, hm - 1, l0, l0 + j), (hm + 1, h1, l0 + j, l1)]
-    return math.exp(best) if best > -math.inf else 0.0
+    return best
 
 
 def _smooth_add_remove_median(xp: np.ndarray, beta: float) -> float:

@@ -11,6 +11,8 @@ The release pipeline (:mod:`.release`) charges the ledger first and calls ``draw
 | gaussian | discrete Gaussian on a 2^k grid | ZCDP(rho' <= rho) |
 | exponential, noisy_max (gumbel) | rejection sampling with Bernoulli(exp(-gamma)) | PureDP(eps) |
 | noisy_max (exponential noise) | permute-and-flip | PureDP(eps) |
+| noisy_max (Laplace noise) | argmax of lazy exact Laplace noise (interval arithmetic) | PureDP(eps) |
+| smooth_* (3) | admissible noise from lazy uniforms, rounded to a public grid | the claim |
 | topk (both methods) | peeling, k exact exponential mechanisms | PureDP(eps) |
 | ptr | discrete distance test, discrete Laplace answer | the mechanism's (2 eps, delta) |
 | dist2instability(_mode) | discrete distance test, exact median / mode | the mechanism's (eps, delta) |
@@ -19,9 +21,7 @@ The release pipeline (:mod:`.release`) charges the ledger first and calls ``draw
 | blr | error level by lazy-uniform inversion, then a uniform candidate of it | PureDP(eps) |
 | mwem | exact exponential selections, discrete Laplace measurements | PureDP(eps' <= eps) |
 
-Refused (no exact sampler; NotApplicableError says so): report-noisy-max with Laplace noise,
-smooth sensitivity (Cauchy, Student's t, Laplace-log-normal: their proofs need continuous
-admissible noise), BLR, and any mechanism added later until it gets a path here. Details and
+Refused (NotApplicableError says so): any mechanism added later until it gets a path here. Details and
 citations: :mod:`.numeric_paths`, :mod:`.selection_paths`, :mod:`.svt_paths`, :mod:`.exact`."""
 
 from __future__ import annotations
@@ -32,7 +32,13 @@ from typing import Any
 from dpexplorer.core.accounting.guarantees import GaussianNoise, LaplaceNoise
 from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
-from dpexplorer.release import numeric_paths, selection_paths, svt_paths, synthetic_paths
+from dpexplorer.release import (
+    continuous_paths,
+    numeric_paths,
+    selection_paths,
+    svt_paths,
+    synthetic_paths,
+)
 from dpexplorer.release.exact import ExactRelease
 
 Path = Callable[[Mechanism, Mapping[str, Any], Any, float], ExactRelease]
@@ -58,11 +64,7 @@ def _noisy_max(mechanism: Mechanism, params: Mapping[str, Any], query: Any, leve
         return selection_paths.selection_release(
             query, params, selection_paths.permute_and_flip_pick, selection_paths.PERMUTE_AND_FLIP_SAMPLER
         )
-    raise NotApplicableError(
-        "report-noisy-max with Laplace noise has no exact sampler here; release it with Gumbel "
-        "noise (the exponential mechanism's law) or exponential noise (permute-and-flip), both "
-        "at the same epsilon"
-    )
+    return continuous_paths.noisy_max_laplace_release(mechanism, params, query, level)
 
 
 def _exponential(mechanism: Mechanism, params: Mapping[str, Any], query: Any, level: float) -> ExactRelease:
@@ -82,6 +84,9 @@ PATHS: dict[str, Path] = {
     "dist2instability_mode": lambda m, p, q, level: selection_paths.d2i_mode_release(m, p, q),
     "sparse_vector": lambda m, p, q, level: svt_paths.sparse_vector_release(q, p),
     "pmw": lambda m, p, q, level: svt_paths.pmw_release(q, p),
+    "smooth_cauchy": continuous_paths.smooth_release,
+    "smooth_student_t": continuous_paths.smooth_release,
+    "smooth_lln": continuous_paths.smooth_release,
     "blr": synthetic_paths.blr_release,
     "mwem": synthetic_paths.mwem_release,
 }

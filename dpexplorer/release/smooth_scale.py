@@ -54,13 +54,17 @@ checks S' >= S*)."""
 FLOOR = Fraction(1, 2**1000)
 """G: a data-independent floor, above every A(0) that Â(0) could misrepresent (subnormal)."""
 WEIGHT_SLACK = 1 + 2.0**-48
-MAX_BETA = 50.0
+MIN_BETA, MAX_BETA = 1e-9, 50.0
+"""Range of beta: r < 1 (the weights decrease, which the early stop uses) and r normal."""
 
 
 def decay_ratio(beta: float) -> float:
     """A float r with r (1 - 2^-53) >= e^(-beta), checked rigorously, and r <= e^(-beta)(1 + 2^-47)."""
-    if not (math.isfinite(beta) and 0 < beta <= MAX_BETA):
-        raise InvalidParameterError(f"the smoothing parameter beta must be in (0, {MAX_BETA}], got {beta}")
+    if not MIN_BETA <= beta <= MAX_BETA:  # also refuses NaN
+        raise InvalidParameterError(
+            f"the smoothing parameter beta must be in [{MIN_BETA}, {MAX_BETA}], got {beta}; "
+            "choose a larger or smaller epsilon"
+        )
     r = math.exp(-beta) * WEIGHT_SLACK
     ctx = context(120)
     bounds = fraction_bounds(ctx.exp(-ctx.mpf(beta)))

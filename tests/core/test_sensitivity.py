@@ -154,6 +154,19 @@ def test_smooth_sensitivity_equals_definition(statistic, relation, trim, d, beta
     )
 
 
+def test_smooth_sensitivity_of_a_long_trimmed_mean_does_not_overflow():
+    """beta (n - 2m) > 709: e^{beta w} alone overflows a float; the result must still equal
+    max_k e^{-beta k} A(k) (A(k) from local_sensitivity_at_distance, summed in log space)."""
+    rng = np.random.default_rng(5)
+    values = np.sort(rng.integers(0, 100, size=2000).astype(float))
+    beta, trim = 0.5, 0.1
+    args = dict(trim_fraction=trim, relation="replace")
+    got = smooth_sensitivity(values, 0.0, 100.0, beta, "trimmed_mean", **args)
+    a = [local_sensitivity_at_distance(values, 0.0, 100.0, k, "trimmed_mean", **args) for k in range(120)]
+    expected = max(math.exp(-beta * k) * a_k for k, a_k in enumerate(a))
+    assert got == pytest.approx(expected, rel=1e-9)
+
+
 def _count_at_least_2(e: Multiset) -> float:
     return float(sum(1 for v in e if v >= 2))
 

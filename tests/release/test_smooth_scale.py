@@ -100,7 +100,7 @@ def test_decay_ratio_is_rigorous_and_rejects_bad_beta() -> None:
             exact = mpmath.exp(-mpmath.mpf(beta))
             assert mpmath.mpf(r) * (1 - mpmath.mpf(2) ** -53) >= exact
             assert mpmath.mpf(r) <= exact * (1 + mpmath.mpf(2) ** -46)
-    for bad in (0.0, -1.0, math.inf, math.nan, 1e3):
+    for bad in (0.0, 1e-12, -1.0, math.inf, math.nan, 1e3):
         with pytest.raises(InvalidParameterError):
             decay_ratio(bad)
 
