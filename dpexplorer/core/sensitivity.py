@@ -248,7 +248,7 @@ def _a_add_remove_median(xp: np.ndarray, k: int) -> float:
     return float(np.max(gaps))
 
 
-def _a_function(
+def a_function(
     sorted_values: np.ndarray,
     lower: float,
     upper: float,
@@ -296,7 +296,7 @@ def local_sensitivity_at_distance(
     sensitivity at D. O(k) under replace, O(n) under add/remove."""
     if k < 0:
         raise InvalidParameterError(f"the distance k must be >= 0, got {k}")
-    a, _ = _a_function(sorted_values, lower, upper, statistic, relation, quantile, trim_fraction)
+    a, _ = a_function(sorted_values, lower, upper, statistic, relation, quantile, trim_fraction)
     return a(int(k))
 
 
@@ -323,7 +323,7 @@ def smooth_sensitivity(
     best partner is at the region's edge, O(n). beta >= 0."""
     if not beta >= 0 or not math.isfinite(beta):
         raise InvalidParameterError(f"beta must be finite and >= 0, got {beta}")
-    _, a_max = _a_function(sorted_values, lower, upper, statistic, relation, quantile, trim_fraction)
+    _, a_max = a_function(sorted_values, lower, upper, statistic, relation, quantile, trim_fraction)
     xp = _padded(sorted_values, lower, upper)
     n = len(sorted_values)
     if beta == 0.0:
@@ -403,7 +403,7 @@ def distance_to_high_sensitivity(
 
     Returns 0 when LS(D) > bound already, and :data:`NO_SUCH_DISTANCE` (sys.maxsize) when the
     bound is at least the largest local sensitivity (then it bounds the global one)."""
-    a, a_max = _a_function(sorted_values, lower, upper, statistic, relation, quantile, trim_fraction)
+    a, a_max = a_function(sorted_values, lower, upper, statistic, relation, quantile, trim_fraction)
     if bound >= a_max:
         return NO_SUCH_DISTANCE
     lo, hi = 0, len(sorted_values) + 1  # A(hi) = a_max > bound; A nondecreasing: bisect

@@ -61,7 +61,7 @@ from dpexplorer.release.exact import ExactRelease
 from dpexplorer.release.lazy import LazyUniform, context, fraction_bounds, refine_until
 from dpexplorer.release.rational import float_up, floor_log2
 from dpexplorer.release.samplers import BitSource
-from dpexplorer.release.selection_paths import _monotone, _scores, sigma
+from dpexplorer.release.selection_paths import checked_scores, sigma, uses_monotone_bound
 from dpexplorer.release.smooth_scale import smooth_upper_bound
 
 SMOOTH_GRID_BITS = 30
@@ -334,9 +334,9 @@ def noisy_max_laplace_release(
     """Exact report-noisy-max with Laplace noise of scale b = c Delta_u / epsilon; PureDP(epsilon)
     (Dwork & Roth 2014, Claim 3.9; module docstring)."""
     epsilon = float(params["epsilon"])
-    monotone = _monotone(params, query)
+    monotone = uses_monotone_bound(params, query)
     scale = sigma(query, epsilon, monotone)
-    centres = enclosures([u / scale for u in _scores(query)])
+    centres = enclosures([u / scale for u in checked_scores(query)])
     claimed = mechanism.guarantee(params, query)
     assert isinstance(claimed, PureDP) and claimed.epsilon == epsilon
     return ExactRelease(

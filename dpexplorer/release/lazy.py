@@ -97,9 +97,7 @@ def fraction_bounds(interval: Any) -> Bounds | None:
     return low, high
 
 
-def refine_until(
-    decide: Callable[[MPIntervalContext], T | None], uniforms: Sequence[LazyUniform]
-) -> T:
+def refine_until(decide: Callable[[MPIntervalContext], T | None], uniforms: Sequence[LazyUniform]) -> T:
     """Call ``decide(ctx)`` until it returns an outcome (not None), drawing STEP_BITS more digits
     of every uniform and raising the precision before each retry. ``decide`` must return an
     outcome only when every real value inside the current intervals gives that same outcome."""

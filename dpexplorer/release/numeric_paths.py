@@ -22,6 +22,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+from scipy import special
 
 from dpexplorer.core.accounting.guarantees import ZCDP, ApproxDP, GaussianNoise, LaplaceNoise, PureDP
 from dpexplorer.core.mechanisms.base import Mechanism, NumericInput
@@ -108,13 +109,75 @@ def laplace_release(query: NumericInput, noise: LaplaceNoise, ci_level: float) -
     )
 
 
+class DiscreteGaussianCurve:
+    """delta(epsilon) of the discrete Gaussian mechanism N_Z(0, sigma2) on an integer query of
+    sensitivity Delta, by CKS 2020, Theorem 7:
+    delta = P[X > eps sigma2 / Delta - Delta / 2] - e^eps P[X > eps sigma2 / Delta + Delta / 2],
+    X ~ N_Z(0, sigma2), evaluated as an UPPER bound from bounds [low, high] of each tail:
+
+    * sigma <= MAX_SUMMED_SIGMA: suffix sums of the pmf over |x| <= 40 sigma + ``reach`` (the
+      rest weighs < e^-800), summed from the far end in floats (relative error < n 2^-53 <
+      1e-10), widened by 1e-9 relative;
+    * larger sigma (2^21 at most on a release grid): f(x) = e^(-x^2 / (2 sigma2)) decreases on
+      x >= 0, so for a = floor(t) + 1 > 0, I(a) <= sum_(x >= a) f(x) <= f(a) + I(a) with
+      I(a) = integral_a^inf f = sigma sqrt(pi/2) erfc(a / (sigma sqrt 2)), and the normaliser
+      sum_x f(x) is within 1 of sigma sqrt(2 pi) (f unimodal, at most 1); widened by 1e-12
+      relative for the float evaluation. A tail at t < 0 is bounded by [0, 1]."""
+
+    MAX_SUMMED_SIGMA = 10_000.0
+
+    def __init__(self, sensitivity: int, sigma2: float, reach: float) -> None:
+        self.sensitivity, self.sigma2, self.sigma = sensitivity, sigma2, math.sqrt(sigma2)
+        self.x = self.tails = None
+        if self.sigma <= self.MAX_SUMMED_SIGMA:
+            half = math.ceil(40 * self.sigma + reach + sensitivity) + 1
+            self.x = np.arange(-half, half + 1, dtype=float)
+            suffix = np.cumsum(np.exp(-(self.x * self.x) / (2 * sigma2))[::-1])[::-1]
+            self.tails = np.append(suffix / suffix[0], 0.0)  # tails[i] = P[X >= x[i]]
+
+    def tail_bounds(self, t: float) -> tuple[float, float]:
+        """[low, high] containing P[X > t]."""
+        if self.x is not None and self.tails is not None:
+            value = float(self.tails[np.searchsorted(self.x, t, side="right")])
+            return value * (1 - 1e-9), value * (1 + 1e-9)
+        if t < 0:
+            return 0.0, 1.0
+        a = math.floor(t) + 1
+        integral = self.sigma * math.sqrt(math.pi / 2) * float(special.erfc(a / (self.sigma * math.sqrt(2))))
+        normaliser = self.sigma * math.sqrt(2 * math.pi)
+        high = (integral + math.exp(-a * a / (2 * self.sigma2))) / (normaliser - 1)
+        return integral / (normaliser + 1) * (1 - 1e-12), high * (1 + 1e-12)
+
+    def delta(self, epsilon: float) -> float:
+        """An upper bound of delta(epsilon)."""
+        threshold = epsilon * self.sigma2 / self.sensitivity - self.sensitivity / 2
+        first = self.tail_bounds(threshold)[1]
+        second = self.tail_bounds(threshold + self.sensitivity)[0]
+        return min(1.0, max(0.0, first - math.exp(epsilon) * second))
+
+
+def discrete_gaussian_epsilon(sensitivity: int, sigma2: float, delta: float, upper: float) -> float:
+    """The smallest epsilon (to 1e-6 relative, rounded up) in [0, ``upper``] whose
+    :class:`DiscreteGaussianCurve` delta is <= ``delta``; ``upper`` (a valid epsilon, e.g. the
+    zCDP conversion) if none is smaller. Bisection: delta(epsilon) decreases in epsilon."""
+    curve = DiscreteGaussianCurve(sensitivity, sigma2, upper * sigma2 / sensitivity)
+    if curve.delta(upper) > delta:
+        return upper
+    low, high = 0.0, upper
+    while high - low > 1e-6 * high:
+        middle = (low + high) / 2
+        low, high = (low, middle) if curve.delta(middle) <= delta else (middle, high)
+    return high
+
+
 def gaussian_release(
     query: NumericInput, noise: GaussianNoise, delta: float, ci_level: float
 ) -> ExactRelease:
     """Discrete Gaussian on the grid; charged rho <= Delta^2 / (2 sigma^2). The ``epsilon``
-    reported at ``delta`` is rho + 2 sqrt(rho ln(1/delta)), an upper bound (Bun & Steinke 2016,
-    Proposition 1.3), offered to accountants that take no zCDP; others compose the rho.
-    (The factor 1 + 1e-12 covers the float rounding of the conversion, a few ulps.)"""
+    reported at ``delta``, offered to accountants that take no zCDP (others compose the rho), is
+    for one coordinate the exact curve of CKS 2020, Theorem 7 (:func:`discrete_gaussian_epsilon`),
+    else rho + 2 sqrt(rho ln(1/delta)) (Bun & Steinke 2016, Proposition 1.3; the factor
+    1 + 1e-12 covers the float rounding of the conversion, a few ulps); both are upper bounds."""
     sensitivity, sigma = Fraction(noise.sensitivity), Fraction(noise.sigma)
     grid = _numeric_grid(query, sigma, sensitivity, "l2")
     target = (grid.sensitivity * sigma / sensitivity) ** 2  # >= (sigma/g)^2: keeps rho
@@ -124,6 +187,8 @@ def gaussian_release(
     sigma2 = Fraction(t * p, q)
     rho = float_up(Fraction(grid.sensitivity**2) / (2 * sigma2))
     epsilon = (rho + 2 * math.sqrt(rho * math.log(1 / delta))) * (1 + 1e-12)
+    if len(grid.centres) == 1:  # the exact curve of Theorem 7 is for one coordinate
+        epsilon = min(epsilon, discrete_gaussian_epsilon(grid.sensitivity, float(sigma2), delta, epsilon))
     # the discrete Gaussian is sigma-sub-Gaussian (CKS 2020): P(|X| >= h) <= 2 exp(-h^2 / (2 sigma^2))
     half = (math.sqrt(2 * float(sigma2) * math.log(2 / (1 - ci_level))) + 0.5) * float(grid.spacing)
     return ExactRelease(

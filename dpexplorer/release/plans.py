@@ -8,7 +8,7 @@ The release pipeline (:mod:`.release`) charges the ledger first and calls ``draw
 | mechanism | exact path | charged |
 | --- | --- | --- |
 | laplace | discrete Laplace on a 2^k grid | PureDP(eps' <= eps) |
-| gaussian | discrete Gaussian on a 2^k grid | ZCDP(rho' <= rho) |
+| gaussian | discrete Gaussian on a 2^k grid | ZCDP(rho' <= rho); (eps, delta) of CKS Thm 7 under pld |
 | exponential, noisy_max (gumbel) | rejection sampling with Bernoulli(exp(-gamma)) | PureDP(eps) |
 | noisy_max (exponential noise) | permute-and-flip | PureDP(eps) |
 | noisy_max (Laplace noise) | argmax of lazy exact Laplace noise (interval arithmetic) | PureDP(eps) |

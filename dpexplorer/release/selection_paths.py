@@ -42,7 +42,8 @@ EXPONENTIAL_SAMPLER = (
 PERMUTE_AND_FLIP_SAMPLER = "permute-and-flip (McKenna & Sheldon 2020) with CKS 2020 Bernoulli(exp(-gamma))"
 
 
-def _scores(query: SelectionInput) -> list[Fraction]:
+def checked_scores(query: SelectionInput) -> list[Fraction]:
+    """The scores on D as exact Fractions; InvalidParameterError if the query is malformed."""
     if not query.candidates or len(query.scores_d) != len(query.candidates):
         raise InvalidParameterError("a selection needs one score per candidate; rebuild the query")
     if not (math.isfinite(query.sensitivity) and query.sensitivity > 0):
@@ -81,7 +82,8 @@ def permute_and_flip_pick(gap: list[Fraction], bits: BitSource) -> int:
     raise AssertionError("unreachable: the top candidate is accepted with probability 1")
 
 
-def _monotone(params: Mapping[str, Any], query: SelectionInput) -> bool:
+def uses_monotone_bound(params: Mapping[str, Any], query: SelectionInput) -> bool:
+    """Whether the factor-1 (monotone utility) calibration applies, as the mechanisms decide."""
     return bool(query.monotone and params.get("use_monotone", True))
 
 
@@ -90,8 +92,8 @@ def selection_release(
 ) -> ExactRelease:
     """One exact selection with ``pick`` (exponential or permute-and-flip); PureDP(epsilon)."""
     epsilon = float(params["epsilon"])
-    monotone = _monotone(params, query)
-    gap = gaps(_scores(query), sigma(query, epsilon, monotone))
+    monotone = uses_monotone_bound(params, query)
+    gap = gaps(checked_scores(query), sigma(query, epsilon, monotone))
     return ExactRelease(
         guarantee=PureDP(epsilon),
         epsilon=epsilon,
@@ -107,10 +109,10 @@ def selection_release(
 def topk_release(query: SelectionInput, params: Mapping[str, Any]) -> ExactRelease:
     """Exact peeling: k exponential mechanisms with epsilon / k, winners removed."""
     epsilon, k = float(params["epsilon"]), int(params["k"])
-    scores = _scores(query)
+    scores = checked_scores(query)
     if not 1 <= k <= len(scores):
         raise InvalidParameterError(f"k = {k} must be between 1 and the {len(scores)} candidates")
-    monotone = _monotone(params, query)
+    monotone = uses_monotone_bound(params, query)
     scale = sigma(query, epsilon, monotone) * k  # sigma of each (epsilon / k) step
 
     def draw(bits: BitSource) -> list[Value]:

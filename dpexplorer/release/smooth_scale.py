@@ -44,7 +44,7 @@ import numpy as np
 
 from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.core.mechanisms.base import Relation
-from dpexplorer.core.sensitivity import _a_function
+from dpexplorer.core.sensitivity import a_function
 from dpexplorer.release.lazy import context, fraction_bounds
 
 UNIT_ROUNDOFF = Fraction(1, 2**53)
@@ -127,7 +127,7 @@ def smooth_upper_bound(
     (the conventions of :mod:`dpexplorer.core.sensitivity`). The maximum over k visits only the
     distances where Â rises (Â is nondecreasing: a flat stretch's first term dominates it)."""
     values = np.asarray(sorted_values, dtype=float)
-    a, a_max = _a_function(values, lower, upper, statistic, relation, quantile, trim_fraction)
+    a, a_max = a_function(values, lower, upper, statistic, relation, quantile, trim_fraction)
     weights = _Weights(decay_ratio(beta))
     best, k, value = FLOOR, 0, a(0)
     while True:
