@@ -21,7 +21,17 @@ import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from PySide6.QtCore import QAbstractEventDispatcher, QCoreApplication, QEventLoop, QTimer
+from PySide6.QtCore import (
+    Q_ARG,
+    QAbstractEventDispatcher,
+    QCoreApplication,
+    QEvent,
+    QEventLoop,
+    QMetaObject,
+    QObject,
+    Qt,
+    QTimer,
+)
 from PySide6.QtWidgets import QApplication
 
 from dpexplorer.data.default import default_dataset_path
@@ -58,10 +68,46 @@ def spin_until(condition, timeout: float = 120.0) -> None:
         wake.stop()
 
 
-def move_and_time(window: MainWindow, position: int, draws: bool) -> float:
-    """Milliseconds from the slider move to the visible view repainted with the new value (and,
-    for Monte Carlo, with 1e5 fresh draws overlaid). Hidden tabs are drawn when shown, so they
-    are not on this path; the jobs still pending for them are waited out before the next move."""
+class PaintWatch(QObject):
+    """When each plot of the neighbouring-datasets view last finished painting, and when the
+    explorer last delivered a result or draws: a move is timed until both plots have painted
+    after the delivery (``view.repaint()`` does not paint a pyqtgraph viewport)."""
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__()
+        view = window.neighbours_view
+        self.viewports = [view.outputs.viewport(), view.loss.viewport()]
+        self.painted: dict[int, float] = {}
+        self.delivered = 0.0
+        for viewport in self.viewports:
+            viewport.installEventFilter(self)
+        window.explorer.views_updated.connect(self._delivered)
+
+    def _delivered(self, _view: str) -> None:
+        self.delivered = time.perf_counter()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Paint:
+            self.painted[id(watched)] = time.perf_counter()  # the paint runs after the filter
+        return False
+
+    def repainted(self) -> bool:
+        """Every plot has painted since the last delivery (called after processEvents returns,
+        so the paint that set the stamp has finished)."""
+        return all(self.painted.get(id(v), 0.0) > self.delivered for v in self.viewports)
+
+
+def settle(seconds: float = 0.05) -> None:
+    """Let the throttle's interval and any pending paint pass: each move starts from rest."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        QCoreApplication.processEvents()
+
+
+def move_and_time(window: MainWindow, watch: PaintWatch, position: int, draws: bool) -> float:
+    """Milliseconds from the slider move until both plots have painted the new value (and, for
+    Monte Carlo, 1e5 fresh draws overlaid). Hidden tabs are drawn when shown, so they are not on
+    this path; the jobs still pending for them are waited out before the next move."""
     view = window.neighbours_view
     control = window.mechanism_panel.params.controls["epsilon"]
     value = control.value_at(position)
@@ -71,12 +117,10 @@ def move_and_time(window: MainWindow, position: int, draws: bool) -> float:
     if draws:
         window.explorer.draw()
         spin_until(lambda: view.draws is not None)
-    view.repaint()
+    spin_until(watch.repainted, timeout=5.0)
     elapsed = (time.perf_counter() - start) * 1000
     wait_idle(window)
-    settle = time.perf_counter() + 0.05  # let the throttle's interval pass: moves are independent
-    while time.perf_counter() < settle:
-        QCoreApplication.processEvents()
+    settle()
     return elapsed
 
 
@@ -87,9 +131,15 @@ def pick_query(window: MainWindow, kind: str) -> None:
     if kind == "workload":
         window.query_panel.column.setCurrentText("sex")
     wait_idle(window)
+    settle()
+
+
+def percentile_95(samples: list[float]) -> float:
+    return statistics.quantiles(samples, n=20)[-1] if len(samples) >= 2 else samples[0]
 
 
 def measure(window: MainWindow, repeats: int) -> dict[str, dict[str, float]]:
+    watch = PaintWatch(window)
     results: dict[str, dict[str, float]] = {}
     for kind in ("predicate_count", "median", "argmax"):
         pick_query(window, kind)
@@ -99,6 +149,7 @@ def measure(window: MainWindow, repeats: int) -> dict[str, dict[str, float]]:
                 continue
             panel.picker.setCurrentIndex(index)
             wait_idle(window)
+            settle(0.2)  # the window repaints the new mechanism's controls: not part of a move
             control = panel.params.controls["epsilon"]
             positions = [300 + (37 * i) % 500 for i in range(repeats)]
             positions = [
@@ -106,39 +157,63 @@ def measure(window: MainWindow, repeats: int) -> dict[str, dict[str, float]]:
                 for i, p in enumerate(positions)
                 if i == 0 or control.value_at(p) != control.value_at(positions[i - 1])
             ]
-            closed = [move_and_time(window, p, draws=False) for p in positions]
-            monte = [move_and_time(window, p + 1, draws=True) for p in positions[: max(5, repeats // 3)]]
+            closed = [move_and_time(window, watch, p, draws=False) for p in positions]
+            monte = [
+                move_and_time(window, watch, p + 1, draws=True) for p in positions[: max(5, repeats // 3)]
+            ]
             results[mechanism.name] = {
                 "p50_ms": statistics.median(closed),
-                "p95_ms": statistics.quantiles(closed, n=20)[-1],
+                "p95_ms": percentile_95(closed),
                 "p50_ms_monte_carlo": statistics.median(monte),
-                "p95_ms_monte_carlo": statistics.quantiles(monte, n=20)[-1] if len(monte) >= 2 else monte[0],
+                "p95_ms_monte_carlo": percentile_95(monte),
             }
     return results
 
 
-def soak(window: MainWindow, seconds: float) -> float:
+def soak(window: MainWindow, seconds: float, rate: float = 1000.0) -> dict[str, float]:
+    """A feeder thread posts ``rate`` slider moves per second to the main thread (queued, as a
+    drag delivers them) for ``seconds``; the main thread handles them between its paints.
+    Returns the resident-memory growth once everything is handled, the rates posted and
+    handled, and how long after the last post the last move was handled."""
     pick_query(window, "predicate_count")
-    control = window.mechanism_panel.params.controls["epsilon"]
+    slider = window.mechanism_panel.params.controls["epsilon"].slider
+    handled = {"n": 0, "last": 0.0}
+
+    def count(_value: int) -> None:
+        handled["n"] += 1
+        handled["last"] = time.perf_counter()
+
+    slider.valueChanged.connect(count)
     gc.collect()
     before = rss_mb()
-    events = {"n": 0}
+    posted = {"n": 0, "done": False}
 
-    def tick() -> None:
-        events["n"] += 1
-        control.slider.setValue(100 + (events["n"] * 7) % 800)
+    def feed() -> None:
+        start = time.perf_counter()
+        while (elapsed := time.perf_counter() - start) < seconds:
+            while posted["n"] < elapsed * rate:
+                posted["n"] += 1
+                value = 100 + (posted["n"] * 7) % 800
+                QMetaObject.invokeMethod(
+                    slider, "setValue", Qt.ConnectionType.QueuedConnection, Q_ARG(int, value)
+                )
+            time.sleep(0.0005)
+        posted["done"] = True
 
-    timer = QTimer()
-    timer.setInterval(1)
-    timer.timeout.connect(tick)
-    timer.start()
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        QCoreApplication.processEvents()
-    timer.stop()
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    spin_until(lambda: posted["done"] and handled["n"] >= posted["n"], timeout=seconds + 120)
+    finished = time.perf_counter()
+    feeder.join()
     wait_idle(window)
+    slider.valueChanged.disconnect(count)
     gc.collect()
-    return rss_mb() - before, events["n"] / seconds
+    return {
+        "mem_growth_mb": rss_mb() - before,
+        "posted_per_s": posted["n"] / seconds,
+        "handled_per_s": handled["n"] / seconds,
+        "lag_after_last_post_ms": max(0.0, (handled["last"] - finished) * 1000) if handled["n"] else 0.0,
+    }
 
 
 def main() -> None:
@@ -155,7 +230,7 @@ def main() -> None:
     window.open_file(default_dataset_path())
     wait_idle(window)
     per_mechanism = measure(window, args.repeats)
-    growth, rate = soak(window, args.soak_seconds)
+    soaked = soak(window, args.soak_seconds)
     window.close()
     QCoreApplication.processEvents()
     threads_left = threading.active_count() - threads_before
@@ -164,9 +239,11 @@ def main() -> None:
     result = {
         "p95_ms_closed_form": round(max(closed_form), 1),
         "p95_ms_monte_carlo": round(max(monte), 1),
-        "soak_mem_growth_mb": round(growth, 1),
+        "soak_mem_growth_mb": round(soaked["mem_growth_mb"], 1),
         "soak_threads_left": threads_left,
-        "soak_events_per_s": round(rate),
+        "soak_events_per_s": round(soaked["posted_per_s"]),
+        "soak_handled_per_s": round(soaked["handled_per_s"]),
+        "soak_lag_after_last_post_ms": round(soaked["lag_after_last_post_ms"], 1),
         "per_mechanism": {k: {m: round(x, 1) for m, x in v.items()} for k, v in per_mechanism.items()},
         "cores": os.cpu_count(),
     }

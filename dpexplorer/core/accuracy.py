@@ -156,6 +156,12 @@ def standardized(p: NoisyRelease, q: NoisyRelease) -> tuple[NoisyRelease, NoisyR
     )
 
 
+DISPLAY_POINTS = 1201
+"""Grid points of a drawn output distribution: about one per pixel of a plot ~1,000 px wide.
+More only cost paint time while a slider moves (2,001 took twice as long to draw); the exact
+delta is computed on its own finer grid (:func:`hockey_stick_one_way`)."""
+
+
 def numeric_output(p: NoisyRelease, q: NoisyRelease, *, coordinate: int = 0, note: str = "") -> NumericOutput:
     """Exact densities of M(D) (``p``) and M(D') (``q``) on :func:`output_grid`, with the loss.
 
@@ -170,7 +176,7 @@ def numeric_output(p: NoisyRelease, q: NoisyRelease, *, coordinate: int = 0, not
         ).strip()
         p = NoisyRelease(p.noise, 0.0, p.scale, p.bottom)
         q = NoisyRelease(q.noise, q.loc - origin, q.scale, q.bottom)
-    grid = output_grid([p, q])
+    grid = output_grid([p, q], points=DISPLAY_POINTS)
     return NumericOutput(
         grid=grid,
         density_d=p.pdf(grid),
