@@ -13,13 +13,14 @@ and are meant for every mechanism family.
 
 from __future__ import annotations
 
+import functools
 from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
-from scipy import optimize
+from scipy import optimize, stats
 
 from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms.base import (
@@ -44,6 +45,25 @@ EPSILON_SWEEP = np.geomspace(0.01, 10.0, 60)
 
 AVERAGES = frozenset({"mean", "trimmed_mean", "proportion", "fraction"})
 """Statistics whose global sensitivity is proportional to 1/n."""
+
+
+STANDARD_LAPLACE = stats.laplace()
+STANDARD_NORMAL = stats.norm()
+"""Shared frozen laws: freezing one costs ~0.8 ms (scipy builds its docstring), and
+:func:`standard_span` caches per law object."""
+
+
+@functools.lru_cache(maxsize=64)
+def student_t(dof: float) -> Any:
+    """The standard Student's t law with ``dof`` degrees of freedom (one frozen object per dof)."""
+    return stats.t(dof)
+
+
+@functools.lru_cache(maxsize=512)
+def standard_span(noise: Any, tail: float) -> tuple[float, float]:
+    """(ppf(tail), isf(tail)) of a standard noise law, cached per law object and tail (a root
+    search for the Laplace-log-normal; the grids ask for the same tails at every redraw)."""
+    return float(noise.ppf(tail)), float(noise.isf(tail))
 
 
 @dataclass(frozen=True)
@@ -82,10 +102,8 @@ class NoisyRelease:
 
     def quantile_span(self, tail: float) -> tuple[float, float]:
         """An interval holding all but ``tail`` of the numeric part's mass on each side."""
-        return (
-            self.loc + self.scale * float(self.noise.ppf(tail)),
-            self.loc + self.scale * float(self.noise.isf(tail)),
-        )
+        low, high = standard_span(self.noise, tail)
+        return self.loc + self.scale * low, self.loc + self.scale * high
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` independent outputs, NaN for "⊥" (vectorised)."""

@@ -280,6 +280,7 @@ class PrivacyLossDistribution:
         first = np.searchsorted(-grid_deltas, -targets, side="left")
         return np.minimum(first, count - 1) * step
 
+
 def epsilon_of_atoms(losses: np.ndarray, masses: np.ndarray, delta: float) -> float:
     """Exact smallest epsilon >= 0 with sum_j m_j (1 - e^(eps - l_j))_+ <= delta for a finite
     discrete PLD: on each interval between atoms delta(eps) = A - e^eps B is solved in closed form."""

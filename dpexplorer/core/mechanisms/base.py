@@ -195,9 +195,7 @@ class Mechanism(ABC):
         """The (epsilon, delta) the mechanism claims (the number the auditor checks)."""
 
     @abstractmethod
-    def output_distribution(
-        self, params: Mapping[str, Any], query: QueryInput
-    ) -> OutputDistribution:
+    def output_distribution(self, params: Mapping[str, Any], query: QueryInput) -> OutputDistribution:
         """Exact output distributions of M(D) and M(D') with the privacy loss."""
 
     @abstractmethod

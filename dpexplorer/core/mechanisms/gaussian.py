@@ -127,8 +127,8 @@ class GaussianMechanism(acc.NoisyReleaseMechanism):
         sigma = self.noise_scale(params, query)
         i, note = acc.shown_coordinate(query)
         return acc.ReleasePair(
-            acc.NoisyRelease(stats.norm(), float(np.atleast_1d(query.value_d)[i]), sigma),
-            acc.NoisyRelease(stats.norm(), float(np.atleast_1d(query.value_d_prime)[i]), sigma),
+            acc.NoisyRelease(acc.STANDARD_NORMAL, float(np.atleast_1d(query.value_d)[i]), sigma),
+            acc.NoisyRelease(acc.STANDARD_NORMAL, float(np.atleast_1d(query.value_d_prime)[i]), sigma),
             i,
             note,
         )

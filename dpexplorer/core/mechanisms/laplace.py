@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from scipy import signal, stats
+from scipy import signal
 
 from dpexplorer.core import accuracy as acc
 from dpexplorer.core.accounting.guarantees import LaplaceNoise
@@ -120,7 +120,7 @@ class LaplaceMechanism(acc.NoisyReleaseMechanism):
         query = acc.numeric_query(query)
         scale = self.noise_scale(params, query)
         i, note = acc.shown_coordinate(query)
-        noise = stats.laplace()
+        noise = acc.STANDARD_LAPLACE
         return acc.ReleasePair(
             acc.NoisyRelease(noise, float(np.atleast_1d(query.value_d)[i]), scale),
             acc.NoisyRelease(noise, float(np.atleast_1d(query.value_d_prime)[i]), scale),

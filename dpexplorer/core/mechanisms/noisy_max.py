@@ -37,6 +37,7 @@ from dpexplorer.core.mechanisms.exponential import (
     exponential_log_pmf,
     selection_accuracy,
     selection_scale,
+    standard_gumbel,
     union_bound_alpha,
 )
 from dpexplorer.core.mechanisms.params import EPSILON, Param
@@ -140,7 +141,7 @@ def noisy_max_log_pmf(scores: np.ndarray, scale: float, noise: str) -> np.ndarra
 def draw_noise(noise: str, rng: np.random.Generator, shape: tuple[int, ...], scale: float) -> np.ndarray:
     """Noise of the named kind and scale."""
     if noise == "gumbel":
-        return rng.gumbel(scale=scale, size=shape)
+        return scale * standard_gumbel(rng, shape)
     if noise == "exponential":
         return rng.exponential(scale=scale, size=shape)
     return rng.laplace(scale=scale, size=shape)

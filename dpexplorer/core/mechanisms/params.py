@@ -80,8 +80,7 @@ class Param:
         if self.low is not None and (number < self.low or (self.low_open and number == self.low)):
             return False
         return not (
-            self.high is not None
-            and (number > self.high or (self.high_open and number == self.high))
+            self.high is not None and (number > self.high or (self.high_open and number == self.high))
         )
 
     def range_text(self) -> str:

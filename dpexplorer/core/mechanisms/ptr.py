@@ -40,6 +40,7 @@ from dpexplorer.core.mechanisms.base import (
 from dpexplorer.core.mechanisms.params import DELTA, EPSILON, Param
 from dpexplorer.core.mechanisms.registry import register
 from dpexplorer.core.mechanisms.smooth import check_data_query, resampled, sizes_up_to
+from dpexplorer.core.memo import cached
 from dpexplorer.core.sensitivity import (
     NO_SUCH_DISTANCE,
     distance_to_high_sensitivity,
@@ -115,15 +116,20 @@ class ProposeTestRelease(acc.NoisyReleaseMechanism):
         """Exact distance to the nearest dataset with local sensitivity above the bound."""
         lower, upper = query.bounds  # type: ignore[misc]
         values = query.sorted_values_d if on == "D" else query.sorted_values_d_prime
-        return distance_to_high_sensitivity(
-            np.asarray(values, dtype=float),
-            lower,
-            upper,
-            float(params["bound"]),
-            query.statistic,
-            trim_fraction=query.trim_fraction,
-            relation=query.relation,
-            quantile=query.quantile,
+        bound = float(params["bound"])
+        return cached(
+            query,
+            ("distance_to_high_sensitivity", on, bound),
+            lambda: distance_to_high_sensitivity(
+                np.asarray(values, dtype=float),
+                lower,
+                upper,
+                bound,
+                query.statistic,
+                trim_fraction=query.trim_fraction,
+                relation=query.relation,
+                quantile=query.quantile,
+            ),
         )
 
     def release_scale(self, params: Mapping[str, Any], query: NumericInput, on: Literal["D", "D'"]) -> float:
@@ -142,7 +148,10 @@ class ProposeTestRelease(acc.NoisyReleaseMechanism):
             value = query.value_d if on == "D" else query.value_d_prime
             bottom = bottom_probability(self.distance(params, query, on), eps, delta)
             return acc.NoisyRelease(
-                stats.laplace(), float(np.atleast_1d(value)[0]), self.release_scale(params, query, on), bottom
+                acc.STANDARD_LAPLACE,
+                float(np.atleast_1d(value)[0]),
+                self.release_scale(params, query, on),
+                bottom,
             )
 
         distances = [self.distance(params, query, on) for on in ("D", "D'")]

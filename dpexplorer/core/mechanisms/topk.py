@@ -39,6 +39,7 @@ from dpexplorer.core.mechanisms.exponential import (
     error_quantile,
     selection_accuracy,
     selection_scale,
+    standard_gumbel,
     union_bound_alpha,
     union_bound_tail,
 )
@@ -243,7 +244,7 @@ class TopK(PureEpsilonMechanism):
         w = scores / self.step_scale(params, query)
         k = params["k"]
         if params["method"] == "gumbel":
-            noisy = w + rng.gumbel(size=(size, w.size))
+            noisy = w + standard_gumbel(rng, (size, w.size))
             return np.argsort(-noisy, axis=1)[:, :k]
         return _peel(w, k, rng, size)
 
@@ -261,17 +262,18 @@ class TopK(PureEpsilonMechanism):
 
 
 def _peel(w: np.ndarray, k: int, rng: np.random.Generator, size: int) -> np.ndarray:
-    """k sequential exponential-mechanism draws (inverse CDF over the candidates not yet taken,
-    weights exp(w - max remaining) so nothing underflows to an all-zero row)."""
-    taken = np.zeros((size, w.size), dtype=bool)
+    """k sequential exponential-mechanism draws over the candidates not yet taken, each by the
+    Gumbel-max trick with FRESH noise (an exact exponential-mechanism draw; Dwork & Roth 2014,
+    Section 3.4): peeling itself, not the one-shot top-k it equals in law, so the tests can
+    compare the two. Taken candidates get -inf."""
+    noisy = np.empty((size, w.size))
     out = np.empty((size, k), dtype=np.int64)
     rows = np.arange(size)
+    taken = np.zeros((size, w.size), dtype=bool)
     for step in range(k):
-        masked = np.where(taken, -np.inf, w[None, :])
-        weights = np.exp(masked - masked.max(axis=1, keepdims=True))
-        cumulative = np.cumsum(weights, axis=1)
-        target = rng.random(size) * cumulative[:, -1]
-        choice = np.minimum((cumulative <= target[:, None]).sum(axis=1), w.size - 1)
+        np.add(w[None, :], standard_gumbel(rng, (size, w.size)), out=noisy)
+        noisy[taken] = -np.inf
+        choice = np.argmax(noisy, axis=1)
         out[:, step] = choice
         taken[rows, choice] = True
     return out
