@@ -3,11 +3,15 @@
     python benchmarks/latency.py --json [--repeats 25] [--soak-seconds 10]
 
 For each mechanism (on a query it applies to), the epsilon slider is moved to a new position
-and the clock runs until every view it feeds (neighbouring datasets and accuracy) has been
-recomputed on the worker and repainted on the screen (``repaint()`` of the visible tab).
-Closed-form: those two views. Monte-Carlo: the same move followed by 1e5 simulated draws on D
-and D' overlaid on the plot. Soak: 1000 slider events per second for N seconds; memory growth
-(resident set, after the last result is in) and threads left after the window closes."""
+and the clock runs until the visible view (neighbouring datasets) has been recomputed on the
+worker, delivered, and both of its plots have finished a paint after the delivery (an event
+filter on their viewports); hidden tabs are computed only when shown, so they are not on this
+path. Closed-form: that view. Monte-Carlo: the same move followed by 1e5 simulated draws on D
+and D' overlaid and painted. Moves start from rest (50 ms apart, past the 16 ms throttle).
+Soak: a feeder thread posts 1000 slider moves per second to the main thread for N seconds (as a
+drag delivers them); reported: moves posted and handled per second, how long after the last
+post the last one was handled, memory growth (resident set, after the last result is in) and
+threads left after the window closes."""
 
 from __future__ import annotations
 

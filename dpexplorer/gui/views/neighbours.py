@@ -276,7 +276,7 @@ class NeighboursView(View):
             self.columns[f"P_D'[{mass.label}]"] = [mass.mass_d_prime]
         self._show_numbers(
             result,
-            "Shaded: ∫ max(0, p_D − e^ε p_D'), the larger of the two directions D→D', D'→D,",
+            "Shaded area ∫ max(0, p_D − e^ε p_D'), in the larger direction (D→D' or D'→D),",
             out.note,
         )
 
