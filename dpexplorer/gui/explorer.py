@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from PySide6.QtCore import QObject, Signal
 
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
@@ -25,7 +26,8 @@ QUERY_JOB = "query"
 REGISTRY_JOB = "registry"
 NEIGHBOURS_JOB = "neighbours"
 ACCURACY_JOB = "accuracy"
-DRAWS_JOB = "draws"
+DRAWS_JOBS = {"D": "draws on D", "D'": "draws on D'"}
+"""One job per side: the two workers draw them at once."""
 
 
 def _load_registry() -> tuple[Mechanism, ...]:
@@ -77,6 +79,7 @@ class Explorer(QObject):
         self.params: dict[str, Any] = {}
         self._throttle = Throttle(self._submit_views, 16, self)  # one frame
         self._stale: set[str] = set()
+        self._draws: dict[str, np.ndarray] = {}
         compute.finished.connect(self._on_result)
         mechanism_panel.changed.connect(self._mechanism_changed)
         neighbours_view.draw_button.clicked.connect(self.draw)
@@ -94,7 +97,7 @@ class Explorer(QObject):
         self.dataset = dataset
         self.query = None
         self.query_input = None
-        for job in (QUERY_JOB, NEIGHBOURS_JOB, ACCURACY_JOB, DRAWS_JOB):
+        for job in (QUERY_JOB, NEIGHBOURS_JOB, ACCURACY_JOB, *DRAWS_JOBS.values()):
             self.compute.cancel(job)
 
     def set_query(self, query: object, relation: str | None = None) -> None:
@@ -108,7 +111,7 @@ class Explorer(QObject):
             return
         self.compute.cancel(NEIGHBOURS_JOB)
         self.compute.cancel(ACCURACY_JOB)
-        self.compute.cancel(DRAWS_JOB)
+        self._cancel_draws()
         self.compute.submit(QUERY_JOB, _query_input, self.dataset, self.query, self.relation)
 
     def _mechanism_changed(self, mechanism: Mechanism, params: dict[str, Any]) -> None:
@@ -121,7 +124,7 @@ class Explorer(QObject):
         mechanism, query = self.mechanism, self.query_input
         if mechanism is None or query is None or mechanism.accepts(query) is not None:
             return
-        self.compute.cancel(DRAWS_JOB)
+        self._cancel_draws()
         self._stale = {NEIGHBOURS_JOB, ACCURACY_JOB}
         self.submit_visible()
         self.inputs_changed.emit(
@@ -145,12 +148,29 @@ class Explorer(QObject):
             self.compute.submit(ACCURACY_JOB, jobs.accuracy, mechanism, params, query, level)
 
     def draw(self) -> None:
+        """Simulate 1e5 outputs on D and on D' (two jobs, one per worker) and overlay them."""
         mechanism, query = self.mechanism, self.query_input
         if mechanism is None or query is None:
             return
         params = mechanism.validate(self.params)
         seed = self.mechanism_panel.seed.value()
-        self.compute.submit(DRAWS_JOB, jobs.draws, mechanism, params, query, seed)
+        self._draws = {}
+        for side, job in DRAWS_JOBS.items():
+            self.compute.submit(job, jobs.draws, mechanism, params, query, seed, side)
+
+    def _cancel_draws(self) -> None:
+        self._draws = {}
+        for job in DRAWS_JOBS.values():
+            self.compute.cancel(job)
+
+    def _draws_done(self, side: str, values: np.ndarray) -> None:
+        """Keep one side's draws; overlay once both sides of the same request are in (a newer
+        request or a parameter change empties ``_draws`` and cancels both jobs)."""
+        self._draws[side] = values
+        if len(self._draws) == len(DRAWS_JOBS):
+            d, d_prime = self._draws["D"], self._draws["D'"]
+            self._draws = {}
+            self.neighbours_view.show_draws(jobs.DrawsResult(d, d_prime, d.size))
 
     @property
     def pending(self) -> bool:
@@ -175,8 +195,9 @@ class Explorer(QObject):
             self.neighbours_view.deliver(result)
         elif view == ACCURACY_JOB:
             self.accuracy_view.deliver(result)
-        elif view == DRAWS_JOB:
-            self.neighbours_view.show_draws(result)  # type: ignore[arg-type]
+        elif view in DRAWS_JOBS.values():
+            side = next(side for side, job in DRAWS_JOBS.items() if job == view)
+            self._draws_done(side, result)  # type: ignore[arg-type]
         else:
             return
         self.views_updated.emit(view)

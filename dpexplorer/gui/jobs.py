@@ -4,7 +4,7 @@ layer) and bundles what one view draws; none does privacy math of its own."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -90,15 +90,18 @@ def neighbours(mechanism: Mechanism, params: dict[str, Any], query: QueryInput) 
 
 
 def draws(
-    mechanism: Mechanism, params: dict[str, Any], query: QueryInput, seed: int, size: int = DRAWS
-) -> DrawsResult:
-    """``size`` simulated outputs on D and on D' (exploration RNG, never used for release)."""
-    rng = np.random.default_rng(seed)
-    return DrawsResult(
-        draws_d=mechanism.simulate(params, query, rng, size, on="D"),
-        draws_d_prime=mechanism.simulate(params, query, rng, size, on="D'"),
-        size=size,
-    )
+    mechanism: Mechanism,
+    params: dict[str, Any],
+    query: QueryInput,
+    seed: int,
+    on: Literal["D", "D'"],
+    size: int = DRAWS,
+) -> np.ndarray:
+    """``size`` simulated outputs on D or on D' (exploration RNG, never used for release). The
+    two sides are separate jobs so that the two workers draw them at once (numpy releases the
+    GIL); each side has its own stream, seeded by (seed, side)."""
+    rng = np.random.default_rng([seed, 0 if on == "D" else 1])
+    return mechanism.simulate(params, query, rng, size, on=on)
 
 
 def accuracy(
