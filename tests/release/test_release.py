@@ -284,3 +284,37 @@ def test_price_matches_the_charge(tmp_path) -> None:
         assert second.spent_epsilon == 0.5 and "left" in second.refusal and second.left_after < 0
         with pytest.raises(BudgetExceededError):
             execute(prepared, ledger=book, out_dir=tmp_path / "out")
+
+
+def test_lazy_real_and_synthetic_paths_release_end_to_end(tmp_path) -> None:
+    """Smooth sensitivity, report-noisy-max with Laplace noise, MWEM and BLR through the whole
+    pipeline on the bundled data: charged in the ledger, files written, no interval where the
+    path publishes none (a smooth-sensitivity interval would reveal the data-dependent scale)."""
+    from dpexplorer.data import queries as q
+    from dpexplorer.data.default import default_dataset_path
+    from dpexplorer.data.load import load_dataset
+    from dpexplorer.release.release import release_one
+
+    dataset = load_dataset(default_dataset_path())
+    workload = q.marginal_workload([q.Axis("age", edges=(17.0, 40.0, 60.0, 90.0))], ways=(1,))
+    plan = [
+        (q.Median("age", 17, 90), "smooth_cauchy", {"epsilon": 1.0}),
+        (q.ArgMax("sex", ("Female", "Male")), "noisy_max", {"epsilon": 1.0, "noise": "laplace"}),
+        (workload, "mwem", {"epsilon": 1.0, "rounds": 2}),
+        (workload, "blr", {"epsilon": 1.0, "alpha": 0.9}),
+    ]
+    with Ledger(tmp_path / "l.sqlite") as book:
+        book.set_budget(dataset.fingerprint, 10.0, 1e-6, "basic")
+        for query, mechanism, params in plan:
+            result = release_one(dataset, query, mechanism, params, ledger=book, out_dir=tmp_path / "out")
+            assert all(path.exists() for path in result.files.values())
+            sidecar = json.loads(result.files["provenance"].read_text())
+            assert sidecar["mechanism"] == mechanism and sidecar["ledger_row_id"] == result.row_id
+            if mechanism == "smooth_cauchy":
+                assert result.confidence_intervals is None and sidecar["confidence_interval"] is None
+                spacing = Fraction(2) ** (math.floor(math.log2(90 - 17)) - 30)  # the public grid
+                assert (Fraction(result.values[0]) / spacing).denominator == 1
+            if mechanism == "noisy_max":
+                assert result.values[0] in ("Female", "Male")
+        charged = [m.guarantee.epsilon for m in book.measurements(dataset.fingerprint)]
+    assert len(charged) == 4 and all(0.99 <= e <= 1.0 for e in charged)
