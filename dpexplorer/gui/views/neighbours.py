@@ -100,8 +100,20 @@ class NeighboursView(View):
             items = self._categorical_items(layout[1])  # type: ignore[arg-type]
         if items:
             items.update(self._loss_items())
+        for plot in (self.outputs, self.loss):
+            plot.disableAutoRange()  # ranges are set from the data at each redraw
         self._items, self._layout = items, layout
         return items
+
+    @staticmethod
+    def _set_y_range(plot: pg.PlotWidget, low: float, high: float) -> None:
+        """The y range from the data, set directly: pyqtgraph's auto-range asks every item for
+        its bounds at each paint (a third of a redraw's main-thread time)."""
+        if not (np.isfinite(low) and np.isfinite(high)):
+            return
+        if high <= low:
+            low, high = low - 0.5, high + 0.5
+        plot.setYRange(low, high, padding=0.05)
 
     def _true_lines(self) -> dict[str, pg.GraphicsObject]:
         lines = {}
@@ -265,6 +277,8 @@ class NeighboursView(View):
         extra = 0.08 + 0.06 * len(out.point_masses) if out.point_masses else 0.0
         span = float(grid[-1] - grid[0]) if grid.size > 1 else 1.0
         self.outputs.setXRange(float(grid[0]), float(grid[-1]) + extra * span, padding=0.02)
+        masses = [max(m.mass_d, m.mass_d_prime) for m in out.point_masses]
+        self._set_y_range(self.outputs, 0.0, max(np.max(p), np.max(q), *masses, 0.0))
         self.columns = {
             "output": list(grid),
             "density_D": list(p),
@@ -333,6 +347,9 @@ class NeighboursView(View):
         )
         over = np.where(np.abs(clipped) > epsilon * (1 + 1e-9), clipped, np.nan)
         items = self._items
+        finite = clipped[np.isfinite(clipped)]
+        low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+        self._set_y_range(self.loss, min(low, -epsilon), max(high, epsilon))
         items["loss"].setData(grid, clipped)
         items["over"].setData(grid, over)
         items["plus"].setValue(epsilon)
@@ -365,6 +382,8 @@ class NeighboursView(View):
         x = np.arange(len(out.labels), dtype=float)
         p, q = np.asarray(out.pmf_d, dtype=float), np.asarray(out.pmf_d_prime, dtype=float)
         self.outputs.setLabel("left", "probability of being selected")
+        self.outputs.setXRange(-0.6, len(out.labels) - 0.4, padding=0.0)
+        self._set_y_range(self.outputs, 0.0, max(float(np.max(p)), float(np.max(q)), 0.0))
         items["p"].setOpts(x=x - 0.2, height=p, width=0.4)
         items["q"].setOpts(x=x + 0.2, height=q, width=0.4)
         items["excess"].setOpts(x=x - 0.2, height=np.maximum(0.0, p - np.exp(result.epsilon) * q), width=0.4)
