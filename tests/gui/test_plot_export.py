@@ -49,3 +49,18 @@ def test_csv_holds_the_plotted_data(view, tmp_path):
 def test_unknown_suffix_is_refused(view, tmp_path):
     with pytest.raises(ValueError, match="png"):
         view.save(tmp_path / "p.jpg")
+
+
+def test_log_ticks_label_powers_of_ten_and_leave_crowded_multiples_blank():
+    import math
+
+    from dpexplorer.gui.views.base import log_ticks
+
+    major, minor = log_ticks([[350.0, 48_842.0]])
+    assert [p for p, _ in major] == [2.0, 3.0, 4.0, 5.0]
+    assert [t for _, t in major] == ["10²", "10³", "10⁴", "10⁵"]
+    assert all(t == "" for _, t in minor)  # three decades: multiples unlabelled
+    _, minor = log_ticks([[0.2, 5.0]])  # under two decades: 2· and 5· labelled
+    labels = dict(minor)
+    assert labels[math.log10(2) - 1] == "2·10⁻¹" and labels[math.log10(3)] == ""
+    assert log_ticks([[0.0, -1.0, float("nan")]]) is None

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QWidget
 
 from dpexplorer.gui.jobs import AccuracyResult
-from dpexplorer.gui.views.base import RED, View, curve_columns, draw_curves, new_plot
+from dpexplorer.gui.views.base import RED, CurveSet, View, curve_columns, new_plot
 
 
 class AccuracyView(View):
@@ -44,42 +44,46 @@ class AccuracyView(View):
         self.body.addLayout(row, 1)
         self.body.addWidget(self.vs_n, 1)
         self.result: AccuracyResult | None = None
+        self.curves = {plot: CurveSet(plot) for plot in (self.vs_epsilon, self.tail, self.vs_n)}
+        self.now_line = self._marker(self.vs_epsilon, 0.08)  # below the legend
+        self.interval_line = self._marker(self.tail, 0.55)
+
+    @staticmethod
+    def _marker(plot: pg.PlotWidget, position: float) -> pg.InfiniteLine:
+        """A red dashed vertical line with a label, moved at each redraw."""
+        line = pg.InfiniteLine(
+            angle=90,
+            pen=pg.mkPen(RED, width=1, style=Qt.PenStyle.DashLine),
+            label="",
+            labelOpts={"position": position, "color": RED},
+        )
+        plot.addItem(line)
+        return line
+
+    @staticmethod
+    def _move(line: pg.InfiniteLine, position: float, text: str) -> None:
+        line.label.setFormat(text.replace("{", "{{").replace("}", "}}"))
+        line.setValue(position)
 
     def show_result(self, result: AccuracyResult) -> None:
         self.result = result
         report = result.report
-        for plot in (self.vs_epsilon, self.tail, self.vs_n):
-            plot.clear()
-        draw_curves(self.vs_epsilon, report.error_vs_epsilon, log_x=True, log_y=True)
-        self.vs_epsilon.addItem(
-            pg.InfiniteLine(
-                pos=np.log10(result.epsilon),
-                angle=90,
-                pen=pg.mkPen(RED, width=1, style=Qt.PenStyle.DashLine),
-                label=f"now: ε = {result.epsilon:.3g}",
-                labelOpts={"position": 0.9, "color": RED},
-            )
-        )
+        self.curves[self.vs_epsilon].draw(report.error_vs_epsilon, log_x=True, log_y=True)
+        self._move(self.now_line, float(np.log10(result.epsilon)), f"now: ε = {result.epsilon:.3g}")
         tails = (report.error_tail,) + ((report.error_tail_bound,) if report.error_tail_bound else ())
-        draw_curves(self.tail, tails)
-        self.tail.addItem(
-            pg.InfiniteLine(
-                pos=report.ci_halfwidth,
-                angle=90,
-                pen=pg.mkPen(RED, width=1, style=Qt.PenStyle.DashLine),
-                label=f"{report.ci_level:.0%} interval: ±{report.ci_halfwidth:.3g}",
-                labelOpts={"position": 0.55, "color": RED},
-            )
-        )
-        draw_curves(self.vs_n, report.error_vs_n, log_x=True, log_y=True)
+        self.curves[self.tail].draw(tails)
+        interval = f"{report.ci_level:.0%} interval: ±{report.ci_halfwidth:.3g}"
+        self._move(self.interval_line, report.ci_halfwidth, interval)
+        self.curves[self.vs_n].draw(report.error_vs_n, log_x=True, log_y=True)
         mse = "undefined (infinite)" if not np.isfinite(report.mse) else f"{report.mse:.4g}"
         notes = " ".join(report.notes)
         self.summary.setText(
             f"With probability {report.ci_level:.2%} the released value is within "
             f"<b>±{report.ci_halfwidth:.4g}</b> of the true answer. Mean squared error: {mse}. {notes}"
         )
-        self.explanation.setText(
-            f"<b>{result.mechanism}</b> at ε = {result.epsilon:.4g}. Solid: exact; dashed: the bound "
-            "proved in the lecture notes (it must lie above the exact curve); dotted: Monte Carlo."
+        self.set_text(
+            self.explanation,
+            f"<b>{result.mechanism}</b>. Solid: exact; dashed: the bound proved in the lecture "
+            "notes (it must lie above the exact curve); dotted: Monte Carlo.",
         )
         self.columns = curve_columns(report.error_vs_epsilon + tails + report.error_vs_n)

@@ -51,9 +51,6 @@ class NeighboursView(View):
         self.outputs = new_plot("output o of the mechanism", "probability density", grid=False)
         self.loss = new_plot("output o of the mechanism", "privacy loss ln p_D(o) / p_D'(o)", grid=False)
         self.loss.setXLink(self.outputs)
-        for plot in (self.outputs, self.loss):
-            for side in ("left", "bottom"):  # an SI prefix change re-lays out the axis label
-                plot.getAxis(side).enableAutoSIPrefix(False)
         self.body.addWidget(self.outputs, 3)
         self.body.addWidget(self.loss, 2)
         self.result: NeighboursResult | None = None
