@@ -64,3 +64,13 @@ def test_log_ticks_label_powers_of_ten_and_leave_crowded_multiples_blank():
     labels = dict(minor)
     assert labels[math.log10(2) - 1] == "2·10⁻¹" and labels[math.log10(3)] == ""
     assert log_ticks([[0.0, -1.0, float("nan")]]) is None
+
+
+def test_sticky_range_keeps_a_range_that_still_fits_and_refits_otherwise():
+    from dpexplorer.gui.views.base import sticky_range
+
+    assert sticky_range((0.0, 10.0), 1.0, 9.0) is None  # fits, fills 80 %
+    assert sticky_range((0.0, 10.0), 1.0, 4.0) == pytest.approx((0.76, 4.24))  # fills 30 %: refit
+    assert sticky_range((0.0, 10.0), -1.0, 9.0) == pytest.approx((-1.8, 9.8))  # spills out: refit
+    assert sticky_range((0.0, 1.0), 2.0, 2.0) == pytest.approx((1.42, 2.58))  # a point: widened
+    assert sticky_range((0.0, 1.0), float("nan"), 1.0) is None

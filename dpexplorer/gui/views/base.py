@@ -108,6 +108,24 @@ def new_plot(x_label: str, y_label: str, title: str = "", grid: bool = True) -> 
     return plot
 
 
+def sticky_range(
+    current: tuple[float, float], low: float, high: float, *, fill: float = 0.6, margin: float = 0.08
+) -> tuple[float, float] | None:
+    """The axis range to show data spanning [low, high], or None to keep ``current``: it is kept
+    while it holds the data and the data fill at least ``fill`` of it, so a slider dragged in
+    small steps does not rescale the axis (and repaint its labels: 7 ms a frame) every time.
+    A new range is the data's with ``margin`` of its span on each side."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return None
+    if high <= low:
+        low, high = low - 0.5, high + 0.5
+    start, end = current
+    if start <= low and high <= end and (high - low) >= fill * (end - start):
+        return None
+    pad = margin * (high - low)
+    return low - pad, high + pad
+
+
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
 from dpexplorer.core.mechanisms.base import CategoricalOutput, NumericOutput
 from dpexplorer.gui.jobs import DrawsResult, NeighboursResult
-from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, RED, View, new_plot
+from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, RED, View, new_plot, sticky_range
 
 THIN = 1
 """Pen width of the dense curves: a width-2 antialiased 2,000-point curve takes 5 ms to paint,
@@ -103,14 +103,14 @@ class NeighboursView(View):
         return items
 
     @staticmethod
-    def _set_y_range(plot: pg.PlotWidget, low: float, high: float) -> None:
-        """The y range from the data, set directly: pyqtgraph's auto-range asks every item for
-        its bounds at each paint (a third of a redraw's main-thread time)."""
-        if not (np.isfinite(low) and np.isfinite(high)):
-            return
-        if high <= low:
-            low, high = low - 0.5, high + 0.5
-        plot.setYRange(low, high, padding=0.05)
+    def _fit(plot: pg.PlotWidget, axis: int, low: float, high: float) -> None:
+        """Show [low, high] on ``axis`` (0 = x, 1 = y), keeping the current range while it still
+        fits (:func:`sticky_range`). Ranges are set here rather than by pyqtgraph's auto-range,
+        which asks every item for its bounds at each paint."""
+        view = plot.getViewBox()
+        new = sticky_range(tuple(view.viewRange()[axis]), low, high)
+        if new is not None:
+            (view.setXRange if axis == 0 else view.setYRange)(*new, padding=0.0)
 
     def _true_lines(self) -> dict[str, pg.GraphicsObject]:
         lines = {}
@@ -273,9 +273,9 @@ class NeighboursView(View):
         self._overlay_numeric_draws(grid, out.discrete, items)
         extra = 0.08 + 0.06 * len(out.point_masses) if out.point_masses else 0.0
         span = float(grid[-1] - grid[0]) if grid.size > 1 else 1.0
-        self.outputs.setXRange(float(grid[0]), float(grid[-1]) + extra * span, padding=0.02)
+        self._fit(self.outputs, 0, float(grid[0]), float(grid[-1]) + extra * span)
         masses = [max(m.mass_d, m.mass_d_prime) for m in out.point_masses]
-        self._set_y_range(self.outputs, 0.0, max(np.max(p), np.max(q), *masses, 0.0))
+        self._fit(self.outputs, 1, 0.0, max(np.max(p), np.max(q), *masses, 0.0))
         self.columns = {
             "output": list(grid),
             "density_D": list(p),
@@ -346,7 +346,7 @@ class NeighboursView(View):
         items = self._items
         finite = clipped[np.isfinite(clipped)]
         low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
-        self._set_y_range(self.loss, min(low, -epsilon), max(high, epsilon))
+        self._fit(self.loss, 1, min(low, -epsilon), max(high, epsilon))
         items["loss"].setData(grid, clipped)
         items["over"].setData(grid, over)
         items["plus"].setValue(epsilon)
@@ -380,7 +380,7 @@ class NeighboursView(View):
         p, q = np.asarray(out.pmf_d, dtype=float), np.asarray(out.pmf_d_prime, dtype=float)
         self.outputs.setLabel("left", "probability of being selected")
         self.outputs.setXRange(-0.6, len(out.labels) - 0.4, padding=0.0)
-        self._set_y_range(self.outputs, 0.0, max(float(np.max(p)), float(np.max(q)), 0.0))
+        self._fit(self.outputs, 1, 0.0, max(float(np.max(p)), float(np.max(q)), 0.0))
         items["p"].setOpts(x=x - 0.2, height=p, width=0.4)
         items["q"].setOpts(x=x + 0.2, height=q, width=0.4)
         items["excess"].setOpts(x=x - 0.2, height=np.maximum(0.0, p - np.exp(result.epsilon) * q), width=0.4)
