@@ -8,6 +8,8 @@ outputs where |loss| > ε are drawn in red."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
@@ -26,6 +28,17 @@ LOSS_CLIP = 25.0
 
 def _brush(color: tuple[int, int, int], alpha: int) -> pg.QtGui.QBrush:
     return pg.mkBrush(*color, alpha)
+
+
+def _band() -> pg.LinearRegionItem:
+    region = pg.LinearRegionItem(movable=False, brush=_brush(RED, 28), pen=pg.mkPen(None))
+    region.setZValue(-10)
+    return region
+
+
+def _clip_note() -> pg.TextItem:
+    text = f"losses beyond ±{LOSS_CLIP:g} (or infinite) drawn at ±{LOSS_CLIP:g}"
+    return pg.TextItem(text, color=GREY, anchor=(0, 0))
 
 
 class NeighboursView(View):
@@ -60,22 +73,24 @@ class NeighboursView(View):
         self.body.addWidget(self.delta_label)
         self._items: dict[str, pg.GraphicsObject] = {}
         self._layout: tuple[object, ...] | None = None
-        self._regions: list[pg.LinearRegionItem] = []
-        self._transient: list[tuple[pg.PlotWidget, pg.GraphicsObject]] = []
+        self._pools: dict[str, list[pg.GraphicsObject]] = {}
 
     # ------------------------------------------------------------------ items
     # Every item of a layout (continuous, discrete, or categorical with its labels) is made once
     # and then updated with setData / setOpts: creating, adding and removing pyqtgraph items is
     # most of the cost of a redraw (PlotSpeedTest's lesson; 15 ms of a categorical redraw).
-    def _add(self, plot: pg.PlotWidget, item: pg.GraphicsObject) -> None:
-        """Add an item that is rebuilt on every redraw (point masses, notes: rare)."""
-        plot.addItem(item)
-        self._transient.append((plot, item))
-
-    def _clear_transient(self) -> None:
-        for plot, item in self._transient:
-            plot.removeItem(item)
-        self._transient = []
+    def _pooled(
+        self, kind: str, plot: pg.PlotWidget, count: int, make: Callable[[], pg.GraphicsObject]
+    ) -> list[pg.GraphicsObject]:
+        """``count`` items of a kind whose number varies (red bands, point masses, notes): a pool
+        grown with ``make`` when needed, the unused items hidden rather than removed."""
+        pool = self._pools.setdefault(kind, [])
+        while len(pool) < count:
+            pool.append(make())
+            plot.addItem(pool[-1])
+        for i, item in enumerate(pool):
+            item.setVisible(i < count)
+        return pool[:count]
 
     def _use_layout(self, layout: tuple[object, ...]) -> dict[str, pg.GraphicsObject]:
         """The items of ``layout``, built when the layout changes (cleared plots, fresh items)."""
@@ -83,8 +98,7 @@ class NeighboursView(View):
             return self._items
         self.outputs.clear()
         self.loss.clear()
-        self._regions = []
-        self._transient = []
+        self._pools = {}
         for plot in (self.outputs, self.loss):
             plot.getAxis("bottom").setTicks(None)
             plot.setLabel("bottom", "output o of the mechanism")
@@ -208,7 +222,6 @@ class NeighboursView(View):
 
     def _redraw(self) -> None:
         result = self.result
-        self._clear_transient()
         if result is None:
             self._use_layout(("empty",))
             return
@@ -292,23 +305,22 @@ class NeighboursView(View):
         )
 
     def _draw_point_masses(self, out: NumericOutput, grid: np.ndarray) -> None:
-        if not out.point_masses:
-            return
+        """Outcomes such as ⊥ as two stems (D, D') right of the density, labelled with both masses."""
+        masses = out.point_masses
+        stems = self._pooled(
+            "stem", self.outputs, 2 * len(masses), lambda: pg.BarGraphItem(x=[0], height=[0], width=0.1)
+        )
+        texts = self._pooled(
+            "mass", self.outputs, len(masses), lambda: pg.TextItem(color=GREY, anchor=(0.5, 1))
+        )
         span = float(grid[-1] - grid[0]) if grid.size > 1 else 1.0
-        for k, mass in enumerate(out.point_masses):
+        for k, mass in enumerate(masses):
             x = float(grid[-1]) + span * (0.08 + 0.06 * k)
-            for dx, value, color in ((-0.01, mass.mass_d, BLUE), (0.01, mass.mass_d_prime, ORANGE)):
-                stem = pg.BarGraphItem(
-                    x=[x + dx * span], height=[value], width=span * 0.015, brush=_brush(color, 220)
-                )
-                self._add(self.outputs, stem)
-            text = pg.TextItem(
-                f"{mass.label}\nP_D = {mass.mass_d:.3g}\nP_D' = {mass.mass_d_prime:.3g}",
-                color=GREY,
-                anchor=(0.5, 1),
-            )
-            text.setPos(x, max(mass.mass_d, mass.mass_d_prime))
-            self._add(self.outputs, text)
+            sides = ((-0.01, mass.mass_d, BLUE), (0.01, mass.mass_d_prime, ORANGE))
+            for stem, (dx, value, color) in zip(stems[2 * k : 2 * k + 2], sides, strict=True):
+                stem.setOpts(x=[x + dx * span], height=[value], width=span * 0.015, brush=_brush(color, 220))
+            texts[k].setText(f"{mass.label}\nP_D = {mass.mass_d:.3g}\nP_D' = {mass.mass_d_prime:.3g}")
+            texts[k].setPos(x, max(mass.mass_d, mass.mass_d_prime))
 
     @staticmethod
     def _mark_true_answers(result: NeighboursResult, items: dict[str, pg.GraphicsObject]) -> None:
@@ -319,23 +331,14 @@ class NeighboursView(View):
                 items[key].setValue(value)
 
     def _shade_excess_regions(self, grid: np.ndarray, loss: np.ndarray, epsilon: float) -> None:
-        """Light red bands over the outputs where |loss| > epsilon, in both plots (a pool of
-        bands, grown when needed, the unused ones hidden)."""
+        """Light red bands over the outputs where |loss| > epsilon, in both plots."""
         over = np.abs(np.nan_to_num(loss, nan=0.0)) > epsilon * (1 + 1e-9)  # not rounding noise
         edges = np.flatnonzero(np.diff(np.concatenate(([0], over.astype(int), [0]))))
         step = float(np.median(np.diff(grid))) / 2 if grid.size > 1 else 0.5
         bands = [(grid[a] - step, grid[b - 1] + step) for a, b in zip(edges[::2], edges[1::2], strict=True)]
-        while len(self._regions) < 2 * len(bands):
-            for plot in (self.outputs, self.loss):
-                region = pg.LinearRegionItem(movable=False, brush=_brush(RED, 28), pen=pg.mkPen(None))
-                region.setZValue(-10)
-                plot.addItem(region)
-                self._regions.append(region)
-        for i, region in enumerate(self._regions):
-            visible = i // 2 < len(bands)
-            region.setVisible(visible)
-            if visible:
-                region.setRegion(bands[i // 2])
+        for kind, plot in (("band", self.outputs), ("band_loss", self.loss)):
+            for region, band in zip(self._pooled(kind, plot, len(bands), _band), bands, strict=True):
+                region.setRegion(band)
 
     def _draw_loss(self, grid: np.ndarray, loss: np.ndarray, epsilon: float) -> None:
         self._shade_excess_regions(grid, loss, epsilon)
@@ -351,14 +354,9 @@ class NeighboursView(View):
         items["over"].setData(grid, over)
         items["plus"].setValue(epsilon)
         items["minus"].setValue(-epsilon)
-        if np.any(np.abs(loss) >= LOSS_CLIP):
-            note = pg.TextItem(
-                f"losses beyond ±{LOSS_CLIP:g} (or infinite) drawn at ±{LOSS_CLIP:g}",
-                color=GREY,
-                anchor=(0, 0),
-            )
+        clipped_note = self._pooled("note", self.loss, int(np.any(np.abs(loss) >= LOSS_CLIP)), _clip_note)
+        for note in clipped_note:
             note.setPos(float(grid[0]), LOSS_CLIP)
-            self._add(self.loss, note)
 
     def _overlay_numeric_draws(
         self, grid: np.ndarray, discrete: bool, items: dict[str, pg.GraphicsObject]
