@@ -224,7 +224,12 @@ def _excess_intervals(
     return list(zip(bounds[::2], bounds[1::2], strict=True))
 
 
-def hockey_stick_one_way(p: NoisyRelease, q: NoisyRelease, epsilons: np.ndarray) -> np.ndarray:
+def hockey_stick_one_way(
+    p: NoisyRelease,
+    q: NoisyRelease,
+    epsilons: np.ndarray,
+    grid_and_loss: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
     """delta_{P||Q}(eps) = sup_S P(S) - e^eps Q(S) = P(L > eps) - e^eps Q(L > eps) at each eps,
     with L = ln p/q, "⊥" included as an atom.
 
@@ -232,9 +237,10 @@ def hockey_stick_one_way(p: NoisyRelease, q: NoisyRelease, epsilons: np.ndarray)
     changes of L - eps on :func:`output_grid` (which leaves out at most 1e-15 of each law's mass
     per side; a run reaching a grid end is extended to infinity) and its masses come from the
     CDFs. A component of {L > eps} narrower than the grid spacing could be missed; for the
-    location-scale pairs used here L is smooth with at most a few crossings."""
-    grid = output_grid([p, q], points=4001, tail=HOCKEY_STICK_TAIL)
-    loss_grid = privacy_loss(p.logpdf(grid), q.logpdf(grid))
+    location-scale pairs used here L is smooth with at most a few crossings. ``grid_and_loss``:
+    that grid and L on it, if already computed (:func:`hockey_stick` shares them between the
+    two directions)."""
+    grid, loss_grid = grid_and_loss if grid_and_loss is not None else _loss_on_grid(p, q)
 
     def loss(x: float) -> float:
         return float(p.logpdf(np.array(x)) - q.logpdf(np.array(x)))
@@ -252,7 +258,15 @@ def hockey_stick(p: NoisyRelease, q: NoisyRelease, epsilons: np.ndarray) -> np.n
     """The larger of the two directions, delta_{P||Q} and delta_{Q||P}, at each epsilon
     (computed on the :func:`standardized` pair: the divergence is invariant under the map)."""
     p, q = standardized(p, q)
-    return np.maximum(hockey_stick_one_way(p, q, epsilons), hockey_stick_one_way(q, p, epsilons))
+    grid, loss_grid = _loss_on_grid(p, q)  # the grid is symmetric in p, q; L(q||p) = -L(p||q)
+    forward = hockey_stick_one_way(p, q, epsilons, (grid, loss_grid))
+    return np.maximum(forward, hockey_stick_one_way(q, p, epsilons, (grid, -loss_grid)))
+
+
+def _loss_on_grid(p: NoisyRelease, q: NoisyRelease) -> tuple[np.ndarray, np.ndarray]:
+    """The hockey-stick grid of the pair and ln p/q on it."""
+    grid = output_grid([p, q], points=4001, tail=HOCKEY_STICK_TAIL)
+    return grid, privacy_loss(p.logpdf(grid), q.logpdf(grid))
 
 
 # ---------------------------------------------------------------- accuracy
