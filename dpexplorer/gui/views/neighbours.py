@@ -22,6 +22,8 @@ from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, RED, View, new_plot, s
 THIN = 1
 """Pen width of the dense curves: a width-2 antialiased 2,000-point curve takes 5 ms to paint,
 width 1 about a fifth of that."""
+LEFT_AXIS_WIDTH = 64
+"""Pixels, for both plots' left axes."""
 LOSS_CLIP = 25.0
 """Losses beyond ±this (including ±inf) are drawn at the clip, and the plot says so."""
 
@@ -64,6 +66,8 @@ class NeighboursView(View):
         self.outputs = new_plot("output o of the mechanism", "probability density", grid=False)
         self.loss = new_plot("output o of the mechanism", "privacy loss ln p_D(o) / p_D'(o)", grid=False)
         self.loss.setXLink(self.outputs)
+        for plot in (self.outputs, self.loss):  # equal left axes: the linked x positions line up
+            plot.getAxis("left").setWidth(LEFT_AXIS_WIDTH)
         self.body.addWidget(self.outputs, 3)
         self.body.addWidget(self.loss, 2)
         self.result: NeighboursResult | None = None
