@@ -195,11 +195,12 @@ def numeric_output(p: NoisyRelease, q: NoisyRelease, *, coordinate: int = 0, not
         p = NoisyRelease(p.noise, 0.0, p.scale, p.bottom)
         q = NoisyRelease(q.noise, q.loc - origin, q.scale, q.bottom)
     grid = output_grid([p, q], points=DISPLAY_POINTS)
+    log_p, log_q = p.logpdf(grid), q.logpdf(grid)  # once each: a Laplace-log-normal density is a sum
     return NumericOutput(
         grid=grid,
-        density_d=p.pdf(grid),
-        density_d_prime=q.pdf(grid),
-        privacy_loss=privacy_loss(p.logpdf(grid), q.logpdf(grid)),
+        density_d=np.exp(log_p),
+        density_d_prime=np.exp(log_q),
+        privacy_loss=privacy_loss(log_p, log_q),
         point_masses=bottom_point_mass(p, q),
         coordinate=coordinate,
         note=note,

@@ -64,7 +64,7 @@ class NeighboursView(View):
         buttons.addWidget(self.clear_draws_button)
         self.body.addLayout(buttons)
         self.outputs = new_plot("output o of the mechanism", "probability density", grid=False)
-        self.loss = new_plot("output o of the mechanism", "privacy loss ln p_D(o) / p_D'(o)", grid=False)
+        self.loss = new_plot("output o of the mechanism", "privacy loss ln(p_D / p_D')", grid=False)
         self.loss.setXLink(self.outputs)
         for plot in (self.outputs, self.loss):  # equal left axes: the linked x positions line up
             plot.getAxis("left").setWidth(LEFT_AXIS_WIDTH)

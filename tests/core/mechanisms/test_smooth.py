@@ -262,3 +262,17 @@ def test_trimmed_mean_release():
     assert STUDENT.delta_at(params, query, 1.0) == 0.0
     add_remove = NumericInput(**{**query.__dict__, "relation": "add_remove"})
     assert "replace" in STUDENT.accepts(add_remove)
+
+
+@pytest.mark.parametrize("sigma", [0.05, 0.5, 2.0])
+def test_lln_sum_over_the_nodes_that_matter_equals_the_full_sum(sigma):
+    """Leaving out the nodes far below each row's largest term changes nothing visible."""
+    from dpexplorer.core.mechanisms.smooth import _LOG_PHI, _Y_GRID, _logsumexp_rows
+
+    law = LaplaceLogNormal(sigma)
+    rng = np.random.default_rng(3)
+    z = np.concatenate([rng.normal(0, 5, 2000), rng.uniform(-300, 300, 500), np.linspace(-1e3, 1e3, 801)])
+    shift = -sigma * _Y_GRID
+    for extra in (0.0, 1.0):
+        full = _logsumexp_rows(_LOG_PHI + extra * shift - np.abs(z)[:, None] * np.exp(shift)) - np.log(2)
+        np.testing.assert_allclose(law._log_mix(z, extra), full, rtol=1e-13, atol=1e-12)
