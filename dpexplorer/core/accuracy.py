@@ -287,14 +287,20 @@ def ci_halfwidth(release: NoisyRelease, truth: float, level: float) -> float:
     if release.bottom >= 1.0 - level:
         return float("inf")
     offset = (release.loc - truth) / release.scale
-    noise = release.noise
+    return _halfwidth_in_scale_units(release.noise, offset, release.bottom, level) * release.scale
+
+
+@functools.lru_cache(maxsize=1024)
+def _halfwidth_in_scale_units(noise: Any, offset: float, bottom: float, level: float) -> float:
+    """:func:`ci_halfwidth` for scale 1 (cached: an error-against-epsilon sweep asks the same
+    question of the same standard law at every epsilon)."""
 
     def excess(u: float) -> float:
         inside = noise.cdf(u - offset) - noise.cdf(-u - offset)
-        return float(1.0 - (1.0 - release.bottom) * inside - (1.0 - level))
+        return float(1.0 - (1.0 - bottom) * inside - (1.0 - level))
 
     upper = abs(offset) + float(noise.isf(min(1e-12, (1 - level) / 10)))
-    return float(optimize.brentq(excess, 0.0, upper, xtol=1e-13)) * release.scale
+    return float(optimize.brentq(excess, 0.0, upper, xtol=1e-13))
 
 
 def mean_squared_error(release: NoisyRelease, truth: float) -> float:
