@@ -12,6 +12,7 @@ from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms.base import CategoricalOutput, NumericOutput
 from dpexplorer.gui.param_controls import NumberControl
 from dpexplorer.gui.query_panel import QUERY_KINDS
+from dpexplorer.gui.views.neighbours import ShownOutcomes
 
 
 def _bars_show(window, p, q) -> None:
@@ -44,7 +45,8 @@ def _plotted_output_matches_core(window) -> None:
     else:
         assert isinstance(expected, CategoricalOutput)
         np.testing.assert_allclose(result.output.pmf_d, expected.pmf_d)
-        _bars_show(window, expected.pmf_d, expected.pmf_d_prime)
+        shown = ShownOutcomes.of(expected.pmf_d, expected.pmf_d_prime, expected.labels)
+        _bars_show(window, shown.collect(expected.pmf_d), shown.collect(expected.pmf_d_prime))
     epsilon, _ = mechanism.epsilon_delta(params, query)
     if result.delta_exact is None:
         with pytest.raises(NotApplicableError):

@@ -49,3 +49,35 @@ def test_point_masses_bands_and_note_follow_each_result(qtbot):
     notes = [t for t in _visible(view, pg.TextItem) if f"±{LOSS_CLIP:g}" in t.toPlainText()]
     assert len(notes) == 1
     assert len(view.outputs.getPlotItem().items) == items_before  # hidden and reused, not re-made
+
+
+def test_many_outcomes_show_the_likeliest_and_one_bar_for_the_rest():
+    from dpexplorer.gui.views.neighbours import MAX_BARS, ShownOutcomes
+
+    rng = np.random.default_rng(4)
+    p, q = rng.dirichlet(np.ones(500)), rng.dirichlet(np.ones(500))
+    labels = [f"list {i}" for i in range(500)]
+    shown = ShownOutcomes.of(p, q, labels)
+    assert len(shown.labels) == MAX_BARS and shown.labels[-1] == f"{500 - MAX_BARS + 1} others"
+    likeliest = set(np.argsort(-np.maximum(p, q))[: MAX_BARS - 1])
+    assert set(shown.index) == likeliest and list(shown.index) == sorted(shown.index)
+    np.testing.assert_allclose(shown.collect(p).sum(), 1.0)  # nothing lost, nothing counted twice
+    loss = shown.loss(np.log(p) - np.log(q), p, q)
+    rest = np.setdiff1d(np.arange(500), shown.index)
+    assert loss[-1] == np.log(p[rest].sum()) - np.log(q[rest].sum())
+    few = ShownOutcomes.of(p[:5] / p[:5].sum(), q[:5] / q[:5].sum(), labels[:5])
+    assert few.labels == tuple(labels[:5]) and len(few.collect(p[:5])) == 5
+
+
+def test_bar_names_never_overlap_and_the_tallest_come_first():
+    from dpexplorer.gui.views.neighbours import readable_ticks
+
+    labels = [f"list {i:02d}" for i in range(20)] + ["280 others"]  # 7 and 10 characters
+    heights = np.array([0.5, 0.3] + [0.01] * 18 + [0.1])  # bar 1 is the tallest that fits
+    ticks = readable_ticks(labels, heights, chars_per_bar=3.0)  # a name spans ~3 bars
+    named = [i for i, t in enumerate(ticks) if t]
+    assert 20 not in named and 0 not in named  # at the ends: the names would cross them
+    assert 1 in named and 2 not in named  # the tallest that fits, then not its neighbour
+    widths = {i: (len(labels[i]) + 2) / 2 / 3.0 for i in named}
+    assert all(abs(a - b) >= widths[a] + widths[b] for a in named for b in named if a < b)
+    assert readable_ticks(labels, heights, chars_per_bar=50.0) == tuple(labels)  # room for all

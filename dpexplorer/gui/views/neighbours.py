@@ -8,11 +8,13 @@ outputs where |loss| > ε are drawn in red."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
 from dpexplorer.core.mechanisms.base import CategoricalOutput, NumericOutput
@@ -30,6 +32,63 @@ LOSS_CLIP = 25.0
 
 def _brush(color: tuple[int, int, int], alpha: int) -> pg.QtGui.QBrush:
     return pg.mkBrush(*color, alpha)
+
+
+MAX_BARS = 40
+"""Outcomes drawn as bars; beyond it the rest are summed into one "others" bar (top-k lists of
+16 categories are 3,360 outcomes: unreadable as bars, and 3,360 bars took most of a frame)."""
+
+
+@dataclass(frozen=True)
+class ShownOutcomes:
+    """Which outcomes get a bar: all of them, or the MAX_BARS - 1 likeliest under D or D' (in
+    their own order) and one bar for the rest. Display only: δ, the CSV and the draws use all."""
+
+    index: np.ndarray
+    rest: np.ndarray
+    labels: tuple[str, ...]
+
+    @classmethod
+    def of(cls, p: np.ndarray, q: np.ndarray, labels: Sequence[str]) -> ShownOutcomes:
+        if len(labels) <= MAX_BARS:
+            return cls(np.arange(len(labels)), np.zeros(len(labels), dtype=bool), tuple(labels))
+        index = np.sort(np.argsort(-np.maximum(p, q), kind="stable")[: MAX_BARS - 1])
+        rest = np.ones(len(labels), dtype=bool)
+        rest[index] = False
+        return cls(index, rest, (*(labels[i] for i in index), f"{int(rest.sum())} others"))
+
+    def collect(self, values: np.ndarray) -> np.ndarray:
+        """Per shown bar: the value of each shown outcome, then the sum over the rest."""
+        if not self.rest.any():
+            return values[self.index]
+        return np.append(values[self.index], values[self.rest].sum())
+
+    def loss(self, values: np.ndarray, p: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """The privacy loss per bar; for "others", that of the event "one of the others",
+        ln P_D(others) / P_D'(others)."""
+        if not self.rest.any():
+            return values[self.index]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            merged = np.log(p[self.rest].sum()) - np.log(q[self.rest].sum())
+        return np.append(values[self.index], merged)
+
+
+def readable_ticks(labels: Sequence[str], heights: np.ndarray, chars_per_bar: float) -> tuple[str, ...]:
+    """Bar names that do not overlap: the tallest bars are named first, and a name is left blank
+    when it would reach a name already placed (each is centred on its bar and ``len`` characters
+    wide; a bar is ``chars_per_bar`` characters wide), or would cross the axis's ends. The last
+    bar ("others") goes first."""
+    order = [len(labels) - 1] if labels and labels[-1].endswith(" others") else []
+    order += [int(i) for i in np.argsort(-np.asarray(heights), kind="stable") if int(i) not in order]
+    placed: list[tuple[float, float]] = []
+    named = set()
+    for i in order:
+        half = (len(labels[i]) + 2) / 2 / max(chars_per_bar, 1e-9)  # in bars, with a gap
+        inside = i - half >= -1.0 and i + half <= len(labels)  # pyqtgraph drops what crosses an edge
+        if inside and all(abs(i - centre) >= half + other for centre, other in placed):
+            placed.append((i, half))
+            named.add(i)
+    return tuple(label if i in named else "" for i, label in enumerate(labels))
 
 
 def _band() -> pg.LinearRegionItem:
@@ -78,6 +137,7 @@ class NeighboursView(View):
         self._items: dict[str, pg.GraphicsObject] = {}
         self._layout: tuple[object, ...] | None = None
         self._pools: dict[str, list[pg.GraphicsObject]] = {}
+        self._ticks: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ items
     # Every item of a layout (continuous, discrete, or categorical with its labels) is made once
@@ -112,7 +172,7 @@ class NeighboursView(View):
         elif kind == "discrete":
             items = self._discrete_items()
         elif kind == "categorical":
-            items = self._categorical_items(layout[1])  # type: ignore[arg-type]
+            items = self._categorical_items()
         if items:
             items.update(self._loss_items())
         for plot in (self.outputs, self.loss):
@@ -181,7 +241,7 @@ class NeighboursView(View):
         bars = self._bars({"p": _brush(BLUE, 160), "q": _brush(ORANGE, 160)}, {"p": "M(D)", "q": "M(D')"})
         return {**bars, **self._draws_curves(), **self._true_lines()}
 
-    def _categorical_items(self, labels: tuple[str, ...]) -> dict[str, pg.GraphicsObject]:
+    def _categorical_items(self) -> dict[str, pg.GraphicsObject]:
         bars = self._bars(
             {"p": _brush(BLUE, 180), "q": _brush(ORANGE, 180), "excess": _brush(RED, 200)},
             {"p": "M(D)", "q": "M(D')"},
@@ -190,11 +250,22 @@ class NeighboursView(View):
             key: self.outputs.plot(pen=None, symbol="o", symbolBrush=color, symbolSize=7)
             for key, color in (("dots_d", BLUE), ("dots_d_prime", ORANGE))
         }
-        ticks = [list(enumerate(labels))]
         for plot in (self.outputs, self.loss):
-            plot.getAxis("bottom").setTicks(ticks)
             plot.setLabel("bottom", "outcome")
+        self._ticks = ()
         return {**bars, **dots}
+
+    def _pixels_per_bar(self, bars: int) -> float:
+        """Screen pixels per bar along x, in units of the tick font's average character width."""
+        metrics = QFontMetrics(self.loss.getAxis("bottom").font())
+        return self.loss.getViewBox().width() / max(bars, 1) / max(metrics.averageCharWidth(), 1)
+
+    def _set_ticks(self, labels: tuple[str, ...]) -> None:
+        """The outcome names under the bars (set only when they change)."""
+        if labels != self._ticks:
+            for plot in (self.outputs, self.loss):
+                plot.getAxis("bottom").setTicks([list(enumerate(labels))])
+            self._ticks = labels
 
     def _loss_items(self) -> dict[str, pg.GraphicsObject]:
         """The loss plot's curve, its part beyond ±ε and the ±ε lines."""
@@ -377,16 +448,21 @@ class NeighboursView(View):
             items[key].setData(edges, counts / (values.size * (1.0 if discrete else np.diff(edges))))
 
     def _draw_categorical(self, result: NeighboursResult, out: CategoricalOutput) -> None:
-        items = self._use_layout(("categorical", tuple(out.labels)))
-        x = np.arange(len(out.labels), dtype=float)
+        items = self._use_layout(("categorical",))
         p, q = np.asarray(out.pmf_d, dtype=float), np.asarray(out.pmf_d_prime, dtype=float)
+        shown = ShownOutcomes.of(p, q, out.labels)
+        x = np.arange(len(shown.labels), dtype=float)
+        heights = np.maximum(shown.collect(p), shown.collect(q))
+        self._set_ticks(readable_ticks(shown.labels, heights, self._pixels_per_bar(len(shown.labels))))
         self.outputs.setLabel("left", "probability of being selected")
-        self.outputs.setXRange(-0.6, len(out.labels) - 0.4, padding=0.0)
-        self._fit(self.outputs, 1, 0.0, max(float(np.max(p)), float(np.max(q)), 0.0))
-        items["p"].setOpts(x=x - 0.2, height=p, width=0.4)
-        items["q"].setOpts(x=x + 0.2, height=q, width=0.4)
-        items["excess"].setOpts(x=x - 0.2, height=np.maximum(0.0, p - np.exp(result.epsilon) * q), width=0.4)
-        self._draw_loss(x, np.asarray(out.privacy_loss, dtype=float), result.epsilon)
+        self.outputs.setXRange(-0.6, len(shown.labels) - 0.4, padding=0.0)
+        p_shown, q_shown = shown.collect(p), shown.collect(q)
+        self._fit(self.outputs, 1, 0.0, max(float(np.max(p_shown)), float(np.max(q_shown)), 0.0))
+        items["p"].setOpts(x=x - 0.2, height=p_shown, width=0.4)
+        items["q"].setOpts(x=x + 0.2, height=q_shown, width=0.4)
+        excess = shown.collect(np.maximum(0.0, p - np.exp(result.epsilon) * q))
+        items["excess"].setOpts(x=x - 0.2, height=excess, width=0.4)
+        self._draw_loss(x, shown.loss(np.asarray(out.privacy_loss, dtype=float), p, q), result.epsilon)
         for key, values, dx in (
             ("dots_d", self.draws.draws_d if self.draws else None, -0.2),
             ("dots_d_prime", self.draws.draws_d_prime if self.draws else None, 0.2),
@@ -395,11 +471,13 @@ class NeighboursView(View):
                 items[key].setData([], [])
                 continue
             freq = np.bincount(values[values >= 0].astype(int), minlength=len(out.labels)) / values.size
-            items[key].setData(x + dx, freq)
+            items[key].setData(x + dx, shown.collect(freq))
         self.columns = {
             "outcome": list(out.labels),
             "P_D": list(p),
             "P_D_prime": list(q),
             "privacy_loss": list(out.privacy_loss),
         }
-        self._show_numbers(result, "Dark red bars: Σ max(0, P_D − e^ε P_D')", out.note)
+        top = int(np.argmax(p))
+        likeliest = f"Likeliest under D: {out.labels[top]} ({p[top]:.3g}). " if len(out.labels) > 2 else ""
+        self._show_numbers(result, "Dark red bars: Σ max(0, P_D − e^ε P_D')", likeliest + out.note)
