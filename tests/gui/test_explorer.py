@@ -12,7 +12,7 @@ from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms.base import CategoricalOutput, NumericOutput
 from dpexplorer.gui.param_controls import NumberControl
 from dpexplorer.gui.query_panel import QUERY_KINDS
-from dpexplorer.gui.views.neighbours import ShownOutcomes
+from dpexplorer.gui.views.outcomes import ShownOutcomes
 
 
 def _bars_show(window, p, q) -> None:

@@ -52,7 +52,7 @@ def test_point_masses_bands_and_note_follow_each_result(qtbot):
 
 
 def test_many_outcomes_show_the_likeliest_and_one_bar_for_the_rest():
-    from dpexplorer.gui.views.neighbours import MAX_BARS, ShownOutcomes
+    from dpexplorer.gui.views.outcomes import MAX_BARS, ShownOutcomes
 
     rng = np.random.default_rng(4)
     p, q = rng.dirichlet(np.ones(500)), rng.dirichlet(np.ones(500))
@@ -70,7 +70,7 @@ def test_many_outcomes_show_the_likeliest_and_one_bar_for_the_rest():
 
 
 def test_bar_names_never_overlap_and_the_tallest_come_first():
-    from dpexplorer.gui.views.neighbours import readable_ticks
+    from dpexplorer.gui.views.outcomes import readable_ticks
 
     labels = [f"list {i:02d}" for i in range(20)] + ["280 others"]  # 7 and 10 characters
     heights = np.array([0.5, 0.3] + [0.01] * 18 + [0.1])  # bar 1 is the tallest that fits
