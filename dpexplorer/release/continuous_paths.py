@@ -58,7 +58,7 @@ from dpexplorer.core.mechanisms.base import Mechanism, NumericInput, SelectionIn
 from dpexplorer.core.mechanisms.smooth import check_data_query
 from dpexplorer.core.sensitivity import quantile_rank, trim_count
 from dpexplorer.release.exact import ExactRelease
-from dpexplorer.release.lazy import LazyUniform, context, fraction_bounds, refine_until
+from dpexplorer.release.lazy import LazyUniform, context, fraction_bounds, rational, refine_until
 from dpexplorer.release.rational import float_up, floor_log2
 from dpexplorer.release.samplers import BitSource
 from dpexplorer.release.selection_paths import checked_scores, sigma, uses_monotone_bound
@@ -74,11 +74,6 @@ NoiseInterval = Callable[[MPIntervalContext], Interval]
 """Encloses the standard noise Z given the current digits of its uniforms."""
 NoiseLaw = Callable[[BitSource], tuple[list[LazyUniform], NoiseInterval]]
 """Starts one draw of Z: its lazy uniforms and their enclosure of Z."""
-
-
-def rational(ctx: MPIntervalContext, value: Fraction) -> Interval:
-    """An interval of ``ctx`` enclosing the rational ``value``."""
-    return ctx.mpf(value.numerator) / ctx.mpf(value.denominator)
 
 
 Enclosures = Callable[[MPIntervalContext], list[Interval]]

@@ -58,10 +58,11 @@ class LazyUniform:
     def interval(self, ctx: MPIntervalContext) -> Any:
         """U as an interval of ``ctx`` (dyadic endpoints: exact at any precision >= digits)."""
         low, high = self.bounds()
-        return ctx.mpf([ctx.mpf(_exact(low, ctx)).a, ctx.mpf(_exact(high, ctx)).b])
+        return ctx.mpf([rational(ctx, low).a, rational(ctx, high).b])
 
 
-def _exact(value: Fraction, ctx: MPIntervalContext) -> Any:
+def rational(ctx: MPIntervalContext, value: Fraction) -> Any:
+    """An interval of ``ctx`` enclosing the rational ``value``."""
     return ctx.mpf(value.numerator) / ctx.mpf(value.denominator)
 
 

@@ -48,7 +48,7 @@ from dpexplorer.core.mechanisms.mwem import mw_update
 from dpexplorer.core.mechanisms.pmw import check_any_workload, workload_answers
 from dpexplorer.release import samplers
 from dpexplorer.release.exact import ExactRelease, Value, discrete_scale, finite_fractions
-from dpexplorer.release.lazy import Bounds, fraction_bounds, pick_index
+from dpexplorer.release.lazy import Bounds, fraction_bounds, pick_index, rational
 from dpexplorer.release.rational import float_up
 from dpexplorer.release.samplers import BitSource
 from dpexplorer.release.selection_paths import exponential_pick, gaps
@@ -87,7 +87,7 @@ def level_weights(levels: Sequence[int], numbers: Sequence[int], c: Fraction) ->
             if gamma >= Fraction(7, 10) * (ctx.prec + number.bit_length()):
                 out.append((Fraction(0), Fraction(1, 1 << ctx.prec)))
                 continue
-            weight = ctx.exp(-(ctx.mpf(gamma.numerator) / gamma.denominator)) * number
+            weight = ctx.exp(-rational(ctx, gamma)) * number
             out.append(_outward(fraction_bounds(weight), ctx.prec))
         return out
 
