@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QWidget
 
 from dpexplorer.gui.jobs import AccuracyResult
-from dpexplorer.gui.views.base import RED, CurveSet, View, curve_columns, new_plot
+from dpexplorer.gui.views.base import RED, CurveSet, View, curve_columns, dashed_line, new_plot
 
 
 class AccuracyView(View):
@@ -51,12 +51,7 @@ class AccuracyView(View):
     @staticmethod
     def _marker(plot: pg.PlotWidget, position: float) -> pg.InfiniteLine:
         """A red dashed vertical line with a label, moved at each redraw."""
-        line = pg.InfiniteLine(
-            angle=90,
-            pen=pg.mkPen(RED, width=1, style=Qt.PenStyle.DashLine),
-            label="",
-            labelOpts={"position": position, "color": RED},
-        )
+        line = dashed_line(RED, "", position)
         plot.addItem(line)
         return line
 

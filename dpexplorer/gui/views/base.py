@@ -92,6 +92,29 @@ class View(QWidget):
             self.save(path)
 
 
+def dashed_line(
+    color: tuple[int, int, int],
+    label: str,
+    position: float,
+    *,
+    pos: float = 0.0,
+    angle: float = 90,
+    width: int = 1,
+    fill: object = None,
+    side: int | None = None,
+) -> pg.InfiniteLine:
+    """A dashed line at ``pos`` (vertical unless ``angle`` = 0) in ``color``, its ``label`` at
+    ``position`` (0..1) along it; ``fill`` a background behind the label, ``side`` 0 or 1 puts
+    the label right or left of a vertical line."""
+    options: dict[str, object] = {"position": position, "color": color}
+    if fill is not None:
+        options["fill"] = fill
+    if side is not None:
+        options["anchors"] = [(side, 0.5), (side, 0.5)]
+    pen = pg.mkPen(color, width=width, style=Qt.PenStyle.DashLine)
+    return pg.InfiniteLine(pos=pos, angle=angle, pen=pen, label=label, labelOpts=options)
+
+
 def new_plot(x_label: str, y_label: str, title: str = "", grid: bool = True) -> pg.PlotWidget:
     """A plot with axis labels and a legend; ``grid=False`` for plots redrawn at every slider
     step (grid lines are a third of a plot's paint time)."""

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
 
 from dpexplorer.core.cancel import CancelToken, ProgressFn
@@ -25,7 +24,7 @@ from dpexplorer.core.errors import CancelledError, DPExplorerError
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput, WorkloadInput
 from dpexplorer.core.mechanisms.blr import MWEM_HINT, BLRResult, synthetic_size
 from dpexplorer.core.mechanisms.sparse_vector import normalised_answers
-from dpexplorer.gui.views.base import GREEN, GREY, RED, View
+from dpexplorer.gui.views.base import GREEN, GREY, RED, View, dashed_line
 from dpexplorer.gui.views.selection import (
     axis_end,
     category_plot,
@@ -376,18 +375,7 @@ class BLRView(View):
     ) -> None:
         """A dashed vertical line with its label to the right (``side`` 0) or left (1) of it."""
         self.errors.addItem(
-            pg.InfiniteLine(
-                pos=x,
-                angle=90,
-                pen=pg.mkPen(colour, width=2, style=Qt.PenStyle.DashLine),
-                label=label,
-                labelOpts={
-                    "position": position,
-                    "color": colour,
-                    "fill": (255, 255, 255, 230),
-                    "anchors": [(side, 0.5), (side, 0.5)],
-                },
-            )
+            dashed_line(colour, label, position, pos=x, width=2, fill=(255, 255, 255, 230), side=side)
         )
 
     @staticmethod

@@ -44,7 +44,7 @@ from dpexplorer.core.planning import (
     PlannedMeasurement,
     ReleasedMeasurement,
 )
-from dpexplorer.gui.views.base import GREEN, GREY, PALETTE, RED, View, new_plot
+from dpexplorer.gui.views.base import GREEN, GREY, PALETTE, RED, View, dashed_line, new_plot
 
 PROFILE_DELTAS = np.geomspace(1e-12, 1e-1, 12)
 """The deltas at which the privacy profiles are drawn (one per decade: the tight accountant
@@ -548,12 +548,14 @@ class BudgetView(View):
             text.setPos(float(i), (row.total or 0.0) + 0.02 * top)
             self.bars.addItem(text)
         self.bars.addItem(
-            pg.InfiniteLine(
+            dashed_line(
+                RED,
+                f"budget ε = {report.budget_epsilon:g}",
+                0.5,
                 pos=report.budget_epsilon,
                 angle=0,
-                pen=pg.mkPen(RED, width=2, style=Qt.PenStyle.DashLine),
-                label=f"budget ε = {report.budget_epsilon:g}",
-                labelOpts={"position": 0.5, "color": RED, "fill": pg.mkBrush(255, 255, 255, 220)},
+                width=2,
+                fill=pg.mkBrush(255, 255, 255, 220),
             )
         )
         self.bars.getAxis("bottom").setTicks(
@@ -591,15 +593,7 @@ class BudgetView(View):
                 pen = pg.mkPen(PALETTE[i % len(PALETTE)], width=2, style=style)
                 plot.plot(deltas, eps, pen=pen, connect="finite", name=METHOD_NAMES[method])
         report = result.report
-        plot.addItem(
-            pg.InfiniteLine(
-                pos=report.budget_epsilon,
-                angle=0,
-                pen=pg.mkPen(RED, width=1, style=Qt.PenStyle.DashLine),
-                label="budget ε",
-                labelOpts={"position": 0.9, "color": RED},
-            )
-        )
+        plot.addItem(dashed_line(RED, "budget ε", 0.9, pos=report.budget_epsilon, angle=0))
         if report.budget_delta > 0:
             plot.plot(
                 [report.budget_delta],

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 
 from dpexplorer.core.mechanisms.base import CategoricalOutput, NumericOutput
 from dpexplorer.gui.jobs import DrawsResult, NeighboursResult
-from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, RED, View, new_plot, sticky_range
+from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, RED, View, dashed_line, new_plot, sticky_range
 from dpexplorer.gui.views.outcomes import ShownOutcomes, readable_ticks
 
 THIN = 1
@@ -139,12 +139,7 @@ class NeighboursView(View):
             ("true_d", BLUE, "true f(D)", 0.95),
             ("true_d_prime", ORANGE, "true f(D')", 0.85),
         ):
-            lines[key] = pg.InfiniteLine(
-                angle=90,
-                pen=pg.mkPen(color, width=1, style=Qt.PenStyle.DashLine),
-                label=name,
-                labelOpts={"position": position, "color": color, "anchors": [(0, 0.5), (0, 0.5)]},
-            )
+            lines[key] = dashed_line(color, name, position, side=0)
             self.outputs.addItem(lines[key])
         return lines
 
@@ -212,15 +207,12 @@ class NeighboursView(View):
 
     def _loss_items(self) -> dict[str, pg.GraphicsObject]:
         """The loss plot's curve, its part beyond ±ε and the ±ε lines."""
-        dashed = pg.mkPen(RED, width=1, style=Qt.PenStyle.DashLine)
         items: dict[str, pg.GraphicsObject] = {
             "loss": self.loss.plot(pen=pg.mkPen(GREY, width=THIN), name="privacy loss"),
             "over": self.loss.plot(pen=pg.mkPen(RED, width=4), connect="finite", name="|loss| > ε"),
         }
         for key, text in (("plus", "+ε"), ("minus", "−ε")):
-            items[key] = pg.InfiniteLine(
-                angle=0, pen=dashed, label=text, labelOpts={"position": 0.03, "color": RED}
-            )
+            items[key] = dashed_line(RED, text, 0.03, angle=0)
             self.loss.addItem(items[key])
         return items
 

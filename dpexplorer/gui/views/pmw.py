@@ -16,14 +16,13 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from dpexplorer.core.cancel import CancelToken, ProgressFn
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
 from dpexplorer.core.mechanisms.pmw import LAZY, UPDATE, PMWTranscript
 from dpexplorer.core.mechanisms.sparse_vector import BOTTOM, HALTED, TOP, SparseVector, SVTTranscript
-from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, RED, View
+from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, RED, View, dashed_line
 from dpexplorer.gui.views.selection import (
     category_plot,
     clear_and_show_error,
@@ -194,15 +193,7 @@ class TranscriptView(View):
 
     @staticmethod
     def _vertical(plot: pg.PlotWidget, x: float, label: str) -> None:
-        plot.addItem(
-            pg.InfiniteLine(
-                pos=x,
-                angle=90,
-                pen=pg.mkPen(RED, width=2, style=Qt.PenStyle.DashLine),
-                label=label,
-                labelOpts={"position": 0.985, "color": RED, "fill": (255, 255, 255, 230)},
-            )
-        )
+        plot.addItem(dashed_line(RED, label, 0.985, pos=x, width=2, fill=(255, 255, 255, 230)))
 
     @staticmethod
     def _summary(result: TranscriptResult, colours: dict[str, tuple[int, int, int]]) -> str:

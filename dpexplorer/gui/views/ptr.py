@@ -14,13 +14,12 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from dpexplorer.core.mechanisms.base import Mechanism, NumericInput, QueryInput
 from dpexplorer.core.mechanisms.ptr import ProposeTestRelease, bottom_probability, pass_threshold
 from dpexplorer.core.sensitivity import NO_SUCH_DISTANCE
-from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, RED, View, new_plot
+from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, RED, View, dashed_line, new_plot
 from dpexplorer.gui.views.selection import (
     axis_end,
     category_plot,
@@ -210,20 +209,8 @@ class PTRView(View):
         self, x: float, color: tuple[int, int, int], label: str, position: float, side: int = 0
     ) -> None:
         """A dashed vertical line with its label to the right (``side`` 0) or left (1) of it."""
-        anchor = (side, 0.5)
         self.curve.addItem(
-            pg.InfiniteLine(
-                pos=x,
-                angle=90,
-                pen=pg.mkPen(color, width=2, style=Qt.PenStyle.DashLine),
-                label=label,
-                labelOpts={
-                    "position": position,
-                    "color": color,
-                    "fill": (255, 255, 255, 210),
-                    "anchors": [anchor, anchor],
-                },
-            )
+            dashed_line(color, label, position, pos=x, width=2, fill=(255, 255, 255, 210), side=side)
         )
 
     def _mark(
