@@ -28,6 +28,7 @@ NEIGHBOURS_JOB = "neighbours"
 ACCURACY_JOB = "accuracy"
 DRAWS_JOBS = {"D": "draws on D", "D'": "draws on D'"}
 """One job per side: the two workers draw them at once."""
+DRAWS_SIDE = {job: side for side, job in DRAWS_JOBS.items()}
 
 
 def _load_registry() -> tuple[Mechanism, ...]:
@@ -195,9 +196,8 @@ class Explorer(QObject):
             self.neighbours_view.deliver(result)
         elif view == ACCURACY_JOB:
             self.accuracy_view.deliver(result)
-        elif view in DRAWS_JOBS.values():
-            side = next(side for side, job in DRAWS_JOBS.items() if job == view)
-            self._draws_done(side, result)  # type: ignore[arg-type]
+        elif view in DRAWS_SIDE:
+            self._draws_done(DRAWS_SIDE[view], result)  # type: ignore[arg-type]
         else:
             return
         self.views_updated.emit(view)

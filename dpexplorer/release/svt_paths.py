@@ -30,6 +30,7 @@ import numpy as np
 from dpexplorer.core.accounting.guarantees import PureDP
 from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.core.mechanisms.base import WorkloadInput
+from dpexplorer.core.mechanisms.pmw import dense_workload
 from dpexplorer.release import samplers
 from dpexplorer.release.exact import (
     BOTTOM,
@@ -48,7 +49,7 @@ TOP, HALTED = "⊤", "—"
 
 def _fractions_of_rows(query: WorkloadInput) -> list[Fraction]:
     """q_i(D) = (W h)_i / sum(h), exactly (integer counts, rational result)."""
-    workload = np.asarray(query.workload.toarray() if hasattr(query.workload, "toarray") else query.workload)
+    workload = dense_workload(query.workload)
     histogram = np.asarray(query.histogram_d)
     if workload.ndim != 2 or workload.shape[1] != histogram.size or workload.shape[0] == 0:
         raise InvalidParameterError("the workload must be a (k, N) matrix over the cells; rebuild the query")
@@ -126,9 +127,7 @@ def pmw_release(query: WorkloadInput, params: Mapping[str, Any]) -> ExactRelease
     epsilon, limit = float(params["epsilon"]), int(params["updates"])
     threshold_value, eta = Fraction(float(params["threshold"])), float(params["threshold"]) / 4
     truth = _fractions_of_rows(query)
-    workload = np.asarray(
-        query.workload.toarray() if hasattr(query.workload, "toarray") else query.workload, dtype=float
-    )
+    workload = dense_workload(query.workload)
     delta = Fraction(1, query.n)
     eps_tests, eps_answers = Fraction(epsilon) * 8 / 9, Fraction(epsilon) * 2 / 9
     grid = make_grid(truth, 2 * limit * delta / eps_tests, delta, integral=False, norm="each")

@@ -101,6 +101,11 @@ class PMWTranscript:
         return float(answered.max()) if answered.size else 0.0
 
 
+def dense_workload(workload: Any) -> np.ndarray:
+    """The (k, N) workload matrix as a dense float array (it may be a scipy sparse matrix)."""
+    return np.asarray(workload.toarray() if sparse.issparse(workload) else workload, dtype=float)
+
+
 def workload_row(workload: Any, i: int) -> np.ndarray:
     if sparse.issparse(workload):
         return np.asarray(workload[i].toarray(), dtype=float).ravel()
