@@ -226,10 +226,7 @@ def _excess_intervals(
 
 
 def hockey_stick_one_way(
-    p: NoisyRelease,
-    q: NoisyRelease,
-    epsilons: np.ndarray,
-    grid_and_loss: tuple[np.ndarray, np.ndarray] | None = None,
+    p: NoisyRelease, q: NoisyRelease, epsilons: np.ndarray, grid: np.ndarray, loss_grid: np.ndarray
 ) -> np.ndarray:
     """delta_{P||Q}(eps) = sup_S P(S) - e^eps Q(S) = P(L > eps) - e^eps Q(L > eps) at each eps,
     with L = ln p/q, "⊥" included as an atom.
@@ -238,10 +235,9 @@ def hockey_stick_one_way(
     changes of L - eps on :func:`output_grid` (which leaves out at most 1e-15 of each law's mass
     per side; a run reaching a grid end is extended to infinity) and its masses come from the
     CDFs. A component of {L > eps} narrower than the grid spacing could be missed; for the
-    location-scale pairs used here L is smooth with at most a few crossings. ``grid_and_loss``:
-    that grid and L on it, if already computed (:func:`hockey_stick` shares them between the
-    two directions)."""
-    grid, loss_grid = grid_and_loss if grid_and_loss is not None else _loss_on_grid(p, q)
+    location-scale pairs used here L is smooth with at most a few crossings. ``grid`` and
+    ``loss_grid``: that grid and L on it (:func:`_loss_on_grid`; :func:`hockey_stick` shares
+    them between the two directions)."""
 
     def loss(x: float) -> float:
         return float(p.logpdf(np.array(x)) - q.logpdf(np.array(x)))
@@ -260,8 +256,8 @@ def hockey_stick(p: NoisyRelease, q: NoisyRelease, epsilons: np.ndarray) -> np.n
     (computed on the :func:`standardized` pair: the divergence is invariant under the map)."""
     p, q = standardized(p, q)
     grid, loss_grid = _loss_on_grid(p, q)  # the grid is symmetric in p, q; L(q||p) = -L(p||q)
-    forward = hockey_stick_one_way(p, q, epsilons, (grid, loss_grid))
-    return np.maximum(forward, hockey_stick_one_way(q, p, epsilons, (grid, -loss_grid)))
+    forward = hockey_stick_one_way(p, q, epsilons, grid, loss_grid)
+    return np.maximum(forward, hockey_stick_one_way(q, p, epsilons, grid, -loss_grid))
 
 
 def _loss_on_grid(p: NoisyRelease, q: NoisyRelease) -> tuple[np.ndarray, np.ndarray]:
