@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 
 OPEN_FILTER = "Data files (*.csv *.tsv *.txt *.gz *.parquet *.pq);;All files (*)"
 DATASET_VIEW = "dataset"
+BUSY_INDICATOR_DELAY_MS = 300
+"""Work running longer than this shows a progress bar and a Cancel button."""
 
 
 class MainWindow(QMainWindow):
@@ -64,6 +66,8 @@ class MainWindow(QMainWindow):
         self.cancel_button.clicked.connect(self.cancel_jobs)
         self.cancel_button.hide()
         self.statusBar().addPermanentWidget(self.progress)
+        self._show_busy = QTimer(self, singleShot=True, interval=BUSY_INDICATOR_DELAY_MS)
+        self._show_busy.timeout.connect(lambda: self._set_busy_visible(True))
         self.statusBar().addPermanentWidget(self.cancel_button)
         self.compute.finished.connect(self._on_result)
         self.compute.failed.connect(self._on_failure)
@@ -293,9 +297,19 @@ class MainWindow(QMainWindow):
         self.progress.setValue(int(fraction * 1000))
 
     def _on_busy(self, busy: bool) -> None:
-        self.progress.setRange(0, 0)
-        self.progress.setVisible(busy)
-        self.cancel_button.setVisible(busy)
+        """Progress and Cancel appear once the work has run for a moment: most jobs end within
+        a frame, and showing them for each would flicker the status bar (and re-lay it out:
+        3 ms of every slider step)."""
+        if busy:
+            self.progress.setRange(0, 0)  # indeterminate until a job reports its progress
+            self._show_busy.start()
+        else:
+            self._show_busy.stop()
+            self._set_busy_visible(False)
+
+    def _set_busy_visible(self, visible: bool) -> None:
+        self.progress.setVisible(visible)
+        self.cancel_button.setVisible(visible)
 
     # ------------------------------------------------------------------ teaching mode
     def set_teaching_mode(self, on: bool) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+import pytest
 
 from dpexplorer.core.mechanisms.base import NumericOutput, PointMass
 from dpexplorer.gui.jobs import NeighboursResult
@@ -81,3 +82,29 @@ def test_bar_names_never_overlap_and_the_tallest_come_first():
     widths = {i: (len(labels[i]) + 2) / 2 / 3.0 for i in named}
     assert all(abs(a - b) >= widths[a] + widths[b] for a in named for b in named if a < b)
     assert readable_ticks(labels, heights, chars_per_bar=50.0) == tuple(labels)  # room for all
+
+
+def _shaded_area(view: NeighboursView) -> float:
+    """Area of the dark red fill, by the shoelace formula over its polygon."""
+    polygon = view._items["fill"].path().toFillPolygon()
+    if polygon.size() < 3:
+        return 0.0
+    xy = np.array([(point.x(), point.y()) for point in polygon])
+    x, y = xy[:, 0], xy[:, 1]
+    return abs(float(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1)))) / 2
+
+
+def test_the_shaded_area_is_the_excess_of_p_over_e_epsilon_q(qtbot):
+    """The dark red area is ∫ max(0, p_D − e^ε p_D') over the grid (trapezoid rule, as drawn);
+    it was once empty (a fill between two curves that had no pen, so no path)."""
+    view = NeighboursView()
+    qtbot.addWidget(view)
+    view.show()
+    for epsilon in (0.2, 1.0, 3.0):
+        result = _result((), epsilon=epsilon, loss_scale=1.0)
+        view.show_result(result)
+        out = result.output
+        excess = np.maximum(0.0, out.density_d - np.exp(epsilon) * out.density_d_prime)
+        expected = float(np.trapezoid(excess, out.grid))
+        assert _shaded_area(view) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+        assert (expected > 0.01) == (epsilon < 3.0)  # the three cases: large, some, none shaded

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QWidget
 
 from dpexplorer.gui.jobs import AccuracyResult
 from dpexplorer.gui.views.base import RED, CurveSet, View, curve_columns, dashed_line, new_plot
+from dpexplorer.gui.views.live_text import LiveText
 
 
 class AccuracyView(View):
@@ -30,9 +30,7 @@ class AccuracyView(View):
         level_row.addWidget(QLabel("Confidence level 1 − β:"))
         level_row.addWidget(self.ci_level)
         level_row.addStretch(1)
-        self.summary = QLabel()
-        self.summary.setWordWrap(True)
-        self.summary.setTextFormat(Qt.TextFormat.RichText)
+        self.summary = LiveText()
         level_row.addWidget(self.summary, 4)
         self.body.addLayout(level_row)
         self.vs_epsilon = new_plot("ε (log scale)", "error", "Error against ε")

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 from dpexplorer.core.mechanisms.base import CategoricalOutput, Mechanism, QueryInput, SelectionInput
 from dpexplorer.core.mechanisms.exponential import max_abs_loss
 from dpexplorer.gui.views.base import BLUE, ORANGE, RED, View, new_plot
+from dpexplorer.gui.views.live_text import LiveText
 
 MECHANISMS = ("exponential", "noisy_max", "topk")
 """The mechanisms (registry names) this view serves."""
@@ -56,12 +57,9 @@ def clear_and_show_error(view: Any, message: str, *plots: pg.PlotWidget) -> None
     view.error.show()
 
 
-def rich_label() -> QLabel:
-    """A word-wrapped rich-text label for a view's summary line."""
-    label = QLabel()
-    label.setWordWrap(True)
-    label.setTextFormat(Qt.TextFormat.RichText)
-    return label
+def rich_label() -> LiveText:
+    """A word-wrapped rich-text line for a view's summary (it changes with every slider step)."""
+    return LiveText()
 
 
 def category_plot(value_label: str, title: str, category_label: str) -> pg.PlotWidget:
