@@ -4,8 +4,8 @@
 
 For each mechanism (on a query it applies to), the epsilon slider is moved to a new position
 and the clock runs until the visible view (neighbouring datasets) has been recomputed on the
-worker, delivered, and both of its plots have finished a paint after the delivery (an event
-filter on their viewports); hidden tabs are computed only when shown, so they are not on this
+worker, delivered, and its canvas (both plots) has finished a paint after the delivery (an
+event filter on its viewport); hidden tabs are computed only when shown, so they are not on this
 path. Closed-form: that view. Monte-Carlo: the same move followed by 1e5 simulated draws on D
 and D' overlaid and painted. Moves start from rest (50 ms apart, past the 16 ms throttle).
 Soak: a feeder thread posts 1000 slider moves per second to the main thread for N seconds (as a
@@ -73,14 +73,14 @@ def spin_until(condition, timeout: float = 120.0) -> None:
 
 
 class PaintWatch(QObject):
-    """When each plot of the neighbouring-datasets view last finished painting, and when the
-    explorer last delivered a result or draws: a move is timed until both plots have painted
+    """When the neighbouring-datasets view's canvas (both of its plots) last finished painting,
+    and when the explorer last delivered a result or draws: a move is timed until it has painted
     after the delivery (``view.repaint()`` does not paint a pyqtgraph viewport)."""
 
     def __init__(self, window: MainWindow) -> None:
         super().__init__()
         view = window.neighbours_view
-        self.viewports = [view.outputs.viewport(), view.loss.viewport()]
+        self.viewports = [view.canvas.viewport()]
         self.painted: dict[int, float] = {}
         self.delivered = 0.0
         for viewport in self.viewports:

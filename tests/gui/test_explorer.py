@@ -19,7 +19,7 @@ def _bars_show(window, p, q) -> None:
     """The bars named M(D) and M(D') on screen have the core's heights."""
     bars = {
         item.name(): item
-        for item in window.neighbours_view.outputs.getPlotItem().items
+        for item in window.neighbours_view.outputs.items
         if isinstance(item, pg.BarGraphItem) and item.name()
     }
     np.testing.assert_allclose(bars["M(D)"].opts["height"], p)

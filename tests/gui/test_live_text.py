@@ -38,7 +38,7 @@ def _settle(qtbot) -> None:
 
 def test_new_numbers_do_not_re_lay_out_the_window(qtbot):
     text = LiveText()
-    window, requests = _window(qtbot, text)
+    _, requests = _window(qtbot, text)
     text.setText("ε = <b>1</b>, δ = 0")
     _settle(qtbot)
     assert text.height() > 0 and text.toPlainText() == "ε = 1, δ = 0"
@@ -51,7 +51,7 @@ def test_new_numbers_do_not_re_lay_out_the_window(qtbot):
 
     label = QLabel()  # the QLabel it replaces asks for a layout at each new text
     label.setWordWrap(True)
-    other, label_requests = _window(qtbot, label)
+    _, label_requests = _window(qtbot, label)
     label.setText("ε = 1")
     _settle(qtbot)
     label_requests.count = 0

@@ -9,6 +9,7 @@ import pytest
 
 from dpexplorer.core.mechanisms.base import NumericOutput, PointMass
 from dpexplorer.gui.jobs import NeighboursResult
+from dpexplorer.gui.views.bands import Bands
 from dpexplorer.gui.views.neighbours import LOSS_CLIP, NeighboursView
 
 
@@ -26,7 +27,7 @@ def _result(masses: tuple[PointMass, ...], epsilon: float, loss_scale: float) ->
 
 
 def _visible(view: NeighboursView, kind: type) -> list[pg.GraphicsObject]:
-    items = view.outputs.getPlotItem().items + view.loss.getPlotItem().items
+    items = view.outputs.items + view.loss.items
     return [item for item in items if isinstance(item, kind) and item.isVisible()]
 
 
@@ -40,16 +41,30 @@ def test_point_masses_bands_and_note_follow_each_result(qtbot):
     assert len(texts) == 1 and "P_D = 0.2" in texts[0].toPlainText()
     heights = sorted(float(b.opts["height"][0]) for b in _visible(view, pg.BarGraphItem))
     assert heights == [0.05, 0.2]
-    bands = _visible(view, pg.LinearRegionItem)
-    assert len(bands) == 4  # |loss| > 1 on both sides of the grid, in both plots
-    items_before = len(view.outputs.getPlotItem().items)
+    grid = np.linspace(-5, 5, 201)
+    half_step = (grid[1] - grid[0]) / 2
+    over = grid[np.abs(0.5 - grid) > 1.0]  # |loss| > ε = 1 on both sides of the grid
+    expected = [
+        (-5 - half_step, over[over < 0].max() + half_step),
+        (over[over > 0].min() - half_step, 5 + half_step),
+    ]
+    bands = [item for item in view.outputs.items + view.loss.items if isinstance(item, Bands)]
+    assert len(bands) == 2  # one per plot
+    for band, plot in zip(bands, (view.outputs, view.loss), strict=True):
+        np.testing.assert_allclose(band.spans, expected)
+        low, high = plot.getViewBox().viewRange()[1]  # full height, following the view
+        outline = band.path().boundingRect()
+        assert (outline.top(), outline.bottom()) == pytest.approx((low, high))
+    view.loss.getViewBox().setYRange(-100, 100, padding=0)
+    assert bands[1].path().boundingRect().bottom() == pytest.approx(100)
+    items_before = len(view.outputs.items)
 
     view.show_result(_result((), epsilon=10.0, loss_scale=10.0))  # no mass; loss up to 55 > clip
     assert not [t for t in _visible(view, pg.TextItem) if "⊥" in t.toPlainText()]
     assert not _visible(view, pg.BarGraphItem)
     notes = [t for t in _visible(view, pg.TextItem) if f"±{LOSS_CLIP:g}" in t.toPlainText()]
     assert len(notes) == 1
-    assert len(view.outputs.getPlotItem().items) == items_before  # hidden and reused, not re-made
+    assert len(view.outputs.items) == items_before  # hidden and reused, not re-made
 
 
 def test_many_outcomes_show_the_likeliest_and_one_bar_for_the_rest():

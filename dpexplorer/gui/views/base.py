@@ -116,11 +116,17 @@ def dashed_line(
 
 
 def new_plot(x_label: str, y_label: str, title: str = "", live: bool = False) -> pg.PlotWidget:
-    """A plot with axis labels and a legend. ``live`` plots are redrawn at every slider step:
-    no grid (grid lines were a third of a plot's paint) and labelled ticks only (pyqtgraph
-    regenerates an axis's ticks in Python whenever its range moves: 1.2-1.4 ms with two levels
-    of minor ticks, 0.7-0.9 ms without)."""
+    """A plot widget with axis labels and a legend (see :func:`configure_plot`)."""
     plot = pg.PlotWidget(title=title or None)
+    configure_plot(plot.getPlotItem(), x_label, y_label, live=live)
+    return plot
+
+
+def configure_plot(plot: pg.PlotItem, x_label: str, y_label: str, *, live: bool = False) -> pg.PlotItem:
+    """Axis labels and a legend. ``live`` plots are redrawn at every slider step: no grid
+    (grid lines were a third of a plot's paint) and labelled ticks only (pyqtgraph regenerates
+    an axis's ticks in Python whenever its range moves: 1.2-1.4 ms with two levels of minor
+    ticks, 0.7-0.9 ms without)."""
     plot.setLabel("bottom", x_label)
     plot.setLabel("left", y_label)
     if not live:
@@ -135,7 +141,7 @@ def new_plot(x_label: str, y_label: str, title: str = "", live: bool = False) ->
     return plot
 
 
-def set_axis_label(plot: pg.PlotWidget, side: str, text: str) -> None:
+def set_axis_label(plot: pg.PlotWidget | pg.PlotItem, side: str, text: str) -> None:
     """``plot.setLabel(side, text)`` unless the axis already says it: a new label makes the axis
     lay out and repaint its ticks (1-1.5 ms a frame while a slider moves)."""
     if plot.getAxis(side).labelText != text:
