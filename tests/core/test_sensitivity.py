@@ -314,3 +314,24 @@ def test_fast_smooth_sensitivity_equals_max_over_a_k(statistic, relation, trim, 
     a = [local_sensitivity_at_distance(x, 0, 40, k, statistic, **kw) for k in range(len(d) + 2)]
     expected = max(math.exp(-beta * k) * v for k, v in enumerate(a))
     assert smooth_sensitivity(x, 0, 40, beta, statistic, **kw) == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("beta", [1e-6, 1e-3, 0.01, 0.05, 0.3, 1.0])
+@pytest.mark.parametrize("values", ["ties", "spread", "constant"])
+def test_add_remove_median_scored_near_the_median_equals_the_whole_scan(beta, values):
+    """The add/remove median's S* scores pairs outward from the median and stops once no pair
+    left can win; it must equal the O(n) scan of every pair exactly."""
+    from dpexplorer.core.sensitivity import _add_remove_best_within, _padded
+
+    rng = np.random.default_rng(7)
+    n = 20_001
+    x = {
+        "ties": rng.integers(17, 91, n),  # Adult-like ages: long runs of equal values
+        "spread": rng.normal(50, 20, n).clip(0, 100),
+        "constant": np.full(n, 40),
+    }[values]
+    xp = _padded(np.sort(x.astype(float)), 0.0, 100.0)
+    whole = _add_remove_best_within(xp, beta, n + 1)
+    assert (
+        smooth_sensitivity(np.sort(x.astype(float)), 0, 100, beta, "median", relation="add_remove") == whole
+    )
