@@ -149,12 +149,19 @@ def set_axis_label(plot: pg.PlotWidget | pg.PlotItem, side: str, text: str) -> N
 
 
 def sticky_range(
-    current: tuple[float, float], low: float, high: float, *, fill: float = 0.6, margin: float = 0.08
+    current: tuple[float, float],
+    low: float,
+    high: float,
+    *,
+    fill: float = 0.6,
+    margin: float = 0.08,
+    grow_room: float = 0.15,
 ) -> tuple[float, float] | None:
     """The axis range to show data spanning [low, high], or None to keep ``current``: it is kept
     while it holds the data and the data fill at least ``fill`` of it, so a slider dragged in
-    small steps does not rescale the axis (and repaint its labels: 7 ms a frame) every time.
-    A new range is the data's with ``margin`` of its span on each side."""
+    small steps does not rescale the axis (and regenerate its ticks) at every frame. A new
+    range is the data's with ``margin`` of its span on each side, and ``grow_room`` more on a
+    side where the data spilled out: data that grew during a drag tend to keep growing."""
     if not (math.isfinite(low) and math.isfinite(high)):
         return None
     if high <= low:
@@ -162,8 +169,11 @@ def sticky_range(
     start, end = current
     if start <= low and high <= end and (high - low) >= fill * (end - start):
         return None
-    pad = margin * (high - low)
-    return low - pad, high + pad
+    span = high - low
+    return (
+        low - span * (margin + (grow_room if low < start else 0.0)),
+        high + span * (margin + (grow_room if high > end else 0.0)),
+    )
 
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
