@@ -96,8 +96,9 @@ class NeighboursView(View):
         buttons.addWidget(self.draw_button)
         buttons.addWidget(self.clear_draws_button)
         self.body.addLayout(buttons)
-        # Both plots on one canvas: one paint and one flush per frame instead of two (a frame
-        # took 7.5 ms against 10.4 ms, p95 8.7 against 18.6, side by side).
+        # Both plots on one canvas: one paint and one flush per frame instead of two (7.5 ms
+        # against 10.4 ms, p95 8.7 against 18.6, in a bare two-plot test side by side; in the
+        # window, where other costs dominate, the gain was within the noise).
         self.canvas = pg.GraphicsLayoutWidget()
         self.outputs = configure_plot(
             self.canvas.addPlot(row=0, col=0), OUTPUT_AXIS, "probability density", live=True
