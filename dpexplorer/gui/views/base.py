@@ -161,7 +161,8 @@ def sticky_range(
     while it holds the data and the data fill at least ``fill`` of it, so a slider dragged in
     small steps does not rescale the axis (and regenerate its ticks) at every frame. A new
     range is the data's with ``margin`` of its span on each side, and ``grow_room`` more on a
-    side where the data spilled out: data that grew during a drag tend to keep growing."""
+    side where the data spilled out of a range they still overlap: data that grew during a
+    drag tend to keep growing."""
     if not (math.isfinite(low) and math.isfinite(high)):
         return None
     if high <= low:
@@ -170,9 +171,10 @@ def sticky_range(
     if start <= low and high <= end and (high - low) >= fill * (end - start):
         return None
     span = high - low
+    overlap = low < end and high > start  # the same data moving, not a first draw or a jump
     return (
-        low - span * (margin + (grow_room if low < start else 0.0)),
-        high + span * (margin + (grow_room if high > end else 0.0)),
+        low - span * (margin + (grow_room if overlap and low < start else 0.0)),
+        high + span * (margin + (grow_room if overlap and high > end else 0.0)),
     )
 
 
