@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from dpexplorer.core.accounting.guarantees import Guarantee
+from dpexplorer.core.accounting.guarantees import Guarantee, PureDP
 from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.release import samplers
 from dpexplorer.release.rational import ceil_fraction, floor_log2
@@ -67,6 +67,11 @@ class ExactRelease:
     approx: tuple[float, float] | None = None
     """An (epsilon, delta) the release also satisfies, for accountants that cannot compose
     ``guarantee`` (set when ``guarantee`` is zCDP)."""
+
+    @classmethod
+    def pure(cls, epsilon: float, **fields: Any) -> ExactRelease:
+        """A pure epsilon-DP release: the guarantee and the reported (epsilon, 0) from one number."""
+        return cls(guarantee=PureDP(epsilon), epsilon=epsilon, delta=0.0, rho=None, **fields)
 
 
 def finite_fractions(values: Sequence[float] | np.ndarray, what: str) -> list[Fraction]:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from dpexplorer.core.accounting.guarantees import ZCDP, ApproxDP, GaussianNoise, LaplaceNoise, PureDP
+from dpexplorer.core.accounting.guarantees import ZCDP, ApproxDP, GaussianNoise, LaplaceNoise
 from dpexplorer.core.mechanisms.base import Mechanism, NumericInput
 from dpexplorer.release import samplers
 from dpexplorer.release.exact import (
@@ -96,11 +96,8 @@ def laplace_release(query: NumericInput, noise: LaplaceNoise, ci_level: float) -
     """Discrete Laplace on the grid; charged epsilon <= Delta / b (module docstring)."""
     sensitivity, scale = Fraction(noise.sensitivity), Fraction(noise.scale)
     laplace = _LaplaceOnGrid.calibrated(_numeric_grid(query, scale, sensitivity, "l1"), scale, sensitivity)
-    return ExactRelease(
-        guarantee=PureDP(laplace.epsilon),
-        epsilon=laplace.epsilon,
-        delta=0.0,
-        rho=None,
+    return ExactRelease.pure(
+        laplace.epsilon,
         sampler=LAPLACE_SAMPLER,
         labels=_labels(query),
         **laplace.grid.outputs(laplace.noise),

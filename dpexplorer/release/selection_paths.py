@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 
-from dpexplorer.core.accounting.guarantees import PureDP
 from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.core.mechanisms.base import Mechanism, SelectionInput
 from dpexplorer.release import samplers
@@ -94,11 +93,8 @@ def selection_release(
     epsilon = float(params["epsilon"])
     monotone = uses_monotone_bound(params, query)
     gap = gaps(checked_scores(query), sigma(query, epsilon, monotone))
-    return ExactRelease(
-        guarantee=PureDP(epsilon),
-        epsilon=epsilon,
-        delta=0.0,
-        rho=None,
+    return ExactRelease.pure(
+        epsilon,
         sampler=sampler,
         labels=("selected",),
         draw=lambda bits: [query.candidates[pick(gap, bits)]],
@@ -123,11 +119,8 @@ def topk_release(query: SelectionInput, params: Mapping[str, Any]) -> ExactRelea
             chosen.append(query.candidates[left.pop(index)])
         return chosen
 
-    return ExactRelease(
-        guarantee=PureDP(epsilon),
-        epsilon=epsilon,
-        delta=0.0,
-        rho=None,
+    return ExactRelease.pure(
+        epsilon,
         sampler=f"peeling: {k} x {EXPONENTIAL_SAMPLER}",
         labels=tuple(f"rank {i + 1}" for i in range(k)),
         draw=draw,

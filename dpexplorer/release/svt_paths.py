@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from dpexplorer.core.accounting.guarantees import PureDP
 from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.core.mechanisms.base import WorkloadInput
 from dpexplorer.core.mechanisms.pmw import dense_workload
@@ -100,11 +99,8 @@ def sparse_vector_release(query: WorkloadInput, params: Mapping[str, Any]) -> Ex
                 out.append(BOTTOM)
         return out
 
-    return ExactRelease(
-        guarantee=PureDP(epsilon),
-        epsilon=epsilon,
-        delta=0.0,
-        rho=None,
+    return ExactRelease.pure(
+        epsilon,
         sampler="sparse vector with discrete Laplace noises (CKS 2020 Algorithm 2) on a grid",
         labels=tuple(query.query_labels),
         draw=draw,
@@ -161,11 +157,8 @@ def pmw_release(query: WorkloadInput, params: Mapping[str, Any]) -> ExactRelease
             noisy = next(thresholds, 0)
         return out
 
-    return ExactRelease(
-        guarantee=PureDP(epsilon),
-        epsilon=epsilon,
-        delta=0.0,
-        rho=None,
+    return ExactRelease.pure(
+        epsilon,
         sampler="PMW (NumericSparse) with discrete Laplace noises (CKS 2020 Algorithm 2) on a grid",
         labels=tuple(query.query_labels),
         draw=draw,

@@ -40,7 +40,6 @@ from typing import Any
 import numpy as np
 from mpmath.ctx_iv import MPIntervalContext
 
-from dpexplorer.core.accounting.guarantees import PureDP
 from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.core.mechanisms.base import Mechanism, WorkloadInput
 from dpexplorer.core.mechanisms.blr import BLR, ErrorLevels
@@ -113,11 +112,8 @@ def blr_release(
         histogram = levels.candidate(level, bits.randbelow(by_level[level]))
         return [float(x) for x in histogram]
 
-    return ExactRelease(
-        guarantee=PureDP(epsilon),
-        epsilon=epsilon,
-        delta=0.0,
-        rho=None,
+    return ExactRelease.pure(
+        epsilon,
         sampler=BLR_SAMPLER,
         labels=tuple(query.cell_labels),
         draw=draw,
@@ -190,11 +186,8 @@ def mwem_release(
             total += current
         return [float(x) for x in total / rounds]
 
-    return ExactRelease(
-        guarantee=PureDP(charged),
-        epsilon=charged,
-        delta=0.0,
-        rho=None,
+    return ExactRelease.pure(
+        charged,
         sampler=MWEM_SAMPLER,
         labels=tuple(query.cell_labels),
         draw=draw,
