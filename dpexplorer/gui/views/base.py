@@ -115,10 +115,10 @@ def dashed_line(
     return pg.InfiniteLine(pos=pos, angle=angle, pen=pen, label=label, labelOpts=options)
 
 
-def new_plot(x_label: str, y_label: str, title: str = "", live: bool = False) -> pg.PlotWidget:
-    """A plot widget with axis labels and a legend (see :func:`configure_plot`)."""
+def new_plot(x_label: str, y_label: str, title: str = "") -> pg.PlotWidget:
+    """A plot widget with axis labels, a grid and a legend (see :func:`configure_plot`)."""
     plot = pg.PlotWidget(title=title or None)
-    configure_plot(plot.getPlotItem(), x_label, y_label, live=live)
+    configure_plot(plot.getPlotItem(), x_label, y_label)
     return plot
 
 
