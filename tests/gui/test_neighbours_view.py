@@ -3,14 +3,16 @@ given: point masses (⊥), red bands where |loss| > epsilon, the clipped-loss no
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pyqtgraph as pg
 import pytest
 
 from dpexplorer.core.mechanisms.base import NumericOutput, PointMass
 from dpexplorer.gui.jobs import NeighboursResult
-from dpexplorer.gui.views.bands import Bands
 from dpexplorer.gui.views.neighbours import LOSS_CLIP, NeighboursView
+from dpexplorer.gui.views.spanning import Bands, Rules
 
 
 def _result(masses: tuple[PointMass, ...], epsilon: float, loss_scale: float) -> NeighboursResult:
@@ -123,3 +125,37 @@ def test_the_shaded_area_is_the_excess_of_p_over_e_epsilon_q(qtbot):
         expected = float(np.trapezoid(excess, out.grid))
         assert _shaded_area(view) == pytest.approx(expected, rel=1e-9, abs=1e-12)
         assert (expected > 0.01) == (epsilon < 3.0)  # the three cases: large, some, none shaded
+
+
+def test_epsilon_and_true_answer_rules_cross_the_view_where_the_result_says(qtbot):
+    """The ±ε lines run across the loss plot at ±ε, the true-answer lines up the output plot at
+    f(D) and f(D'), each with its label on it, and they follow the view when it is panned."""
+    view = NeighboursView()
+    qtbot.addWidget(view)
+    view.show()
+    result = replace(_result((), epsilon=0.7, loss_scale=1.0), true_d=1.5, true_d_prime=-2.0)
+    view.show_result(result)
+    rules = {key: view._items[key] for key in ("epsilon_lines", "true_d", "true_d_prime")}
+    assert all(isinstance(rule, Rules) for rule in rules.values())
+    assert rules["epsilon_lines"].values == (0.7, -0.7)
+    assert (rules["true_d"].values, rules["true_d_prime"].values) == ((1.5,), (-2.0,))
+
+    def lines(rule: Rules) -> list[tuple[float, float, float, float]]:
+        path = rule.path()
+        points = [path.elementAt(i) for i in range(path.elementCount())]
+        return [(a.x, a.y, b.x, b.y) for a, b in zip(points[::2], points[1::2], strict=True)]
+
+    for _ in range(2):
+        (left, right), (bottom, top) = view.loss.getViewBox().viewRange()
+        expected = [(left, 0.7, right, 0.7), (left, -0.7, right, -0.7)]
+        np.testing.assert_allclose(lines(rules["epsilon_lines"]), expected)
+        (left, right), (bottom, top) = view.outputs.getViewBox().viewRange()
+        np.testing.assert_allclose(lines(rules["true_d"]), [(1.5, bottom, 1.5, top)])
+        label = rules["true_d"].childItems()[0]
+        assert label.text() == "true f(D)" and label.isVisible()
+        assert label.pos().x() == pytest.approx(1.5)
+        assert label.pos().y() == pytest.approx(bottom + 0.95 * (top - bottom))
+        view.outputs.getViewBox().setRange(xRange=(-30, 30), yRange=(-1, 3), padding=0)
+    assert [label.text() for label in rules["epsilon_lines"].childItems()] == ["+ε", "−ε"]
+    assert rules["epsilon_lines"].dataBounds(1) == (-0.7, 0.7)
+    assert rules["epsilon_lines"].dataBounds(0) is None  # auto-range ignores its x: it follows the view

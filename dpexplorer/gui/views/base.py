@@ -131,6 +131,8 @@ def configure_plot(plot: pg.PlotItem, x_label: str, y_label: str, *, live: bool 
     plot.setLabel("left", y_label)
     if not live:
         plot.showGrid(x=True, y=True, alpha=0.2)
+    for side in ("top", "right"):  # hidden, but linked: each range change re-set their HTML
+        plot.getAxis(side).enableAutoSIPrefix(False)
     for side in ("left", "bottom"):
         axis = plot.getAxis(side)
         axis.enableAutoSIPrefix(False)  # "(x0.001)" beside a label confused more than it helped
