@@ -41,22 +41,28 @@ from dpexplorer.core.memo import cached
 from dpexplorer.core.sensitivity import smooth_sensitivity
 
 SMOOTH_STATISTICS = ("median", "quantile", "trimmed_mean")
-_CHUNK = 512
+_CHUNK = 256
+_FEW = 8
+"""Rows of |z| per block of the quadrature: 256 x (at most 1,001) terms, one buffer reused."""
 
 
 # ---------------------------------------------------------------- the Laplace-log-normal law
-def _logsumexp_rows(terms: np.ndarray) -> np.ndarray:
-    """ln sum_j exp(terms[i, j]) for each row, shifted by the row's maximum (as
-    scipy.special.logsumexp, whose array-API dispatch took 2/3 of the time here)."""
-    top = np.max(terms, axis=-1, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
+def _logsumexp_rows_in_place(terms: np.ndarray) -> np.ndarray:
+    """ln sum_j exp(terms[i, j]) for each row, shifted by the row's maximum as
+    scipy.special.logsumexp does; ``terms`` is overwritten. In place in one reused buffer:
+    fresh temporaries of this size cost a page fault per 4 kB, and this ran in 1.6 ms instead of
+    3.6 ms on a 4,001-point grid (same values to the last bit)."""
+    top = np.max(terms, axis=-1)
+    top[~np.isfinite(top)] = 0.0
+    terms -= top[:, None]
+    np.exp(terms, out=terms)
     with np.errstate(divide="ignore"):
-        return np.log(np.sum(np.exp(terms - top), axis=-1)) + top[..., 0]
+        return np.log(np.sum(terms, axis=-1)) + top
 
 
-NEGLIGIBLE = 60.0
+NEGLIGIBLE = 40.0
 """A node whose log-term is this far below a row's largest is left out of that row's sum: all
-such nodes (at most 1,001, at sigma = 2) together change it by < 1001 e^-60 < 1e-23 relative."""
+such nodes (at most 1,001, at sigma = 2) together change it by < 1001 e^-40 < 5e-15 relative."""
 
 
 def _nodes_that_matter(weights: np.ndarray, factors: np.ndarray, z_low: float, z_high: float) -> np.ndarray:
@@ -85,11 +91,15 @@ MAX_STEP = 0.4
 exp(-2 pi^2 / h^2) < 1e-50 at h = 0.4."""
 
 
+@functools.lru_cache(maxsize=64)
 def quadrature_nodes(sigma: float, step: float, limit: float = Y_LIMIT) -> tuple[np.ndarray, np.ndarray]:
-    """Trapezoid nodes y on [-limit, limit] and their log weights ln(phi(y) h) for E over Y."""
+    """Trapezoid nodes y on [-limit, limit] and their log weights ln(phi(y) h) for E over Y
+    (cached, read-only: each release builds a new law object for the same sigma)."""
     count = int(np.ceil(2 * limit / step)) + 1
     nodes = np.linspace(-limit, limit, count)
-    return nodes, stats.norm.logpdf(nodes) + np.log(nodes[1] - nodes[0])
+    log_weights = stats.norm.logpdf(nodes) + np.log(nodes[1] - nodes[0])
+    nodes.flags.writeable = log_weights.flags.writeable = False
+    return nodes, log_weights
 
 
 def log_mixture(
@@ -99,15 +109,21 @@ def log_mixture(
     ``nodes`` (y_j, ln w_j), vectorised over z in chunks of sorted |z| (bounded memory), each
     summed only over the nodes that can matter to it (:func:`_nodes_that_matter`)."""
     flat = np.abs(np.asarray(z, dtype=float)).ravel()
-    order = np.argsort(flat)
     shift = -sigma * nodes[0]
     weights, factors = nodes[1] + extra * shift, np.exp(shift)
+    if flat.size <= _FEW:  # root finding asks one point at a time: skip the sorting and pruning
+        return (_logsumexp_rows_in_place(weights - flat[:, None] * factors) - np.log(2)).reshape(np.shape(z))
+    order = np.argsort(flat)
     out = np.empty(flat.size)
+    buffer = np.empty(min(flat.size, _CHUNK) * weights.size)
     for start in range(0, flat.size, _CHUNK):
         rows = order[start : start + _CHUNK]
         part = flat[rows]
         keep = _nodes_that_matter(weights, factors, part[0], part[-1])
-        out[rows] = _logsumexp_rows(weights[keep] - part[:, None] * factors[keep])
+        terms = buffer[: part.size * int(keep.sum())].reshape(part.size, -1)
+        np.multiply(part[:, None], factors[keep], out=terms)
+        np.subtract(weights[keep], terms, out=terms)  # w_j - |z| f_j
+        out[rows] = _logsumexp_rows_in_place(terms)
     return (out - np.log(2)).reshape(np.shape(z))
 
 
