@@ -184,16 +184,18 @@ def numeric_output(p: NoisyRelease, q: NoisyRelease, *, coordinate: int = 0, not
     """Exact densities of M(D) (``p``) and M(D') (``q``) on :func:`output_grid`, with the loss.
 
     When the noise is too small for float64 to resolve around the value (scale below 1e-9 of
-    it, e.g. the smooth sensitivity of a heavily tied median), the grid is the OFFSET from
-    f(D) = ``p.loc`` instead, and the note says so."""
+    it, e.g. the smooth sensitivity of a heavily tied median), the grid is in units of M(D)'s
+    noise scale from its centre instead, (o - p.loc) / p.scale (the :func:`standardized` pair:
+    the privacy loss is unchanged), and the note says so. Tick labels then read in noise
+    scales, not in 1e-37s, and stay put while epsilon moves the scale by orders of magnitude."""
+    origin, unit = 0.0, 1.0
     if not resolvable(p, q):
-        origin = p.loc
+        origin, unit = p.loc, p.scale
         note = (
-            f"{note} Grid = output − {origin:.10g}: the noise (scale {p.scale:.3g}) is too small "
-            "to plot around the value itself."
+            f"{note} Grid = (output − {origin:.10g}) / {unit:.3g}, in noise scales of M(D) from "
+            "its centre: the noise is too small to plot around the value itself."
         ).strip()
-        p = NoisyRelease(p.noise, 0.0, p.scale, p.bottom)
-        q = NoisyRelease(q.noise, q.loc - origin, q.scale, q.bottom)
+        p, q = standardized(p, q)
     grid = output_grid([p, q], points=DISPLAY_POINTS)
     log_p, log_q = p.logpdf(grid), q.logpdf(grid)  # once each: a Laplace-log-normal density is a sum
     return NumericOutput(
@@ -204,6 +206,8 @@ def numeric_output(p: NoisyRelease, q: NoisyRelease, *, coordinate: int = 0, not
         point_masses=bottom_point_mass(p, q),
         coordinate=coordinate,
         note=note,
+        origin=origin,
+        unit=unit,
     )
 
 

@@ -36,6 +36,7 @@ class NeighboursResult:
     params: dict[str, Any]
     true_d: float | None = None
     true_d_prime: float | None = None
+    """f(D) and f(D') in the grid's coordinates (:meth:`NumericOutput.to_grid`)."""
     delta_note: str = ""
     """Why there is no exact delta (the mechanism has no exact privacy profile), if so."""
 
@@ -61,8 +62,8 @@ def neighbours(mechanism: Mechanism, params: dict[str, Any], query: QueryInput) 
     output = mechanism.output_distribution(params, query)
     true_d = true_d_prime = None
     if isinstance(query, NumericInput) and isinstance(output, NumericOutput):
-        true_d = float(np.atleast_1d(query.value_d)[output.coordinate])
-        true_d_prime = float(np.atleast_1d(query.value_d_prime)[output.coordinate])
+        true_d = float(output.to_grid(np.atleast_1d(query.value_d)[output.coordinate]))
+        true_d_prime = float(output.to_grid(np.atleast_1d(query.value_d_prime)[output.coordinate]))
     try:
         delta_exact: float | None
         if isinstance(output, CategoricalOutput):  # same exact sum, without recomputing the pmfs

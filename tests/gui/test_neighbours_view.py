@@ -159,3 +159,40 @@ def test_epsilon_and_true_answer_rules_cross_the_view_where_the_result_says(qtbo
     assert [label.text() for label in rules["epsilon_lines"].childItems()] == ["+ε", "−ε"]
     assert rules["epsilon_lines"].dataBounds(1) == (-0.7, 0.7)
     assert rules["epsilon_lines"].dataBounds(0) is None  # auto-range ignores its x: it follows the view
+
+
+def test_noise_too_small_to_plot_is_drawn_in_noise_scales_with_the_true_answers_on_it(qtbot):
+    """A heavily tied median: the smooth sensitivity is ~1e-36 of the value, so the grid is in
+    noise scales of M(D) from its centre. The true answers are mapped onto that grid (they once
+    stayed in output units, far off screen), the axis says what it shows, and draws, which
+    float64 cannot resolve at this scale, are left out with a note."""
+    from dpexplorer.core.mechanisms.base import NumericInput
+    from dpexplorer.core.mechanisms.smooth import SmoothStudentT
+    from dpexplorer.core.sensitivity import quantile_of_sorted
+    from dpexplorer.gui import jobs
+    from dpexplorer.gui.jobs import DrawsResult
+    from dpexplorer.gui.views.neighbours import SCALED_AXIS
+
+    x = np.sort(np.clip(np.round(np.random.default_rng(1).normal(40, 13, 40_001)), 17, 90))
+    x_prime = np.sort(np.r_[x[:-1], 17.0])
+    median, median_prime = quantile_of_sorted(x, 0.5, 17), quantile_of_sorted(x_prime, 0.5, 17)
+    query = NumericInput(
+        np.array([median]), np.array([median_prime]), 73.0, 73.0, x.size, "median",
+        relation="replace", bounds=(17.0, 90.0), sorted_values_d=x, sorted_values_d_prime=x_prime,
+    )  # fmt: skip
+    mechanism = SmoothStudentT()
+    result = jobs.neighbours(mechanism, mechanism.validate({"epsilon": 1.0, "dof": 3}), query)
+    out = result.output
+    assert not out.in_output_units and out.unit < 1e-20
+    assert result.true_d == pytest.approx(0.0) and result.true_d == out.to_grid(median)
+    view = NeighboursView()
+    qtbot.addWidget(view)
+    view.show()
+    view.show_result(result)
+    assert view.loss.getAxis("bottom").labelText == SCALED_AXIS
+    (left, right), _ = view.outputs.getViewBox().viewRange()
+    assert left < view._items["true_d"].values[0] < right  # on screen
+    draws = np.full(1000, median)  # what float64 makes of f(D) + 1e-36 Z
+    view.show_draws(DrawsResult(draws, draws, draws.size))
+    assert view._items["draws_d"].getData()[0] is None or len(view._items["draws_d"].getData()[0]) == 0
+    assert "not overlaid" in view.delta_label.text()

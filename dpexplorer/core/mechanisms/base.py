@@ -111,6 +111,19 @@ class NumericOutput:
     point_masses: tuple[PointMass, ...] = ()
     coordinate: int = 0
     note: str = ""
+    origin: float = 0.0
+    unit: float = 1.0
+    """The grid holds (o - origin) / unit for outputs o, and densities are per grid unit:
+    origin 0 and unit 1 (the outputs themselves) unless the noise is too small for float64 to
+    resolve around the value (see ``note``)."""
+
+    @property
+    def in_output_units(self) -> bool:
+        return self.origin == 0.0 and self.unit == 1.0
+
+    def to_grid(self, outputs: np.ndarray | float) -> np.ndarray:
+        """Outputs o in the grid's coordinates, (o - origin) / unit."""
+        return (np.asarray(outputs, dtype=float) - self.origin) / self.unit
 
 
 @dataclass(frozen=True, eq=False)

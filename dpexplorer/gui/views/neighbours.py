@@ -38,6 +38,8 @@ width 1 about a fifth of that."""
 LEFT_AXIS_WIDTH = 64
 """Pixels, for both plots' left axes."""
 OUTPUT_AXIS = "output o of the mechanism"
+SCALED_AXIS = "(o − centre of M(D)) ÷ noise scale of M(D)"
+"""The x axis when the noise is too small to plot around the value (NumericOutput.unit)."""
 LOSS_CLIP = 25.0
 """Losses beyond ±this (including ±inf) are drawn at the clip, and the plot says so."""
 
@@ -112,6 +114,10 @@ class NeighboursView(View):
         self.canvas.ci.layout.setRowStretchFactor(0, 3)
         self.canvas.ci.layout.setRowStretchFactor(1, 2)
         self.loss.setXLink(self.outputs)
+        # One x axis, under the loss plot: the plots share x, and each axis whose range moves
+        # regenerates its ticks in Python at the next paint (0.5-1 ms each, the largest cost
+        # of a frame that rescales).
+        self.outputs.hideAxis("bottom")
         for plot in (self.outputs, self.loss):  # equal left axes: the linked x positions line up
             plot.getAxis("left").setWidth(LEFT_AXIS_WIDTH)
         self.body.addWidget(self.canvas, 1)
@@ -150,9 +156,8 @@ class NeighboursView(View):
         self.outputs.clear()
         self.loss.clear()
         self._pools = {}
-        for plot in (self.outputs, self.loss):
-            plot.getAxis("bottom").setTicks(None)
-            plot.setLabel("bottom", OUTPUT_AXIS)
+        self.loss.getAxis("bottom").setTicks(None)
+        set_axis_label(self.loss, "bottom", OUTPUT_AXIS)
         kind, items = layout[0], {}
         if kind == "continuous":
             items = self._continuous_items()
@@ -247,8 +252,7 @@ class NeighboursView(View):
             key: self.outputs.plot(pen=None, symbol="o", symbolBrush=color, symbolSize=7)
             for key, color in (("dots_d", BLUE), ("dots_d_prime", ORANGE))
         }
-        for plot in (self.outputs, self.loss):
-            plot.setLabel("bottom", "outcome")
+        set_axis_label(self.loss, "bottom", "outcome")
         self._ticks = ()
         return {**bars, **dots}
 
@@ -260,8 +264,7 @@ class NeighboursView(View):
     def _set_ticks(self, labels: tuple[str, ...]) -> None:
         """The outcome names under the bars (set only when they change)."""
         if labels != self._ticks:
-            for plot in (self.outputs, self.loss):
-                plot.getAxis("bottom").setTicks([list(enumerate(labels))])
+            self.loss.getAxis("bottom").setTicks([list(enumerate(labels))])
             self._ticks = labels
 
     def _loss_items(self) -> dict[str, pg.GraphicsObject]:
@@ -349,10 +352,18 @@ class NeighboursView(View):
             items["p"].setData(grid, p)
             items["q"].setData(grid, q)
             items["fill"].setPath(excess_area(grid, p, scaled_q))
+        x_label = OUTPUT_AXIS if out.in_output_units else SCALED_AXIS
+        set_axis_label(self.loss, "bottom", x_label)
         self._draw_point_masses(out, grid)
         self._mark_true_answers(result, items)
         self._draw_loss(grid, np.asarray(out.privacy_loss, dtype=float), result.epsilon)
-        self._overlay_numeric_draws(grid, out.discrete, items)
+        note = out.note
+        if self.draws is not None and not out.in_output_units:
+            note += (
+                " The draws are not overlaid: float64 rounds each simulated output to a grid far "
+                "coarser than this noise."
+            )
+        self._overlay_numeric_draws(grid, out.discrete, items, shown=out.in_output_units)
         extra = 0.08 + 0.06 * len(out.point_masses) if out.point_masses else 0.0
         span = float(grid[-1] - grid[0]) if grid.size > 1 else 1.0
         masses = [max(m.mass_d, m.mass_d_prime) for m in out.point_masses]
@@ -362,7 +373,7 @@ class NeighboursView(View):
             y=(0.0, max(np.max(p), np.max(q), *masses, 0.0)),
         )
         self.columns = {  # arrays, not lists: 4,800 Python floats a frame cost 0.2 ms
-            "output": grid,
+            "output" if out.in_output_units else x_label: grid,
             "density_D": p,
             "density_D_prime": q,
             "privacy_loss": np.asarray(out.privacy_loss, dtype=float),
@@ -373,7 +384,7 @@ class NeighboursView(View):
         self._show_numbers(
             result,
             "Shaded area ∫ max(0, p_D − e^ε p_D'), in the larger direction (D→D' or D'→D),",
-            out.note,
+            note,
         )
 
     def _draw_point_masses(self, out: NumericOutput, grid: np.ndarray) -> None:
@@ -434,10 +445,10 @@ class NeighboursView(View):
             note.setPos(float(grid[0]), LOSS_CLIP)
 
     def _overlay_numeric_draws(
-        self, grid: np.ndarray, discrete: bool, items: dict[str, pg.GraphicsObject]
+        self, grid: np.ndarray, discrete: bool, items: dict[str, pg.GraphicsObject], *, shown: bool
     ) -> None:
         keys = ("draws_d", "draws_d_prime")
-        if self.draws is None:
+        if self.draws is None or not shown:
             for key in keys:
                 if items[key].getData()[0] is not None:  # an empty setData still costs 0.1 ms
                     items[key].setData([], [])

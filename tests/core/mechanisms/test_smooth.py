@@ -224,8 +224,12 @@ def test_heavily_tied_median_keeps_exact_views():
     pair = STUDENT.releases(params, query)
     assert pair.d.scale < 1e-20
     out = STUDENT.output_distribution(params, query)
-    assert "Grid = output" in out.note and out.grid.size > 1000
+    assert "Grid = (output" in out.note and out.grid.size > 1000
+    assert (out.origin, out.unit) == (pair.d.loc, pair.d.scale)  # in noise scales of M(D)
     assert np.trapezoid(out.density_d, out.grid) == pytest.approx(1.0, abs=1e-3)
+    z = np.array([-3.0, 0.0, 0.5, 4.0])  # densities per noise scale: the standard t on D
+    np.testing.assert_allclose(np.interp(z, out.grid, out.density_d), stats.t.pdf(z, 3), rtol=1e-3)
+    assert out.to_grid(pair.d.loc) == 0.0
     ratio = pair.d_prime.scale / pair.d.scale  # same location: the loss at 0 is ln of the ratio
     assert STUDENT.delta_at(params, query, 0.0) == pytest.approx(
         integrate.quad(
