@@ -175,33 +175,53 @@ def standardized(p: NoisyRelease, q: NoisyRelease) -> tuple[NoisyRelease, NoisyR
 
 
 DISPLAY_POINTS = 1201
-"""Grid points of a drawn output distribution: about one per pixel of a plot ~1,000 px wide.
-More only cost paint time while a slider moves (2,001 took twice as long to draw); the exact
-delta is computed on its own finer grid (:func:`hockey_stick_one_way`)."""
+"""Grid points of a drawn output distribution, about: one per pixel of a plot ~1,000 px wide.
+More only cost paint time while a slider moves (2,001 took twice as long to draw)."""
+
+
+def _display_points(grid: np.ndarray, releases: Sequence[NoisyRelease]) -> np.ndarray:
+    """Indices of the points of the hockey-stick ``grid`` that are drawn: those inside the span
+    holding all but GRID_TAIL_MASS of each law on each side, every k-th so that about
+    DISPLAY_POINTS remain, and each law's location (where a Laplace density has its kink)."""
+    far_lo = min(r.quantile_span(GRID_TAIL_MASS)[0] for r in releases)
+    far_hi = max(r.quantile_span(GRID_TAIL_MASS)[1] for r in releases)
+    inside = np.flatnonzero((grid >= far_lo) & (grid <= far_hi))
+    if inside.size == 0:
+        return np.arange(grid.size)
+    step = max(1, round(inside.size / DISPLAY_POINTS))
+    locations = np.searchsorted(grid, [r.loc for r in releases])  # grid members (output_grid)
+    locations = locations[(locations >= inside[0]) & (locations <= inside[-1])]
+    return np.unique(np.concatenate([inside[::step], inside[-1:], locations]))
 
 
 def numeric_output(p: NoisyRelease, q: NoisyRelease, *, coordinate: int = 0, note: str = "") -> NumericOutput:
-    """Exact densities of M(D) (``p``) and M(D') (``q``) on :func:`output_grid`, with the loss.
+    """Exact densities of M(D) (``p``) and M(D') (``q``), with the loss, on part of the grid
+    that :func:`hockey_stick` uses for the same pair (:func:`_display_points`): the two share
+    one evaluation of the densities (:func:`_log_densities_on_grid`), which matters when a
+    density is a numerical integral (Laplace-log-normal).
 
-    When the noise is too small for float64 to resolve around the value (scale below 1e-9 of
-    it, e.g. the smooth sensitivity of a heavily tied median), the grid is in units of M(D)'s
-    noise scale from its centre instead, (o - p.loc) / p.scale (the :func:`standardized` pair:
-    the privacy loss is unchanged), and the note says so. Tick labels then read in noise
-    scales, not in 1e-37s, and stay put while epsilon moves the scale by orders of magnitude."""
-    origin, unit = 0.0, 1.0
-    if not resolvable(p, q):
-        origin, unit = p.loc, p.scale
+    The grid is in output units, unless the noise is too small for float64 to resolve around
+    the value (scale below 1e-9 of it, e.g. the smooth sensitivity of a heavily tied median):
+    then it is in units of M(D)'s noise scale from its centre, (o - p.loc) / p.scale (the
+    :func:`standardized` pair: the privacy loss is unchanged), and the note says so. Tick labels
+    then read in noise scales, not in 1e-37s, and stay put while epsilon moves the scale by
+    orders of magnitude."""
+    standard = standardized(p, q)
+    z_all, log_p_all, log_q_all = _log_densities_on_grid(*standard)
+    shown = _display_points(z_all, standard)
+    z, log_p, log_q = z_all[shown], log_p_all[shown], log_q_all[shown]
+    if resolvable(p, q):
+        origin, unit, grid, log_unit = 0.0, 1.0, p.loc + p.scale * z, np.log(p.scale)
+    else:
+        origin, unit, grid, log_unit = p.loc, p.scale, z, 0.0
         note = (
             f"{note} Grid = (output − {origin:.10g}) / {unit:.3g}, in noise scales of M(D) from "
             "its centre: the noise is too small to plot around the value itself."
         ).strip()
-        p, q = standardized(p, q)
-    grid = output_grid([p, q], points=DISPLAY_POINTS)
-    log_p, log_q = p.logpdf(grid), q.logpdf(grid)  # once each: a Laplace-log-normal density is a sum
     return NumericOutput(
         grid=grid,
-        density_d=np.exp(log_p),
-        density_d_prime=np.exp(log_q),
+        density_d=np.exp(log_p - log_unit),  # densities per unit of the grid
+        density_d_prime=np.exp(log_q - log_unit),
         privacy_loss=privacy_loss(log_p, log_q),
         point_masses=bottom_point_mass(p, q),
         coordinate=coordinate,
@@ -266,8 +286,23 @@ def hockey_stick(p: NoisyRelease, q: NoisyRelease, epsilons: np.ndarray) -> np.n
 
 def _loss_on_grid(p: NoisyRelease, q: NoisyRelease) -> tuple[np.ndarray, np.ndarray]:
     """The hockey-stick grid of the pair and ln p/q on it."""
-    grid = output_grid([p, q], points=4001, tail=HOCKEY_STICK_TAIL)
-    return grid, privacy_loss(p.logpdf(grid), q.logpdf(grid))
+    grid, log_p, log_q = _log_densities_on_grid(p, q)
+    return grid, privacy_loss(log_p, log_q)
+
+
+HOCKEY_STICK_POINTS = 4001
+
+
+@functools.lru_cache(maxsize=8)
+def _log_densities_on_grid(p: NoisyRelease, q: NoisyRelease) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The hockey-stick grid of a (standardized) pair and ln p, ln q on it. Cached, read-only:
+    the neighbouring-datasets view asks for the drawn densities and for delta of the same pair
+    one after the other (equal pairs compare equal when their noise laws do)."""
+    grid = output_grid([p, q], points=HOCKEY_STICK_POINTS, tail=HOCKEY_STICK_TAIL)
+    log_p, log_q = p.logpdf(grid), q.logpdf(grid)
+    for array in (grid, log_p, log_q):
+        array.flags.writeable = False
+    return grid, log_p, log_q
 
 
 # ---------------------------------------------------------------- accuracy

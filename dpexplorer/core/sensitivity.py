@@ -366,12 +366,18 @@ def _smooth_add_remove_median(xp: np.ndarray, beta: float) -> float:
 
     Costs grow away from the median, and a pair of cost c scores at most
     span e^{-beta c} (span = xp[-1] - xp[0]). So the pairs of cost <= C are scored first, C
-    doubling from 64 until a best score b > 0 is found and span e^{-beta (C + 1)} < b: no
-    pair left out can reach b, and the result is the exact maximum over all pairs. O(C), where
-    the whole scan is O(n) (0.1 ms against 2 ms on the 48,842 Adult ages at beta = 0.05)."""
+    doubling from max(64, twice the ties at the median) until a best score b > 0 is found and
+    span e^{-beta (C + 1)} < b: no pair left out can reach b, and the result is the exact
+    maximum over all pairs. O(C), where the whole scan is O(n) (0.12 ms against 2 ms on the
+    48,842 Adult ages at beta = 0.05)."""
     n = len(xp) - 2
     span = float(xp[-1] - xp[0])
-    max_cost = 64
+    # Start past the block of values tied with the median (pairs inside it score 0; 1,280 ages
+    # on Adult): the first pass then usually finds the best. Only a starting point: the result
+    # is exact whatever it is, by the stopping rule below.
+    middle = xp[len(xp) // 2]
+    ties = int(np.searchsorted(xp, middle, "right") - np.searchsorted(xp, middle, "left"))
+    max_cost = max(64, 2 * ties)
     while True:
         best = _add_remove_best_within(xp, beta, max_cost)
         if max_cost > n or (best > 0 and span * math.exp(-beta * (max_cost + 1)) < best * (1 - 1e-12)):

@@ -298,3 +298,26 @@ def test_lln_quadrature_step_leaves_ln_density_and_tail_exact_to_rounding(sigma)
         np.testing.assert_allclose(
             law._log_mix(z, extra), log_mixture(z, sigma, extra, fine), rtol=0, atol=1e-12
         )
+
+
+def test_the_view_and_delta_share_one_evaluation_of_the_lln_densities(monkeypatch):
+    """The drawn densities are part of the hockey-stick grid of the same pair, so showing a
+    pair and its delta integrates the Laplace-log-normal density on that grid once per side,
+    and what is drawn is exactly what delta was computed from."""
+    sizes: list[int] = []
+    original = LaplaceLogNormal.logpdf
+
+    def counting(self, z):
+        sizes.append(np.size(z))
+        return original(self, z)
+
+    monkeypatch.setattr(LaplaceLogNormal, "logpdf", counting)
+    params = LLN.validate({"epsilon": 0.77, "sigma": 0.43})  # a pair no other test caches
+    query = median_query(seed=5)
+    out = LLN.output_distribution(params, query)
+    LLN.delta_at(params, query, 0.3)
+    assert len([size for size in sizes if size > 100]) == 2  # p and q on the grid, once
+    pair = LLN.releases(params, query)
+    np.testing.assert_allclose(out.density_d, pair.d.pdf(out.grid), rtol=1e-12)
+    np.testing.assert_allclose(out.density_d_prime, pair.d_prime.pdf(out.grid), rtol=1e-12)
+    assert 900 < out.grid.size < 1500
