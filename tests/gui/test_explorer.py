@@ -105,15 +105,24 @@ def test_rapid_slider_moves_end_on_the_last_value_without_stale_plots(qtbot, win
 
 
 def test_draw_overlays_simulated_outputs(qtbot, window):
-    window.neighbours_view.draw_button.click()
+    view = window.neighbours_view
+
+    def legend() -> list[str]:
+        return [label.text for _, label in view.outputs.legend.items]
+
+    assert "draws on D" not in legend()  # listed only while there are draws
+    view.draw_button.click()
     wait_idle(qtbot, window)
-    draws = window.neighbours_view.draws
+    draws = view.draws
     assert draws is not None and draws.draws_d.size == draws.size
-    overlay = {c.name(): c for c in window.neighbours_view.outputs.listDataItems()}["draws on D"]
+    overlay = {c.name(): c for c in view.outputs.listDataItems()}["draws on D"]
     edges, heights = overlay.getOriginalDataset()
     finite = draws.draws_d[np.isfinite(draws.draws_d)]
     counts, _ = np.histogram(finite, bins=edges)
     np.testing.assert_allclose(heights, counts / (draws.size * np.diff(edges)))
+    assert {"draws on D", "draws on D'"} <= set(legend())
+    view.clear_draws_button.click()
+    assert "draws on D" not in legend()
 
 
 def test_a_long_job_can_be_cancelled(qtbot, window):

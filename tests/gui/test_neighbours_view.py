@@ -196,3 +196,22 @@ def test_noise_too_small_to_plot_is_drawn_in_noise_scales_with_the_true_answers_
     view.show_draws(DrawsResult(draws, draws, draws.size))
     assert view._items["draws_d"].getData()[0] is None or len(view._items["draws_d"].getData()[0]) == 0
     assert "not overlaid" in view.delta_label.text()
+
+
+def test_the_plots_fit_the_visible_densities_and_the_red_bands():
+    """Heavy tails: the grid holds all but 1e-10 of a Cauchy law (±3e9 scales), but the plots
+    fit where a density is at least INK of the tallest (1/(1 + x²) ≥ 1e-3: |x| ≤ 31.6),
+    widened to any output where the loss exceeds ε."""
+    from scipy import stats
+
+    from dpexplorer.gui.views.neighbours import INK, shown_span
+
+    grid = np.concatenate(
+        [-np.geomspace(3e9, 40, 300), np.linspace(-40, 40, 801), np.geomspace(40, 3e9, 300)]
+    )
+    p, q = stats.cauchy.pdf(grid), stats.cauchy.pdf(grid, loc=1)
+    low, high = shown_span(grid, p, q, np.zeros(grid.size, bool))
+    edge = np.sqrt(1 / INK - 1)
+    assert low == pytest.approx(-edge, abs=0.2) and high == pytest.approx(1 + edge, abs=0.2)
+    over = grid > 1e5  # a red band far out in the tail
+    assert shown_span(grid, p, q, over) == (low, grid[-1])

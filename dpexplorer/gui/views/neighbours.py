@@ -48,6 +48,32 @@ def _brush(color: tuple[int, int, int], alpha: int) -> pg.QtGui.QBrush:
     return pg.mkBrush(*color, alpha)
 
 
+INK = 1e-3
+"""A density below this fraction of the tallest is under half a pixel high on a plot up to
+500 px tall: the x range need not show it (unless the loss exceeds ε there)."""
+
+
+def over_epsilon(loss: np.ndarray, epsilon: float) -> np.ndarray:
+    """Where |loss| > epsilon (NaN, where both densities vanish, is not; nor is rounding noise)."""
+    return np.abs(np.nan_to_num(loss, nan=0.0)) > epsilon * (1 + 1e-9)
+
+
+def shown_span(grid: np.ndarray, p: np.ndarray, q: np.ndarray, over: np.ndarray) -> tuple[float, float]:
+    """The outputs the plots fit: where either density is visible (at least INK of the tallest)
+    or the loss exceeds ε (``over``, the red bands). The grid itself holds all but 1e-10 of
+    each law per side, which for heavy tails (Cauchy: ±3e9 noise scales) would squeeze the
+    densities into a spike; the curves still run over the whole grid, for panning and export."""
+    top = max(float(np.max(p)), float(np.max(q))) if grid.size else 0.0
+    keep = np.flatnonzero((p >= INK * top) | (q >= INK * top) | over)
+    if keep.size == 0 or grid.size < 2:
+        return (float(grid[0]), float(grid[-1])) if grid.size else (0.0, 1.0)
+    return float(grid[keep[0]]), float(grid[keep[-1]])
+
+
+def _width(low: float, high: float) -> float:
+    return high - low if high > low else 1.0
+
+
 def _dashed(color: tuple[int, int, int]) -> pg.QtGui.QPen:
     return pg.mkPen(color, width=1, style=Qt.PenStyle.DashLine)
 
@@ -207,7 +233,7 @@ class NeighboursView(View):
 
     def _draws_curves(self) -> dict[str, pg.GraphicsObject]:
         dotted = Qt.PenStyle.DotLine
-        return {
+        curves = {
             "draws_d": self.outputs.plot(
                 stepMode="center", pen=pg.mkPen(BLUE, width=1, style=dotted), name="draws on D"
             ),
@@ -215,6 +241,17 @@ class NeighboursView(View):
                 stepMode="center", pen=pg.mkPen(ORANGE, width=1, style=dotted), name="draws on D'"
             ),
         }
+        for curve in curves.values():  # in the legend only while draws are shown
+            self.outputs.legend.removeItem(curve)
+        return curves
+
+    def _legend_lists(self, curve: pg.PlotDataItem, listed: bool) -> None:
+        legend = self.outputs.legend
+        if listed != any(sample.item is curve for sample, _ in legend.items):
+            if listed:
+                legend.addItem(curve, curve.name())
+            else:
+                legend.removeItem(curve)
 
     def _bars(
         self, brushes: dict[str, pg.QtGui.QBrush], names: dict[str, str]
@@ -354,22 +391,25 @@ class NeighboursView(View):
             items["fill"].setPath(excess_area(grid, p, scaled_q))
         x_label = OUTPUT_AXIS if out.in_output_units else SCALED_AXIS
         set_axis_label(self.loss, "bottom", x_label)
-        self._draw_point_masses(out, grid)
+        loss = np.asarray(out.privacy_loss, dtype=float)
+        over = over_epsilon(loss, result.epsilon)
+        low, high = shown_span(grid, p, q, over)
+        self._draw_point_masses(out, low, high)
         self._mark_true_answers(result, items)
-        self._draw_loss(grid, np.asarray(out.privacy_loss, dtype=float), result.epsilon)
+        self._draw_loss(grid, loss, result.epsilon, over, shown=(grid >= low) & (grid <= high))
         note = out.note
         if self.draws is not None and not out.in_output_units:
             note += (
                 " The draws are not overlaid: float64 rounds each simulated output to a grid far "
                 "coarser than this noise."
             )
-        self._overlay_numeric_draws(grid, out.discrete, items, shown=out.in_output_units)
+        bins = np.linspace(low, high, 81) if not out.discrete else np.append(grid - 0.5, grid[-1] + 0.5)
+        self._overlay_numeric_draws(bins, out.discrete, items, shown=out.in_output_units)
         extra = 0.08 + 0.06 * len(out.point_masses) if out.point_masses else 0.0
-        span = float(grid[-1] - grid[0]) if grid.size > 1 else 1.0
         masses = [max(m.mass_d, m.mass_d_prime) for m in out.point_masses]
         self._fit(
             self.outputs,
-            x=(float(grid[0]), float(grid[-1]) + extra * span),
+            x=(low, high + extra * _width(low, high)),
             y=(0.0, max(np.max(p), np.max(q), *masses, 0.0)),
         )
         self.columns = {  # arrays, not lists: 4,800 Python floats a frame cost 0.2 ms
@@ -387,8 +427,9 @@ class NeighboursView(View):
             note,
         )
 
-    def _draw_point_masses(self, out: NumericOutput, grid: np.ndarray) -> None:
-        """Outcomes such as ⊥ as two stems (D, D') right of the density, labelled with both masses."""
+    def _draw_point_masses(self, out: NumericOutput, low: float, high: float) -> None:
+        """Outcomes such as ⊥ as two stems (D, D') right of the shown outputs [low, high],
+        labelled with both masses."""
         masses = out.point_masses
         stems = self._pooled(
             "stem", self.outputs, 2 * len(masses), lambda: pg.BarGraphItem(x=[0], height=[0], width=0.1)
@@ -396,9 +437,9 @@ class NeighboursView(View):
         texts = self._pooled(
             "mass", self.outputs, len(masses), lambda: pg.TextItem(color=GREY, anchor=(0.5, 1))
         )
-        span = float(grid[-1] - grid[0]) if grid.size > 1 else 1.0
+        span = _width(low, high)
         for k, mass in enumerate(masses):
-            x = float(grid[-1]) + span * (0.08 + 0.06 * k)
+            x = high + span * (0.08 + 0.06 * k)
             sides = ((-0.01, mass.mass_d, BLUE), (0.01, mass.mass_d_prime, ORANGE))
             for stem, (dx, value, color) in zip(stems[2 * k : 2 * k + 2], sides, strict=True):
                 stem.setOpts(x=[x + dx * span], height=[value], width=span * 0.015, brush=_brush(color, 220))
@@ -413,9 +454,8 @@ class NeighboursView(View):
             if known:
                 items[key].set_values((value,))
 
-    def _shade_excess_regions(self, grid: np.ndarray, loss: np.ndarray, epsilon: float) -> None:
-        """Light red bands over the outputs where |loss| > epsilon, in both plots."""
-        over = np.abs(np.nan_to_num(loss, nan=0.0)) > epsilon * (1 + 1e-9)  # not rounding noise
+    def _shade_excess_regions(self, grid: np.ndarray, over: np.ndarray) -> None:
+        """Light red bands over the outputs where |loss| > epsilon (``over``), in both plots."""
         edges = np.flatnonzero(np.diff(np.concatenate(([0], over.astype(int), [0]))))
         step = float(np.median(np.diff(grid))) / 2 if grid.size > 1 else 0.5
         bands = [(grid[a] - step, grid[b - 1] + step) for a, b in zip(edges[::2], edges[1::2], strict=True)]
@@ -427,33 +467,40 @@ class NeighboursView(View):
             if isinstance(item, Spanning):
                 item.follow_view()
 
-    def _draw_loss(self, grid: np.ndarray, loss: np.ndarray, epsilon: float) -> None:
-        self._shade_excess_regions(grid, loss, epsilon)
+    def _draw_loss(
+        self, x: np.ndarray, loss: np.ndarray, epsilon: float, over: np.ndarray, *, shown: np.ndarray
+    ) -> None:
+        """The loss curve at outputs ``x``, red where ``over``; the y range fits the outputs
+        ``shown`` (a mask of ``x``)."""
+        self._shade_excess_regions(x, over)
         clipped = np.clip(
             np.nan_to_num(loss, nan=0.0, posinf=LOSS_CLIP, neginf=-LOSS_CLIP), -LOSS_CLIP, LOSS_CLIP
         )
-        over = np.where(np.abs(clipped) > epsilon * (1 + 1e-9), clipped, np.nan)
         items = self._items
-        finite = clipped[np.isfinite(clipped)]
-        low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+        visible = clipped[shown]
+        low, high = (float(visible.min()), float(visible.max())) if visible.size else (0.0, 0.0)
         self._fit(self.loss, y=(min(low, -epsilon), max(high, epsilon)))
-        items["loss"].setData(grid, clipped)
-        items["over"].setData(grid, over)
+        items["loss"].setData(x, clipped)
+        items["over"].setData(x, np.where(over, clipped, np.nan))
         items["epsilon_lines"].set_values((epsilon, -epsilon))
-        clipped_note = self._pooled("note", self.loss, int(np.any(np.abs(loss) >= LOSS_CLIP)), _clip_note)
+        clipped_note = self._pooled(
+            "note", self.loss, int(np.any(np.abs(loss[shown]) >= LOSS_CLIP)), _clip_note
+        )
         for note in clipped_note:
-            note.setPos(float(grid[0]), LOSS_CLIP)
+            note.setPos(float(x[shown][0]), LOSS_CLIP)
 
     def _overlay_numeric_draws(
-        self, grid: np.ndarray, discrete: bool, items: dict[str, pg.GraphicsObject], *, shown: bool
+        self, bins: np.ndarray, discrete: bool, items: dict[str, pg.GraphicsObject], *, shown: bool
     ) -> None:
         keys = ("draws_d", "draws_d_prime")
-        if self.draws is None or not shown:
+        listed = self.draws is not None and shown
+        for key in keys:
+            self._legend_lists(items[key], listed)
+        if not listed:
             for key in keys:
                 if items[key].getData()[0] is not None:  # an empty setData still costs 0.1 ms
                     items[key].setData([], [])
             return
-        bins = np.linspace(grid[0], grid[-1], 81) if not discrete else np.append(grid - 0.5, grid[-1] + 0.5)
         for key, values in zip(keys, (self.draws.draws_d, self.draws.draws_d_prime), strict=True):
             finite = values[np.isfinite(values)]
             counts, edges = np.histogram(finite, bins=bins)
@@ -478,7 +525,8 @@ class NeighboursView(View):
         items["q"].setOpts(x=x + 0.2, height=q_shown, width=0.4)
         excess = shown.collect(np.maximum(0.0, p - np.exp(result.epsilon) * q))
         items["excess"].setOpts(x=x - 0.2, height=excess, width=0.4)
-        self._draw_loss(x, shown.loss(np.asarray(out.privacy_loss, dtype=float), p, q), result.epsilon)
+        loss = shown.loss(np.asarray(out.privacy_loss, dtype=float), p, q)
+        self._draw_loss(x, loss, result.epsilon, over_epsilon(loss, result.epsilon), shown=np.isfinite(x))
         for key, values, dx in (
             ("dots_d", self.draws.draws_d if self.draws else None, -0.2),
             ("dots_d_prime", self.draws.draws_d_prime if self.draws else None, 0.2),
