@@ -120,7 +120,7 @@ def test_draw_overlays_simulated_outputs(qtbot, window):
     finite = draws.draws_d[np.isfinite(draws.draws_d)]
     counts, _ = np.histogram(finite, bins=edges)
     np.testing.assert_allclose(heights, counts / (draws.size * np.diff(edges)))
-    assert {"draws on D", "draws on D'"} <= set(legend())
+    assert {"draws on D", "draws on D'"} <= set(legend()) and view.overlays_draws()
     view.clear_draws_button.click()
     assert "draws on D" not in legend()
 

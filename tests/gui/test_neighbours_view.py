@@ -194,7 +194,7 @@ def test_noise_too_small_to_plot_is_drawn_in_noise_scales_with_the_true_answers_
     assert left < view._items["true_d"].values[0] < right  # on screen
     draws = np.full(1000, median)  # what float64 makes of f(D) + 1e-36 Z
     view.show_draws(DrawsResult(draws, draws, draws.size))
-    assert view._items["draws_d"].getData()[0] is None or len(view._items["draws_d"].getData()[0]) == 0
+    assert not view.overlays_draws()
     assert "not overlaid" in view.delta_label.text()
 
 

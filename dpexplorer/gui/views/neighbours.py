@@ -323,6 +323,15 @@ class NeighboursView(View):
         self.draws = None
         self._redraw()
 
+    def overlays_draws(self) -> bool:
+        """Whether simulated draws are drawn over the densities now (not when the noise is too
+        small for float64 to resolve: then only the note under the plots changes)."""
+        for key in ("draws_d", "dots_d"):  # histogram over densities, dots over bars
+            data = self._items[key].getData()[0] if key in self._items else None
+            if data is not None and len(data) > 0:
+                return True
+        return False
+
     def show_draws(self, draws: DrawsResult) -> None:
         self.draws = draws
         self._redraw()
