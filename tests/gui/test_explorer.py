@@ -110,7 +110,7 @@ def test_draw_overlays_simulated_outputs(qtbot, window):
     def legend() -> list[str]:
         return [label.text for _, label in view.outputs.legend.items]
 
-    assert "draws on D" not in legend()  # listed only while there are draws
+    assert "draws on D" not in legend()  # listed from the first draws until "Clear draws"
     view.draw_button.click()
     wait_idle(qtbot, window)
     draws = view.draws

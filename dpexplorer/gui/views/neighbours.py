@@ -241,17 +241,21 @@ class NeighboursView(View):
                 stepMode="center", pen=pg.mkPen(ORANGE, width=1, style=dotted), name="draws on D'"
             ),
         }
-        for curve in curves.values():  # in the legend only while draws are shown
+        for curve in curves.values():  # listed from the first draws until "Clear draws"
             self.outputs.legend.removeItem(curve)
         return curves
 
-    def _legend_lists(self, curve: pg.PlotDataItem, listed: bool) -> None:
+    def _list_draws_in_legend(self, listed: bool) -> None:
+        """Add or remove the draws' legend entries. Not done at every move: re-laying out the
+        legend costs 1-2 ms a frame."""
         legend = self.outputs.legend
-        if listed != any(sample.item is curve for sample, _ in legend.items):
-            if listed:
-                legend.addItem(curve, curve.name())
-            else:
-                legend.removeItem(curve)
+        for key in ("draws_d", "draws_d_prime"):
+            curve = self._items.get(key)
+            if curve is not None and listed != any(sample.item is curve for sample, _ in legend.items):
+                if listed:
+                    legend.addItem(curve, curve.name())
+                else:
+                    legend.removeItem(curve)
 
     def _bars(
         self, brushes: dict[str, pg.QtGui.QBrush], names: dict[str, str]
@@ -338,6 +342,7 @@ class NeighboursView(View):
 
     def clear_draws(self) -> None:
         self.draws = None
+        self._list_draws_in_legend(False)
         self._redraw()
 
     def _redraw(self) -> None:
@@ -502,14 +507,12 @@ class NeighboursView(View):
         self, bins: np.ndarray, discrete: bool, items: dict[str, pg.GraphicsObject], *, shown: bool
     ) -> None:
         keys = ("draws_d", "draws_d_prime")
-        listed = self.draws is not None and shown
-        for key in keys:
-            self._legend_lists(items[key], listed)
-        if not listed:
+        if self.draws is None or not shown:
             for key in keys:
                 if items[key].getData()[0] is not None:  # an empty setData still costs 0.1 ms
                     items[key].setData([], [])
             return
+        self._list_draws_in_legend(True)
         for key, values in zip(keys, (self.draws.draws_d, self.draws.draws_d_prime), strict=True):
             finite = values[np.isfinite(values)]
             counts, edges = np.histogram(finite, bins=bins)
