@@ -215,3 +215,34 @@ def test_the_plots_fit_the_visible_densities_and_the_red_bands():
     assert low == pytest.approx(-edge, abs=0.2) and high == pytest.approx(1 + edge, abs=0.2)
     over = grid > 1e5  # a red band far out in the tail
     assert shown_span(grid, p, q, over) == (low, grid[-1])
+
+
+def test_small_noise_is_plotted_in_noise_scales_with_its_draws_mapped_onto_them(qtbot):
+    """Noise 1e-6 of the value: float64 still holds it, but a plot in output units would not
+    (ticks 37.00001, and Qt rasterising in single precision), so the grid is in noise scales;
+    the draws are mapped there and their histogram follows the standard Laplace density
+    within 5 binomial standard errors per bin."""
+    from scipy import stats
+
+    from dpexplorer.core.accuracy import NoisyRelease, numeric_output
+    from dpexplorer.gui.jobs import DrawsResult
+
+    scale = 37e-6
+    out = numeric_output(
+        NoisyRelease(stats.laplace, 37.0, scale), NoisyRelease(stats.laplace, 37.0 + scale, scale)
+    )
+    assert not out.in_output_units and out.outputs_resolve_noise and out.unit == scale
+    view = NeighboursView()
+    qtbot.addWidget(view)
+    view.show()
+    view.show_result(NeighboursResult("Test", out, 1.0, 0.0, 0.0, "", {"epsilon": 1.0}, 0.0, 1.0))
+    size = 100_000
+    draws = 37.0 + scale * np.random.default_rng(7).laplace(size=size)
+    view.show_draws(DrawsResult(draws, draws, size))
+    assert view.overlays_draws() and "not overlaid" not in view.delta_label.text()
+    edges, heights = view._items["draws_d"].getOriginalDataset()
+    chance = np.diff(stats.laplace.cdf(edges))
+    expected = chance / np.diff(edges)
+    standard_error = np.sqrt(size * chance * (1 - chance)) / (size * np.diff(edges))
+    assert np.all(np.abs(heights - expected) <= 5 * standard_error + 1e-12)
+    assert heights.max() > 0.3  # the peak of a standard Laplace density (0.5), binned

@@ -114,12 +114,18 @@ class NumericOutput:
     origin: float = 0.0
     unit: float = 1.0
     """The grid holds (o - origin) / unit for outputs o, and densities are per grid unit:
-    origin 0 and unit 1 (the outputs themselves) unless the noise is too small for float64 to
-    resolve around the value (see ``note``)."""
+    origin 0 and unit 1 (the outputs themselves) unless the noise is too small to plot around
+    the value (see ``note``)."""
 
     @property
     def in_output_units(self) -> bool:
         return self.origin == 0.0 and self.unit == 1.0
+
+    @property
+    def outputs_resolve_noise(self) -> bool:
+        """Whether simulated outputs, as float64 numbers, still carry the noise: a unit at least
+        1e-9 of the value keeps (o - origin) / unit to ~1e-7 (the ulp of the value over unit)."""
+        return self.unit >= 1e-9 * max(1.0, abs(self.origin))
 
     def to_grid(self, outputs: np.ndarray | float) -> np.ndarray:
         """Outputs o in the grid's coordinates, (o - origin) / unit."""

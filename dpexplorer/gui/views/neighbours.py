@@ -412,13 +412,13 @@ class NeighboursView(View):
         self._mark_true_answers(result, items)
         self._draw_loss(grid, loss, result.epsilon, over, shown=(grid >= low) & (grid <= high))
         note = out.note
-        if self.draws is not None and not out.in_output_units:
+        if self.draws is not None and not out.outputs_resolve_noise:
             note += (
                 " The draws are not overlaid: float64 rounds each simulated output to a grid far "
                 "coarser than this noise."
             )
         bins = np.linspace(low, high, 81) if not out.discrete else np.append(grid - 0.5, grid[-1] + 0.5)
-        self._overlay_numeric_draws(bins, out.discrete, items, shown=out.in_output_units)
+        self._overlay_numeric_draws(out, bins, items)
         extra = 0.08 + 0.06 * len(out.point_masses) if out.point_masses else 0.0
         masses = [max(m.mass_d, m.mass_d_prime) for m in out.point_masses]
         self._fit(
@@ -504,19 +504,20 @@ class NeighboursView(View):
             note.setPos(float(x[shown][0]), LOSS_CLIP)
 
     def _overlay_numeric_draws(
-        self, bins: np.ndarray, discrete: bool, items: dict[str, pg.GraphicsObject], *, shown: bool
+        self, out: NumericOutput, bins: np.ndarray, items: dict[str, pg.GraphicsObject]
     ) -> None:
+        """Histograms of the draws over ``bins`` (grid coordinates), if float64 kept their noise."""
         keys = ("draws_d", "draws_d_prime")
-        if self.draws is None or not shown:
+        if self.draws is None or not out.outputs_resolve_noise:
             for key in keys:
                 if items[key].getData()[0] is not None:  # an empty setData still costs 0.1 ms
                     items[key].setData([], [])
             return
         self._list_draws_in_legend(True)
         for key, values in zip(keys, (self.draws.draws_d, self.draws.draws_d_prime), strict=True):
-            finite = values[np.isfinite(values)]
+            finite = out.to_grid(values[np.isfinite(values)])
             counts, edges = np.histogram(finite, bins=bins)
-            items[key].setData(edges, counts / (values.size * (1.0 if discrete else np.diff(edges))))
+            items[key].setData(edges, counts / (values.size * (1.0 if out.discrete else np.diff(edges))))
 
     def _draw_categorical(self, result: NeighboursResult, out: CategoricalOutput) -> None:
         items = self._use_layout(("categorical",))
