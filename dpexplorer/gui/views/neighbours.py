@@ -14,7 +14,14 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontMetrics, QPainterPath
-from PySide6.QtWidgets import QGraphicsPathItem, QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import (
+    QGraphicsPathItem,
+    QGraphicsView,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QWidget,
+)
 
 from dpexplorer.core.mechanisms.base import CategoricalOutput, NumericOutput
 from dpexplorer.gui.jobs import DrawsResult, NeighboursResult
@@ -131,6 +138,10 @@ class NeighboursView(View):
         # against 10.4 ms, p95 8.7 against 18.6, in a bare two-plot test side by side; in the
         # window, where other costs dominate, the gain was within the noise).
         self.canvas = pg.GraphicsLayoutWidget()
+        # Every frame changes most of the canvas. pyqtgraph's minimal updates repaint the union
+        # of the changed items, a region whose clip made Qt paint each density curve in 1.1-1.8
+        # ms instead of 0.2-0.3 ms whenever only the loss plot rescaled (smooth Student's t).
+        self.canvas.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.FullViewportUpdate)
         self.outputs = configure_plot(
             self.canvas.addPlot(row=0, col=0), OUTPUT_AXIS, "probability density", live=True
         )
