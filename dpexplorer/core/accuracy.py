@@ -178,8 +178,8 @@ def standardized(p: NoisyRelease, q: NoisyRelease) -> tuple[NoisyRelease, NoisyR
 
 
 DISPLAY_POINTS = 1201
-"""Grid points of a drawn output distribution, about: one per pixel of a plot ~1,000 px wide.
-More only cost paint time while a slider moves (2,001 took twice as long to draw)."""
+"""About this many points of each drawn output distribution: one per pixel of a plot ~1,000 px
+wide. More only cost paint time while a slider moves (2,001 took twice as long to draw)."""
 
 
 def _display_points(grid: np.ndarray, releases: Sequence[NoisyRelease]) -> np.ndarray:

@@ -441,7 +441,7 @@ class NeighboursView(View):
             "output" if out.in_output_units else x_label: grid,
             "density_D": p,
             "density_D_prime": q,
-            "privacy_loss": np.asarray(out.privacy_loss, dtype=float),
+            "privacy_loss": loss,
         }
         for mass in out.point_masses:
             self.columns[f"P_D[{mass.label}]"] = [mass.mass_d]
@@ -550,7 +550,8 @@ class NeighboursView(View):
         excess = shown.collect(np.maximum(0.0, p - np.exp(result.epsilon) * q))
         items["excess"].setOpts(x=x - 0.2, height=excess, width=0.4)
         loss = shown.loss(np.asarray(out.privacy_loss, dtype=float), p, q)
-        self._draw_loss(x, loss, result.epsilon, over_epsilon(loss, result.epsilon), shown=np.isfinite(x))
+        every = np.ones(x.size, dtype=bool)
+        self._draw_loss(x, loss, result.epsilon, over_epsilon(loss, result.epsilon), shown=every)
         for key, values, dx in (
             ("dots_d", self.draws.draws_d if self.draws else None, -0.2),
             ("dots_d_prime", self.draws.draws_d_prime if self.draws else None, 0.2),
