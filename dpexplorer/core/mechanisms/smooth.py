@@ -139,9 +139,9 @@ class LaplaceLogNormal:
 
     sigma: float
 
-    @functools.cached_property
+    @property
     def nodes(self) -> tuple[np.ndarray, np.ndarray]:
-        """The quadrature nodes over Y for this sigma (:func:`quadrature_nodes`)."""
+        """The quadrature nodes over Y for this sigma (:func:`quadrature_nodes`, cached)."""
         return quadrature_nodes(self.sigma, min(MAX_STEP, STEP_TIMES_SIGMA / self.sigma))
 
     def _log_mix(self, z: np.ndarray, extra: float) -> np.ndarray:
