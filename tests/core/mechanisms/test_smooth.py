@@ -9,6 +9,7 @@ import pytest
 from scipy import integrate, special, stats
 
 from dpexplorer.core.accounting.guarantees import ZCDP, PureDP
+from dpexplorer.core.accuracy import HOCKEY_STICK_POINTS
 from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms import registry
 from dpexplorer.core.mechanisms.base import NumericInput
@@ -302,22 +303,27 @@ def test_lln_quadrature_step_leaves_ln_density_and_tail_exact_to_rounding(sigma)
 
 def test_the_view_and_delta_share_one_evaluation_of_the_lln_densities(monkeypatch):
     """The drawn densities are part of the hockey-stick grid of the same pair, so showing a
-    pair and its delta integrates the Laplace-log-normal density on that grid once per side,
-    and what is drawn is exactly what delta was computed from."""
-    sizes: list[int] = []
+    pair and its delta integrates the Laplace-log-normal density once; each law's density on
+    its own points is the cached standard one, so at a new epsilon only the cross terms (each
+    side at the other's points) are integrated. What is drawn is the exact density."""
+    evaluated: list[int] = []
     original = LaplaceLogNormal.logpdf
 
     def counting(self, z):
-        sizes.append(np.size(z))
+        evaluated.append(np.size(z))
         return original(self, z)
 
     monkeypatch.setattr(LaplaceLogNormal, "logpdf", counting)
-    params = LLN.validate({"epsilon": 0.77, "sigma": 0.43})  # a pair no other test caches
     query = median_query(seed=5)
-    out = LLN.output_distribution(params, query)
-    LLN.delta_at(params, query, 0.3)
-    assert len([size for size in sizes if size > 100]) == 2  # p and q on the grid, once
-    pair = LLN.releases(params, query)
-    np.testing.assert_allclose(out.density_d, pair.d.pdf(out.grid), rtol=1e-12)
-    np.testing.assert_allclose(out.density_d_prime, pair.d_prime.pdf(out.grid), rtol=1e-12)
-    assert 900 < out.grid.size < 1500
+    for epsilon in (0.77, 0.91):  # sigma 0.43: a law no other test caches
+        evaluated.clear()
+        params = LLN.validate({"epsilon": epsilon, "sigma": 0.43})
+        out = LLN.output_distribution(params, query)
+        LLN.delta_at(params, query, 0.3)
+        large = [size for size in evaluated if size > 100]
+        pair = LLN.releases(params, query)
+        np.testing.assert_allclose(out.density_d, pair.d.pdf(out.grid), rtol=1e-12)
+        np.testing.assert_allclose(out.density_d_prime, pair.d_prime.pdf(out.grid), rtol=1e-12)
+        assert 900 < out.grid.size < 1500
+    half = HOCKEY_STICK_POINTS // 2 + 1
+    assert large == [half, half]  # the second epsilon: the two cross terms only
