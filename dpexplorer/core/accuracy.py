@@ -303,6 +303,10 @@ def _own_grid(noise: Any) -> tuple[np.ndarray, np.ndarray]:
     epsilon, only the other law's placement on it does."""
     standard = NoisyRelease(noise, 0.0, 1.0)
     grid = output_grid([standard], points=HOCKEY_STICK_POINTS // 2 + 1, tail=HOCKEY_STICK_TAIL)
+    low, high = standard_span(noise, 1e-3)
+    if abs(low + high) <= 1e-12 * high:  # a symmetric law: mirror the positive half exactly,
+        half = grid[grid > 0]  # so a centred copy of it meets each |z| twice (log_mixture)
+        grid = np.concatenate([-half[::-1], [0.0], half])
     log_density = np.asarray(noise.logpdf(grid), dtype=float)
     for array in (grid, log_density):
         array.flags.writeable = False

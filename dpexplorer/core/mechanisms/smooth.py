@@ -106,24 +106,29 @@ def log_mixture(
     z: np.ndarray, sigma: float, extra: float, nodes: tuple[np.ndarray, np.ndarray]
 ) -> np.ndarray:
     """ln sum_j w_j exp(extra (-sigma y_j) - |z| e^{-sigma y_j}) - ln 2 over the quadrature
-    ``nodes`` (y_j, ln w_j), vectorised over z in chunks of sorted |z| (bounded memory), each
-    summed only over the nodes that can matter to it (:func:`_nodes_that_matter`)."""
+    ``nodes`` (y_j, ln w_j), vectorised over the distinct values of |z|, sorted, in chunks
+    (bounded memory), each summed only over the nodes that can matter to it
+    (:func:`_nodes_that_matter`). A grid symmetric about 0 costs half: z and -z are one |z|."""
     flat = np.abs(np.asarray(z, dtype=float)).ravel()
     shift = -sigma * nodes[0]
     weights, factors = nodes[1] + extra * shift, np.exp(shift)
     if flat.size <= _FEW:  # root finding asks one point at a time: skip the sorting and pruning
         return (_logsumexp_rows_in_place(weights - flat[:, None] * factors) - np.log(2)).reshape(np.shape(z))
     order = np.argsort(flat)
-    out = np.empty(flat.size)
-    buffer = np.empty(min(flat.size, _CHUNK) * weights.size)
-    for start in range(0, flat.size, _CHUNK):
-        rows = order[start : start + _CHUNK]
-        part = flat[rows]
+    ordered = flat[order]
+    new_value = np.concatenate(([True], ordered[1:] != ordered[:-1]))
+    distinct = ordered[new_value]
+    values = np.empty(distinct.size)
+    buffer = np.empty(min(distinct.size, _CHUNK) * weights.size)
+    for start in range(0, distinct.size, _CHUNK):
+        part = distinct[start : start + _CHUNK]
         keep = _nodes_that_matter(weights, factors, part[0], part[-1])
         terms = buffer[: part.size * int(keep.sum())].reshape(part.size, -1)
         np.multiply(part[:, None], factors[keep], out=terms)
         np.subtract(weights[keep], terms, out=terms)  # w_j - |z| f_j
-        out[rows] = _logsumexp_rows_in_place(terms)
+        values[start : start + part.size] = _logsumexp_rows_in_place(terms)
+    out = np.empty(flat.size)
+    out[order] = values[np.cumsum(new_value) - 1]
     return (out - np.log(2)).reshape(np.shape(z))
 
 

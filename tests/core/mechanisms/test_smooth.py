@@ -9,7 +9,7 @@ import pytest
 from scipy import integrate, special, stats
 
 from dpexplorer.core.accounting.guarantees import ZCDP, PureDP
-from dpexplorer.core.accuracy import HOCKEY_STICK_POINTS
+from dpexplorer.core.accuracy import HOCKEY_STICK_POINTS, _own_grid
 from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms import registry
 from dpexplorer.core.mechanisms.base import NumericInput
@@ -276,6 +276,7 @@ def test_lln_sum_over_the_nodes_that_matter_equals_the_full_sum(sigma):
     nodes, log_weights = law.nodes
     rng = np.random.default_rng(3)
     z = np.concatenate([rng.normal(0, 5, 2000), rng.uniform(-300, 300, 500), np.linspace(-1e3, 1e3, 801)])
+    z = np.concatenate([z, -z[:700]])  # repeated |z|, as a symmetric grid has: each mapped back
     shift = -sigma * nodes
     for extra in (0.0, 1.0):
         terms = log_weights + extra * shift - np.abs(z)[:, None] * np.exp(shift)
@@ -327,3 +328,5 @@ def test_the_view_and_delta_share_one_evaluation_of_the_lln_densities(monkeypatc
         assert 900 < out.grid.size < 1500
     half = HOCKEY_STICK_POINTS // 2 + 1
     assert large == [half, half]  # the second epsilon: the two cross terms only
+    own = _own_grid(LaplaceLogNormal(0.43))[0]
+    assert own.size == half and np.array_equal(own, -own[::-1])  # symmetric: |z| comes in pairs
