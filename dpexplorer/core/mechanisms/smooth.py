@@ -42,8 +42,9 @@ from dpexplorer.core.sensitivity import smooth_sensitivity
 
 SMOOTH_STATISTICS = ("median", "quantile", "trimmed_mean")
 _CHUNK = 256
-_FEW = 8
 """Rows of |z| per block of the quadrature: 256 x (at most 1,001) terms, one buffer reused."""
+_FEW = 8
+"""Up to this many points (root finding asks for one) are summed over every node, unsorted."""
 
 
 # ---------------------------------------------------------------- the Laplace-log-normal law
