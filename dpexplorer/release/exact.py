@@ -67,6 +67,11 @@ class ExactRelease:
     approx: tuple[float, float] | None = None
     """An (epsilon, delta) the release also satisfies, for accountants that cannot compose
     ``guarantee`` (set when ``guarantee`` is zCDP)."""
+    dp_outputs: dict[str, Any] = field(default_factory=dict)
+    """Facts ``draw`` computes after the charge from noise it draws (e.g. a noisy row count) and
+    from public facts, such as the grid built on that count: filled by ``draw``, published in the
+    sidecar under ``dp_outputs``. Everything in ``provenance`` is fixed before the charge and
+    depends on public facts only (tests/release/test_public_facts.py)."""
 
     @classmethod
     def pure(cls, epsilon: float, **fields: Any) -> ExactRelease:

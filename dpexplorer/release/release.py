@@ -216,6 +216,7 @@ def _sidecar(
         "sampler": exact.sampler,
         "randomness": result["bits"],
         "discretisation": exact.provenance,
+        "dp_outputs": exact.dp_outputs,
         "software": f"dpexplorer {dpexplorer.__version__}",
         "dataset_fingerprint": prepared.fingerprint,
         "ledger_row_id": row_id,

@@ -2,9 +2,11 @@
 
 BLR (Blum, Ligett & Roth 2013; the net mechanism, Dwork & Roth 2014, Section 4.1) is the
 exponential mechanism (McSherry & Talwar 2007) over all C(N + m - 1, m) histograms h of m
-synthetic rows with weight exp(u(h) / sigma), u = -max_i |q_i(D) - q_i(h)|, sigma = 2 / (n eps).
-The error is v(h) / (n_D m) with an integer v (:class:`~dpexplorer.core.mechanisms.blr.ErrorLevels`),
-so the weight is exp(-c v) with the rational c = eps n / (2 n_D m). Exact sampling: one pass
+synthetic rows with weight exp(u(h) / sigma), u = -max_i |q_i(D) - q_i(h)|, sigma = 2 / (n eps),
+that is exp(-(eps / 2) n max_i |q_i(D) - q_i(h)|): a score in counts of sensitivity 1 with the
+private n inside it (:mod:`dpexplorer.core.mechanisms.blr`, "No public n"). The error is
+v(h) / (n_D m) with an integer v (:class:`~dpexplorer.core.mechanisms.blr.ErrorLevels`), so the
+weight is exp(-c v) with the rational c = eps / (2 m). Exact sampling: one pass
 counts the N_v candidates at each level v; the level is drawn with probability exactly
 N_v exp(-c (v - v_min)) / sum (:func:`~.lazy.pick_index`: inversion of the CDF with a lazy uniform
 against rigorous interval bounds of the weights); then a candidate uniformly among the N_v of that
@@ -13,20 +15,21 @@ exactly. Charged PureDP(eps), the mechanism's claim (seed 000, Theorem 12.6).
 
 MWEM (Hardt, Ligett & McSherry 2012, Algorithm 1), T rounds of two steps each:
 
-1. selection by the exponential mechanism at eps / (2T), utility |q_r(A) - c_r / n| (c_r the
-   integer count, n the public size; q_r(A) is computed in floats from past noisy measurements
-   only, so it is public, and exact as a Fraction), Delta_u = 1/n, sigma = 2 / (n eps / (2T)):
+0. the denominator n_hat: the public n under replace; under add/remove, where n is private, a
+   noisy row count bought with the declared share of eps (:mod:`.row_count`), eps' the rest;
+1. selection by the exponential mechanism at eps' / (2T), utility |q_r(A) - c_r / n_hat| (c_r
+   the integer count; q_r(A) is computed in floats from past noisy measurements only, so it is
+   public, and exact as a Fraction), Delta_u = 1/n_hat, sigma = 2 / (n_hat eps' / (2T)):
    exact rejection sampling (:func:`.selection_paths.exponential_pick`, CKS 2020 Bernoulli);
 2. measurement of c_r with discrete Laplace noise (Canonne, Kamath & Steinke 2020, Algorithm 2)
-   of scale t/s >= 2T / eps counts (:func:`.exact.discrete_scale`; sensitivity 1 count), so
-   (s/t)-DP with s/t <= eps / (2T); the noisy fraction (c_r + Z) / n feeds the update;
+   of scale t/s >= 2T / eps' counts (:func:`.exact.discrete_scale`; sensitivity 1 count), so
+   (s/t)-DP with s/t <= eps' / (2T); the noisy share (c_r + Z) / n_hat feeds the update;
 3. the multiplicative-weights update (:func:`~dpexplorer.core.mechanisms.mwem.mw_update`; floats:
    post-processing).
 
 Released: the average of A_1..A_T over the cells, as the core releases it. Charged
-PureDP(eps / 2 + T s / t), rounded up to a float, which is <= eps (basic composition; Dwork &
-Roth 2014, Theorem 3.16). The core divides counts by the private total sum(h_D) instead of n;
-both are equal on D (n is D's size)."""
+PureDP(eps_n + eps' / 2 + T s / t), rounded up to a float, which is <= eps (basic composition;
+Dwork & Roth 2014, Theorem 3.16). Nothing before the charge depends on n."""
 
 from __future__ import annotations
 
@@ -40,7 +43,6 @@ from typing import Any
 import numpy as np
 from mpmath.ctx_iv import MPIntervalContext
 
-from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.core.mechanisms.base import Mechanism, WorkloadInput
 from dpexplorer.core.mechanisms.blr import BLR, ErrorLevels
 from dpexplorer.core.mechanisms.mwem import mw_update
@@ -49,6 +51,7 @@ from dpexplorer.release import samplers
 from dpexplorer.release.exact import ExactRelease, Value, discrete_scale, finite_fractions
 from dpexplorer.release.lazy import Bounds, fraction_bounds, pick_index, rational
 from dpexplorer.release.rational import float_up
+from dpexplorer.release.row_count import Denominator
 from dpexplorer.release.samplers import BitSource
 from dpexplorer.release.selection_paths import exponential_pick, gaps
 
@@ -120,7 +123,7 @@ def blr_release(
         provenance={
             "synthetic_rows_m": m,
             "candidates": str(levels.total),
-            "utility": "-max_i |q_i(D) - q_i(h)|, queries as fractions, sensitivity 1/n",
+            "utility": "-max_i |c_i(D) - n(D) q_i(h)| in counts, sensitivity 1 (no public n needed)",
             "released": "synthetic histogram: rows per cell, summing to m",
         },
     )
@@ -130,52 +133,73 @@ def blr_release(
 @dataclass(frozen=True)
 class MWEMSteps:
     """The two private steps of an MWEM round, exact (module docstring). ``counts`` are the true
-    integer counts (never published); ``t / s`` the measurement's discrete Laplace scale."""
+    integer counts (never published); ``denominator`` is n_hat (public: the public n, or the
+    noisy row count already drawn); ``t / s`` the measurement's discrete Laplace scale."""
 
     counts: tuple[int, ...]
-    n: int
+    denominator: int
     sigma: Fraction
     t: int
     s: int
 
     def select(self, approx: np.ndarray, bits: BitSource) -> int:
         """A query index drawn with probability exactly proportional to
-        exp(|q_r(A) - c_r / n| / sigma) (``approx`` = q(A), public floats)."""
+        exp(|q_r(A) - c_r / n_hat| / sigma) (``approx`` = q(A), public floats)."""
         public = finite_fractions(approx, "synthetic answer")
-        utility = [abs(a - Fraction(c, self.n)) for a, c in zip(public, self.counts, strict=True)]
+        utility = [abs(a - Fraction(c, self.denominator)) for a, c in zip(public, self.counts, strict=True)]
         return exponential_pick(gaps(utility, self.sigma), bits)
 
     def measure(self, choice: int, bits: BitSource) -> Fraction:
-        """(c_r + Z) / n with Z discrete Laplace of scale t/s, exactly."""
-        return Fraction(
-            self.counts[choice] + samplers.discrete_laplace(Fraction(self.t, self.s), bits), self.n
-        )
-
-    def epsilon(self, rounds: int) -> Fraction:
-        """The exact total: T selections at 1 / (n sigma / 2) plus T measurements at s / t."""
-        return rounds * (2 / (self.n * self.sigma) + Fraction(self.s, self.t))
+        """(c_r + Z) / n_hat with Z discrete Laplace of scale t/s, exactly."""
+        noise = samplers.discrete_laplace(Fraction(self.t, self.s), bits)
+        return Fraction(self.counts[choice] + noise, self.denominator)
 
 
-def mwem_steps(params: Mapping[str, Any], query: WorkloadInput) -> MWEMSteps:
-    """The steps at eps / (2T) each; the measurement's scale is rounded up (0.1% at most)."""
-    check_any_workload(query)
-    step = Fraction(float(params["epsilon"])) / (2 * int(params["rounds"]))
-    counts = finite_fractions(workload_answers(query.workload, np.asarray(query.histogram_d)), "count")
-    if any(c.denominator != 1 for c in counts):
-        raise InvalidParameterError("the workload's counts are not whole numbers; rebuild the query")
+@dataclass(frozen=True)
+class MWEMPlan:
+    """What is fixed before the charge, from public facts only: the per-step epsilon and the
+    measurement's scale (t, s), and the exact total charged."""
+
+    step: Fraction
+    t: int
+    s: int
+    charged: Fraction
+
+    def steps(self, counts: tuple[int, ...], denominator: int) -> MWEMSteps:
+        return MWEMSteps(counts, denominator, 2 / (denominator * self.step), self.t, self.s)
+
+
+def mwem_plan(params: Mapping[str, Any], rows: Denominator) -> MWEMPlan:
+    """Steps at epsilon' / (2T) each (epsilon' = what the row count leaves); the measurement's
+    scale is rounded up (0.1% at most). Charged: the count's s_n/t_n plus T selections at
+    epsilon'/(2T) and T measurements at s/t <= epsilon'/(2T), so at most epsilon."""
+    rounds = int(params["rounds"])
+    step = rows.rest / (2 * rounds)
     t, s = discrete_scale(1 / step)
-    return MWEMSteps(tuple(int(c) for c in counts), query.n, 2 / (query.n * step), t, s)
+    count = Fraction(rows.scale[1], rows.scale[0]) if rows.scale is not None else Fraction(0)
+    return MWEMPlan(step, t, s, count + rounds * (step + Fraction(s, t)))
+
+
+def _true_counts(query: WorkloadInput) -> tuple[int, ...]:
+    check_any_workload(query)
+    counts = np.rint(workload_answers(query.workload, np.asarray(query.histogram_d)))
+    return tuple(int(c) for c in counts)
 
 
 def mwem_release(
     mechanism: Mechanism, params: Mapping[str, Any], query: WorkloadInput, ci_level: float
 ) -> ExactRelease:
-    """MWEM's averaged synthetic distribution over the cells, with exact private steps."""
-    steps, rounds = mwem_steps(params, query), int(params["rounds"])
+    """MWEM's averaged synthetic distribution over the cells, with exact private steps; the
+    denominator is drawn after the charge (module docstring)."""
+    rows, rounds = Denominator.for_query(query, params), int(params["rounds"])
+    plan = mwem_plan(params, rows)
+    counts = _true_counts(query)
     cells = query.workload.shape[1]
-    charged = float_up(steps.epsilon(rounds))
+    facts: dict[str, Any] = {}
 
     def draw(bits: BitSource) -> list[Value]:
+        steps = plan.steps(counts, rows.draw(bits))
+        facts["denominator"] = steps.denominator
         current, total = np.full(cells, 1.0 / cells), np.zeros(cells)
         selected: list[int] = []
         measured: list[float] = []
@@ -187,14 +211,16 @@ def mwem_release(
         return [float(x) for x in total / rounds]
 
     return ExactRelease.pure(
-        charged,
+        float_up(plan.charged),
         sampler=MWEM_SAMPLER,
         labels=tuple(query.cell_labels),
         draw=draw,
         provenance={
+            **rows.describe(),
             "rounds": rounds,
-            "selection_epsilon_per_round": float(params["epsilon"]) / (2 * rounds),
-            "measurement_noise_scale_counts": f"{steps.t}/{steps.s}",
+            "selection_epsilon_per_round": float(plan.step),
+            "measurement_noise_scale_counts": f"{plan.t}/{plan.s}",
             "released": "average of the T synthetic distributions over the cells (sums to 1)",
         },
+        dp_outputs=facts,
     )

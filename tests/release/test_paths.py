@@ -45,10 +45,11 @@ def _median_query(n_ties: int) -> NumericInput:
     )
 
 
-def _workload(k: int = 4, n: int = 100) -> WorkloadInput:
+def _workload(k: int = 4, n: int = 100, relation: str = "add_remove") -> WorkloadInput:
     hist = np.array([12, 9, 11, 5, n - 37])
     workload = np.hstack([np.eye(k, dtype=int), np.zeros((k, 1), dtype=int)])
-    return WorkloadInput(tuple("abcde"), tuple(f"q{i}" for i in range(k)), hist, hist, workload, n)
+    labels = tuple(f"q{i}" for i in range(k))
+    return WorkloadInput(tuple("abcde"), labels, hist, hist, workload, n, relation=relation)
 
 
 def _chi_square_p(observed: np.ndarray, pmf: np.ndarray) -> float:
@@ -130,7 +131,7 @@ def test_ptr_and_dist2instability_release_or_bottom() -> None:
 def test_sparse_vector_matches_the_mechanism_pmf() -> None:
     mech = registry.get("sparse_vector")
     params = mech.validate({"epsilon": 2.0, "threshold": 0.1, "c": 1})
-    query = _workload()
+    query = _workload(relation="replace")  # n public: the release uses the n the exact pmf uses
     release = exact_release(mech, params, query)
     sets = mech.outcome_sets(params, query)
     pmf = mech.output_distribution(params, query).pmf_d

@@ -21,8 +21,17 @@ from dpexplorer.core.mechanisms.base import WorkloadInput
 from dpexplorer.core.mechanisms.blr import BLR, ErrorLevels
 from dpexplorer.core.mechanisms.mwem import MWEM
 from dpexplorer.release.lazy import context
+from dpexplorer.release.row_count import Denominator
 from dpexplorer.release.samplers import SeededBitSource
-from dpexplorer.release.synthetic_paths import blr_release, level_weights, mwem_release, mwem_steps
+from dpexplorer.release.synthetic_paths import (
+    MWEMPlan,
+    MWEMSteps,
+    _true_counts,
+    blr_release,
+    level_weights,
+    mwem_plan,
+    mwem_release,
+)
 
 ALPHA = 1e-3
 WORKLOAD = np.array([[1, 0, 0], [0, 1, 0], [1, 1, 0]])
@@ -127,15 +136,22 @@ def test_blr_provenance_does_not_depend_on_the_data() -> None:
 
 
 # ------------------------------------------------------------------ MWEM
-def _mwem_query(n: int = 100) -> WorkloadInput:
+def _mwem_query(n: int = 100, relation: str = "add_remove") -> WorkloadInput:
     hist = np.array([40, 25, 20, 15]) * n // 100
     workload = np.array([[1, 0, 0, 0], [0, 1, 1, 0], [1, 0, 1, 0], [0, 0, 0, 1], [1, 1, 1, 1]])
-    return WorkloadInput(tuple("wxyz"), tuple(f"q{i}" for i in range(5)), hist, hist, workload, n)
+    labels = tuple(f"q{i}" for i in range(5))
+    return WorkloadInput(tuple("wxyz"), labels, hist, hist, workload, n, relation=relation)
+
+
+def _mwem_steps(params: dict, query: WorkloadInput) -> tuple[MWEMPlan, MWEMSteps]:
+    """The plan and the steps with the true n as denominator (the public n under replace)."""
+    plan = mwem_plan(params, Denominator.for_query(query, params))
+    return plan, plan.steps(_true_counts(query), query.n)
 
 
 def test_mwem_selection_matches_exponential_mechanism() -> None:
-    query, epsilon, rounds = _mwem_query(), 0.8, 2
-    steps = mwem_steps(MWEM_MECH.validate({"epsilon": epsilon, "rounds": rounds}), query)
+    query, epsilon, rounds = _mwem_query(relation="replace"), 0.8, 2
+    _, steps = _mwem_steps(MWEM_MECH.validate({"epsilon": epsilon, "rounds": rounds}), query)
     approx = query.workload @ np.array([0.1, 0.2, 0.3, 0.4])  # any public synthetic answers
     utility = np.abs(approx - query.workload @ query.histogram_d / query.n)
     # exp(u / sigma), sigma = 2 Delta_u / (eps / 2T), Delta_u = 1/n (McSherry & Talwar 2007)
@@ -146,8 +162,8 @@ def test_mwem_selection_matches_exponential_mechanism() -> None:
 
 
 def test_mwem_measurement_is_discrete_laplace_at_the_stated_scale() -> None:
-    query, epsilon, rounds = _mwem_query(), 1.0, 5
-    steps = mwem_steps(MWEM_MECH.validate({"epsilon": epsilon, "rounds": rounds}), query)
+    query, epsilon, rounds = _mwem_query(relation="replace"), 1.0, 5
+    _, steps = _mwem_steps(MWEM_MECH.validate({"epsilon": epsilon, "rounds": rounds}), query)
     scale = steps.t / steps.s
     assert 2 * rounds / epsilon <= scale < 1.001 * 2 * rounds / epsilon
     bits = SeededBitSource(11)
@@ -166,10 +182,14 @@ def test_mwem_charge_within_the_claim(epsilon: float, rounds: int) -> None:
     release = mwem_release(MWEM_MECH, params, _mwem_query(), 0.95)
     claim = MWEM_MECH.guarantee(params, _mwem_query()).epsilon
     assert 0.99 * claim <= release.guarantee.epsilon <= claim == epsilon
-    steps = mwem_steps(params, _mwem_query())
-    per_round = Fraction(epsilon) / (2 * rounds)  # each selection, and the bound of each measurement
-    assert Fraction(steps.s, steps.t) <= per_round
-    assert Fraction(release.epsilon) >= rounds * (per_round + Fraction(steps.s, steps.t))
+    plan, steps = _mwem_steps(params, _mwem_query())
+    # add/remove: 5% of epsilon buys the row count, each selection and measurement gets 95% / 2T
+    per_round = Fraction(epsilon) * (1 - Fraction(params["count_share"])) / (2 * rounds)
+    assert plan.step == per_round and Fraction(steps.s, steps.t) <= per_round
+    count_scale = Denominator.for_query(_mwem_query(), params).scale
+    assert count_scale is not None
+    spent = Fraction(count_scale[1], count_scale[0]) + rounds * (per_round + Fraction(steps.s, steps.t))
+    assert Fraction(release.epsilon) >= spent
 
 
 def test_mwem_release_distribution_and_provenance() -> None:

@@ -4,6 +4,13 @@ exponential mechanism over ALL multisets of size m (histograms h >= 0 with sum m
 u(D, h) = -max_i |q_i(D) - q_i(h)| (queries as fractions), Delta_u = 1/n and sigma = 2/(n eps):
 epsilon-DP (seed 000, Theorem 12.6).
 
+No public n: the weight is exp(-(eps / 2) s(D, h)) with the score in counts
+s(D, h) = max_i |c_i(D) - n(D) q_i(h)| = n(D) max_i |q_i(D) - q_i(h)|, q_i(h) = a_i / m in [0, 1].
+Adding one row moves c_i by b_i in {0, 1} and n by 1, so each term moves by at most
+|b_i - q_i(h)| <= 1, and so does the max: the exponential mechanism with sensitivity 1 (McSherry
+& Talwar 2007; Dwork & Roth 2014, Theorem 3.10) is eps-DP under add/remove and replace, with the
+private n inside the score and nowhere in a scale, grid or published field.
+
 Sampling is exact and streaming: the C(N+m-1, m) candidates are enumerated block by block (a
 meet-in-the-middle over two halves of the cells: every candidate is a left composition of s plus
 a right composition of m - s), so nothing of size C(N+m-1, m) is held. Each block's log
@@ -255,9 +262,10 @@ def _target(query: WorkloadInput, on: Literal["D", "D'"], m: int) -> _Target:
 
 
 def _coefficient(epsilon: float, query: WorkloadInput, target: _Target) -> float:
-    """log weight = -coefficient * |n a - m c|: u / sigma with sigma = 2 Delta_u / eps,
-    Delta_u = 1/n (n the public size of D), u = -|n_h a - m c| / (n_h m)."""
-    return epsilon * query.n / (2.0 * target.n * target.m)
+    """log weight = -coefficient * max_i |n a_i - m c_i| = -(eps / 2) s(h), with the score in
+    counts s(h) = max_i |c_i - n a_i / m| on the side's OWN rows n (module docstring, "No
+    public n"): it moves by at most 1 when one row is added or removed."""
+    return epsilon / (2.0 * target.m)
 
 
 # ---------------------------------------------------------------- exact class histogram
@@ -305,13 +313,12 @@ class ErrorLevels:
     def __init__(self, query: WorkloadInput, m: int) -> None:
         self._enum = _Enumeration(query.workload, m)
         self._target = _target(query, "D", m)
-        self._n = query.n
         self.total = self._enum.total
 
     def exponent(self, epsilon: float) -> Fraction:
-        """The rational c with log weight -c v, exactly: epsilon n / (2 n_D m) (the
-        coefficient the sampler uses, sigma = 2 Delta_u / epsilon with Delta_u = 1/n)."""
-        return Fraction(epsilon) * self._n / (2 * self._target.n * self._target.m)
+        """The rational c with log weight -c v, exactly: epsilon / (2 m), v = m s(h) the score in
+        counts times m (module docstring, "No public n"); n enters only through the score."""
+        return Fraction(epsilon) / (2 * self._target.m)
 
     def counts(
         self, *, cancel: CancelToken | None = None, progress: ProgressFn | None = None

@@ -2,13 +2,17 @@
 a workload of counting queries, where BLR's enumeration is out of reach.
 
 Starting from the uniform distribution A_0 over the universe, for T rounds:
-1. select the query the current A answers worst with the exponential mechanism at epsilon/(2T)
-   (utility |q(A) - q(x)|, queries as fractions, Delta_u = 1/n: sigma = 4 T / (n epsilon));
-2. measure it with Laplace noise at epsilon/(2T) (scale 2 T / (n epsilon));
+1. select the query the current A answers worst with the exponential mechanism at epsilon'/(2T)
+   (utility |q(A) - q(x)|, queries as shares of a denominator n_hat, Delta_u = 1/n_hat:
+   sigma = 4 T / (n_hat epsilon'));
+2. measure it with Laplace noise at epsilon'/(2T) (scale 2 T / (n_hat epsilon'));
 3. multiplicative-weights update A(j) proportional to A(j) exp(q(j) (m - q(A)) / 2), applied
    for every measurement so far, in order (the paper's Section 3.3 enhancement; post-processing).
-Release the average of A_1..A_T. Pure epsilon-DP by basic composition of 2T mechanisms at
-epsilon/(2T) each (Dwork & Roth 2014, Theorem 3.16; the paper's Theorem 2.1)."""
+Release the average of A_1..A_T. The paper takes n as public; here the denominator n_hat is the
+public n under replace, and under add/remove (n private) a noisy row count bought with a
+declared share of epsilon, epsilon' being the rest (:mod:`dpexplorer.core.row_count`). Pure
+epsilon-DP by basic composition of the count and 2T mechanisms at epsilon'/(2T) each (Dwork &
+Roth 2014, Theorem 3.16; the paper's Theorem 2.1)."""
 
 from __future__ import annotations
 
@@ -38,6 +42,7 @@ from dpexplorer.core.mechanisms.pmw import (
     workload_row,
 )
 from dpexplorer.core.mechanisms.registry import register
+from dpexplorer.core.row_count import COUNT_SHARE, noisy_row_counts, split_epsilon
 
 MC_RUNS = 150
 """Runs per side of the Monte-Carlo views (each run is T rounds of updates)."""
@@ -71,11 +76,12 @@ class MWEMResult:
     seconds: float
 
 
-def mwem_scales(epsilon: float, rounds: int, n: int) -> tuple[float, float]:
+def mwem_scales(epsilon: float, rounds: int, denominator: float) -> tuple[float, float]:
     """(sigma of the exponential-mechanism selection, Laplace scale of the measurement), each
-    mechanism at epsilon / (2T) with Delta = 1/n."""
+    mechanism at epsilon / (2T) with Delta = 1 / denominator (``epsilon``: what is left after
+    the row count)."""
     per_step = epsilon / (2 * rounds)
-    return 2.0 / (n * per_step), 1.0 / (n * per_step)
+    return 2.0 / (denominator * per_step), 1.0 / (denominator * per_step)
 
 
 def mw_update(workload: Any, current: np.ndarray, selected: np.ndarray, measured: np.ndarray) -> np.ndarray:
@@ -92,26 +98,29 @@ def mw_update(workload: Any, current: np.ndarray, selected: np.ndarray, measured
 def mwem_run(
     workload: Any,
     histogram: np.ndarray,
-    n: int,
     params: Mapping[str, Any],
     rng: np.random.Generator,
+    relation: str,
     *,
     cancel: CancelToken | None = None,
     progress: ProgressFn | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """One run: (released average distribution, true answers, selected queries, measurements)."""
+    """One run: (released average distribution, true answers as shares of the rows, selected
+    queries, measurements). The denominator is drawn first, as a release does."""
     hist = np.asarray(histogram, dtype=float)
-    truth = workload_answers(workload, hist) / max(hist.sum(), 1.0)
+    counts = workload_answers(workload, hist)
+    denominator = float(noisy_row_counts(hist.sum(), params, relation, rng, 1)[0])
+    truth, scaled = counts / max(hist.sum(), 1.0), counts / denominator
     rounds = params["rounds"]
-    sigma, laplace_scale = mwem_scales(params["epsilon"], rounds, n)
+    sigma, laplace_scale = mwem_scales(split_epsilon(params, relation)[1], rounds, denominator)
     current = np.full(workload.shape[1], 1.0 / workload.shape[1])
     total = np.zeros_like(current)
     selected, measured = np.empty(rounds, dtype=np.int64), np.empty(rounds)
     for t in range(rounds):
         checkpoint(cancel, progress, t / rounds)
         approx = workload_answers(workload, current)
-        choice = int(sample_pmf(np.exp(exponential_log_pmf(np.abs(approx - truth), sigma)), rng, 1)[0])
-        selected[t], measured[t] = choice, truth[choice] + rng.laplace(scale=laplace_scale)
+        choice = int(sample_pmf(np.exp(exponential_log_pmf(np.abs(approx - scaled), sigma)), rng, 1)[0])
+        selected[t], measured[t] = choice, scaled[choice] + rng.laplace(scale=laplace_scale)
         current = mw_update(workload, current, selected[: t + 1], measured[: t + 1])
         total += current
     checkpoint(cancel, progress, 1.0)
@@ -130,7 +139,7 @@ class MWEM(PureEpsilonMechanism):
     )
     input_type: ClassVar[type] = WorkloadInput
     output_kind: ClassVar[Literal["synthetic"]] = "synthetic"
-    params: ClassVar[tuple[Param, ...]] = (EPSILON, ROUNDS)
+    params: ClassVar[tuple[Param, ...]] = (EPSILON, ROUNDS, COUNT_SHARE)
     order: ClassVar[int] = 62
 
     def run(
@@ -147,7 +156,7 @@ class MWEM(PureEpsilonMechanism):
         check_any_workload(query)
         start = time.perf_counter()
         released, truth, selected, measured = mwem_run(
-            query.workload, query.histogram_d, query.n, params, rng, cancel=cancel, progress=progress
+            query.workload, query.histogram_d, params, rng, query.relation, cancel=cancel, progress=progress
         )
         answers = workload_answers(query.workload, released)
         errors = np.abs(answers - truth)
@@ -178,7 +187,7 @@ class MWEM(PureEpsilonMechanism):
         truth = workload_answers(query.workload, hist_d) / hist_d.sum()
         out = np.empty(size)
         for run in range(size):
-            released = mwem_run(query.workload, hist, query.n, params, rng)[0]
+            released = mwem_run(query.workload, hist, params, rng, query.relation)[0]
             out[run] = np.abs(workload_answers(query.workload, released) - truth).max()
         return out
 

@@ -4,9 +4,11 @@ Section 4.2), answering counting queries online.
 A public distribution D_t over the universe starts uniform. Each query q_i (a fraction of the
 rows) is tested: is |q_i(x) - q_i(D_t)| above the threshold T? The test is the sparse vector
 technique with at most L "above" answers (Dwork & Roth 2014, Algorithm 3, NumericSparse, with
-epsilon_1 = 8 epsilon / 9 for the tests and epsilon_2 = 2 epsilon / 9 for the answers):
+epsilon_1 = 8 epsilon' / 9 for the tests and epsilon_2 = 2 epsilon' / 9 for the answers):
 threshold noise Lap(2 L Delta / epsilon_1), refreshed after each update; test noise
-Lap(4 L Delta / epsilon_1); Delta = 1/n.
+Lap(4 L Delta / epsilon_1); Delta = 1 / denominator. The denominator turning counts into shares
+is the public n under replace, and under add/remove (n private) a noisy row count bought with a
+declared share of epsilon; epsilon' is what is left (:mod:`dpexplorer.core.row_count`).
 - Lazy round (below): answer q_i(D_t), computed from public information only.
 - Update round (above): answer a_i = q_i(x) + Lap(L Delta / epsilon_2) and update
   D_{t+1}[j] proportional to D_t[j] exp(+-eta q_i[j]), the sign that of a_i - q_i(D_t), with
@@ -44,6 +46,7 @@ from dpexplorer.core.mechanisms.exponential import error_quantile, error_tail
 from dpexplorer.core.mechanisms.params import EPSILON, Param
 from dpexplorer.core.mechanisms.registry import register
 from dpexplorer.core.mechanisms.sparse_vector import BOTTOM, check_workload
+from dpexplorer.core.row_count import COUNT_SHARE, noisy_row_counts, split_epsilon
 
 MIN_BATCH, MAX_BATCH = 16, 2048
 MC_RUNS = 400
@@ -131,10 +134,13 @@ def _batch_answers(workload: Any, start: int, stop: int, distribution: np.ndarra
     return out
 
 
-def noise_scales(params: Mapping[str, Any], n: int) -> tuple[float, float, float]:
-    """(threshold noise, test noise, answer noise) Laplace scales of NumericSparse."""
-    delta_q, updates = 1.0 / n, params["updates"]
-    eps_tests, eps_answers = 8 * params["epsilon"] / 9, 2 * params["epsilon"] / 9
+def noise_scales(params: Mapping[str, Any], denominator: float, relation: str) -> tuple[float, float, float]:
+    """(threshold noise, test noise, answer noise) Laplace scales of NumericSparse, for answers
+    as shares of ``denominator`` (Delta = 1 / denominator), at the epsilon left after the row
+    count under ``relation``."""
+    delta_q, updates = 1.0 / denominator, params["updates"]
+    rest = split_epsilon(params, relation)[1]
+    eps_tests, eps_answers = 8 * rest / 9, 2 * rest / 9
     sigma = 2 * updates * delta_q / eps_tests
     return sigma, 2 * sigma, updates * delta_q / eps_answers
 
@@ -142,21 +148,24 @@ def noise_scales(params: Mapping[str, Any], n: int) -> tuple[float, float, float
 def pmw_run(
     workload: Any,
     histogram: np.ndarray,
-    n: int,
     params: Mapping[str, Any],
     rng: np.random.Generator,
+    relation: str,
     *,
     cancel: CancelToken | None = None,
     progress: ProgressFn | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One run over all queries: (answers, is_update, updates_used, final public distribution,
-    true answers of ``histogram``).
+    true answers of ``histogram`` as shares of its rows). The denominator is drawn first, as a
+    release does (the public n under replace, a noisy row count under add/remove).
     Queries are tested in batches against the current D_t (batches double while lazy and restart
     small after an update, where the batch is cut)."""
     k, n_cells = workload.shape
     hist = np.asarray(histogram, dtype=float)
-    truth = workload_answers(workload, hist) / max(hist.sum(), 1.0)
-    rho, nu, answer_scale = noise_scales(params, n)
+    counts = workload_answers(workload, hist)
+    denominator = float(noisy_row_counts(hist.sum(), params, relation, rng, 1)[0])
+    truth, scaled = counts / max(hist.sum(), 1.0), counts / denominator
+    rho, nu, answer_scale = noise_scales(params, denominator, relation)
     threshold, limit, eta = params["threshold"], params["updates"], params["threshold"] / 4
     distribution = np.full(n_cells, 1.0 / n_cells)
     noisy_threshold = threshold + rng.laplace(scale=rho)
@@ -167,7 +176,7 @@ def pmw_run(
         checkpoint(cancel, progress, i / k)
         stop = min(i + batch, k)
         approx = _batch_answers(workload, i, stop, distribution)
-        above = np.abs(truth[i:stop] - approx) + rng.laplace(scale=nu, size=stop - i) >= noisy_threshold
+        above = np.abs(scaled[i:stop] - approx) + rng.laplace(scale=nu, size=stop - i) >= noisy_threshold
         first = int(np.argmax(above)) if above.any() else stop - i
         answers[i : i + first], used[i : i + first] = approx[:first], updates
         i += first
@@ -175,7 +184,7 @@ def pmw_run(
             batch = min(2 * batch, MAX_BATCH)
             continue
         batch = MIN_BATCH
-        noisy = truth[i] + rng.laplace(scale=answer_scale)
+        noisy = scaled[i] + rng.laplace(scale=answer_scale)
         direction = 1.0 if noisy > approx[first] else -1.0
         distribution = distribution * np.exp(direction * eta * workload_row(workload, i))
         distribution /= distribution.sum()
@@ -200,7 +209,7 @@ class PMW(PureEpsilonMechanism):
     )
     input_type: ClassVar[type] = WorkloadInput
     output_kind: ClassVar[Literal["transcript"]] = "transcript"
-    params: ClassVar[tuple[Param, ...]] = (EPSILON, THRESHOLD, UPDATES)
+    params: ClassVar[tuple[Param, ...]] = (EPSILON, THRESHOLD, UPDATES, COUNT_SHARE)
     order: ClassVar[int] = 61
 
     def run(
@@ -217,7 +226,7 @@ class PMW(PureEpsilonMechanism):
         check_any_workload(query)
         start = time.perf_counter()
         answers, is_update, used, distribution, truth = pmw_run(
-            query.workload, query.histogram_d, query.n, params, rng, cancel=cancel, progress=progress
+            query.workload, query.histogram_d, params, rng, query.relation, cancel=cancel, progress=progress
         )
         kinds = tuple(
             BOTTOM if np.isnan(a) else (UPDATE if u else LAZY)
@@ -252,7 +261,7 @@ class PMW(PureEpsilonMechanism):
         truth = workload_answers(query.workload, hist_d) / hist_d.sum()
         out = np.empty(size)
         for run in range(size):
-            answers = pmw_run(query.workload, hist, query.n, params, rng)[0]
+            answers = pmw_run(query.workload, hist, params, rng, query.relation)[0]
             errors = np.abs(answers - truth)
             out[run] = np.nanmax(errors) if np.any(~np.isnan(errors)) else 0.0
         return out

@@ -4,7 +4,10 @@ Dwork & Roth 2014, Algorithm 2 ("Sparse", built from AboveThreshold, Algorithm 1
 threshold is perturbed, T_hat = T + Lap(2 c Delta / epsilon); query i is answered "⊤" when
 q_i + Lap(4 c Delta / epsilon) >= T_hat, else "⊥"; after each "⊤" a fresh threshold noise is
 drawn; after c "⊤" the mechanism halts. epsilon-DP (Theorems 3.23 and 3.25). With c = 1 this is
-AboveThreshold. Queries are the workload's counting queries as fractions of n (Delta = 1/n).
+AboveThreshold. Queries are the workload's counting queries as shares of a denominator: the
+public n under replace, a noisy row count n_hat bought with a share of epsilon under add/remove,
+where n is private (:mod:`dpexplorer.core.row_count`); Delta = 1 / denominator, and the rest of
+epsilon goes to the comparisons. The exact views condition on n_hat = n (D's size).
 
 The output is the set of positions answered "⊤". Its exact pmf is a product over segments
 (each segment restarts with fresh threshold noise), each segment probability a one-dimensional
@@ -38,6 +41,7 @@ from dpexplorer.core.mechanisms.exponential import (
 from dpexplorer.core.mechanisms.noisy_max import _laplace_logcdf
 from dpexplorer.core.mechanisms.params import EPSILON, Param
 from dpexplorer.core.mechanisms.registry import register
+from dpexplorer.core.row_count import COUNT_SHARE, denominator_note, noisy_row_counts, split_epsilon
 
 MAX_EXACT_QUERIES = 12
 """Beyond this the quadrature (one vector integral per query and epsilon) takes tens of seconds:
@@ -83,10 +87,13 @@ class SVTTranscript:
     positives: int
 
 
-def normalised_answers(workload: np.ndarray, histogram: np.ndarray) -> np.ndarray:
-    """q_i = (W h)_i / sum(h): the counting queries as fractions of the dataset's own size."""
+def normalised_answers(workload: np.ndarray, histogram: np.ndarray, denominator: Any = None) -> np.ndarray:
+    """q_i = (W h)_i / denominator: the counting queries as shares of the (public or noisy) row
+    count (:mod:`dpexplorer.core.row_count`); by default of the histogram's own total (for
+    views on one side only, never for noise)."""
     hist = np.asarray(histogram, dtype=float)
-    return np.asarray(workload @ hist, dtype=float) / max(hist.sum(), 1.0)
+    total = max(hist.sum(), 1.0) if denominator is None else denominator
+    return np.asarray(workload @ hist, dtype=float) / total
 
 
 def check_workload(query: WorkloadInput) -> None:
@@ -98,8 +105,6 @@ def check_workload(query: WorkloadInput) -> None:
             f"the workload must be a (k, N) matrix over the {n_cells} cells, with k >= 1; got "
             f"shape {w.shape}; rebuild the query"
         )
-    if query.n < 2:
-        raise InvalidParameterError(f"the dataset needs at least 2 rows; it has {query.n}")
 
 
 def _outcome_sets(k: int, c: int) -> list[tuple[int, ...]]:
@@ -213,21 +218,26 @@ class SparseVector(PureEpsilonMechanism):
     )
     input_type: ClassVar[type] = WorkloadInput
     output_kind: ClassVar[Literal["categorical"]] = "categorical"
-    params: ClassVar[tuple[Param, ...]] = (EPSILON, THRESHOLD, MAX_POSITIVES)
+    params: ClassVar[tuple[Param, ...]] = (EPSILON, THRESHOLD, MAX_POSITIVES, COUNT_SHARE)
     order: ClassVar[int] = 43
     refresh_threshold: ClassVar[bool] = True
     """Draw a fresh threshold noise after each ⊤ (Algorithm 2)."""
 
-    def noise_scales(self, params: Mapping[str, Any], query: WorkloadInput) -> tuple[float, float]:
-        """(threshold noise scale, query noise scale) = (2 c Delta / eps, 4 c Delta / eps)."""
-        per_run = params["epsilon"] / params["c"]
-        delta_q = 1.0 / query.n
+    def noise_scales(
+        self, params: Mapping[str, Any], query: WorkloadInput, denominator: float | np.ndarray
+    ) -> tuple[Any, Any]:
+        """(threshold noise scale, query noise scale) = (2 c Delta / eps', 4 c Delta / eps') with
+        Delta = 1 / denominator and eps' the epsilon left after the row count."""
+        per_run = split_epsilon(params, query.relation)[1] / params["c"]
+        delta_q = 1.0 / np.asarray(denominator, dtype=float)
         return 2 * delta_q / per_run, 4 * delta_q / per_run
 
-    def _answers(self, query: QueryInput, on: Literal["D", "D'"]) -> np.ndarray:
+    def _answers(self, query: QueryInput, on: Literal["D", "D'"], denominator: Any = None) -> np.ndarray:
+        """Shares of ``denominator`` (default D's size, the value the exact views condition on)."""
         assert isinstance(query, WorkloadInput)
         check_workload(query)
-        return normalised_answers(query.workload, query.histogram_d if on == "D" else query.histogram_d_prime)
+        hist = query.histogram_d if on == "D" else query.histogram_d_prime
+        return normalised_answers(query.workload, hist, query.n if denominator is None else denominator)
 
     def outcome_sets(self, params: Mapping[str, Any], query: QueryInput) -> list[tuple[int, ...]]:
         """The outcomes in index order: the tuples of positions answered ⊤."""
@@ -237,7 +247,7 @@ class SparseVector(PureEpsilonMechanism):
     def _log_pmf(self, params: Mapping[str, Any], query: QueryInput, on: Literal["D", "D'"]) -> np.ndarray:
         assert isinstance(query, WorkloadInput)
         sets = self.outcome_sets(params, query)
-        rho, nu = self.noise_scales(params, query)
+        rho, nu = self.noise_scales(params, query, query.n)
         top, none = segment_log_probs(self._answers(query, on), params["threshold"], rho, nu, params["c"])
         return outcome_log_pmf(sets, top, none, params["c"])
 
@@ -247,7 +257,10 @@ class SparseVector(PureEpsilonMechanism):
         labels = tuple(
             (TOP + " at " + ", ".join(query.query_labels[i] for i in s)) if s else "no " + TOP for s in sets
         )
-        note = "numerical quadrature over the noisy threshold (Dwork & Roth 2014, Algorithm 2)"
+        note = (
+            "numerical quadrature over the noisy threshold (Dwork & Roth 2014, Algorithm 2), "
+            + denominator_note(query.relation, query.n, float(np.sum(query.histogram_d_prime)))
+        )
         return categorical_output(
             labels, self._log_pmf(params, query, "D"), self._log_pmf(params, query, "D'"), note
         )
@@ -269,11 +282,12 @@ class SparseVector(PureEpsilonMechanism):
         k, c, beta = query.workload.shape[0], params["c"], 1.0 - ci_level
 
         def tail_at(eps: float, alphas: np.ndarray) -> np.ndarray:
-            rho, nu = self.noise_scales({**params, "epsilon": eps}, query)
+            rho, nu = self.noise_scales({**params, "epsilon": eps}, query, query.n)
             return np.minimum(1.0, c * np.exp(-alphas / (2 * rho)) + k * np.exp(-alphas / (2 * nu)))
 
         def bound_alpha_at(eps: float) -> float:
-            grid = np.linspace(0, 1, 20001) * 80 * max(self.noise_scales({**params, "epsilon": eps}, query))
+            scales = self.noise_scales({**params, "epsilon": eps}, query, query.n)
+            grid = np.linspace(0, 1, 20001) * 80 * max(scales)
             return float(grid[np.argmax(tail_at(eps, grid) <= beta)])
 
         def quantile_at(eps: float) -> float:
@@ -317,23 +331,39 @@ class SparseVector(PureEpsilonMechanism):
         on: Literal["D", "D'"] = "D",
     ) -> np.ndarray:
         """``size`` independent runs, vectorised; each as a bitmask of the ⊤ positions
-        (bit i set when query i was answered ⊤). Needs k <= 62 queries."""
+        (bit i set when query i was answered ⊤). Needs k <= 62 queries. Each run draws its own
+        denominator from the side's own row count, as a release does."""
+        denominators = self._denominators(params, query, rng, size, on)
         return _svt_runs(
-            self._answers(query, on),
+            self._answers(query, on, denominators[:, None]),
             params,
-            self.noise_scales(params, query),
+            self.noise_scales(params, query, denominators),
             self.refresh_threshold,
             rng,
             size,
         )[0]
 
+    def _denominators(
+        self, params: Mapping[str, Any], query: QueryInput, rng: np.random.Generator, size: int, on: str
+    ) -> np.ndarray:
+        assert isinstance(query, WorkloadInput)
+        rows = float(np.sum(query.histogram_d if on == "D" else query.histogram_d_prime))
+        return noisy_row_counts(rows, params, query.relation, rng, size)
+
     def run(self, params: Mapping[str, Any], query: QueryInput, rng: np.random.Generator) -> SVTTranscript:
         """One run with its transcript (any number of queries)."""
         assert isinstance(query, WorkloadInput)
-        answers = self._answers(query, "D")
+        denominators = self._denominators(params, query, rng, 1, "D")
         _, responses = _svt_runs(
-            answers, params, self.noise_scales(params, query), self.refresh_threshold, rng, 1, transcript=True
+            self._answers(query, "D", denominators[:, None]),
+            params,
+            self.noise_scales(params, query, denominators),
+            self.refresh_threshold,
+            rng,
+            1,
+            transcript=True,
         )
+        answers = self._answers(query, "D")
         labels = tuple(responses[0])
         return SVTTranscript(
             query.query_labels, labels, answers, float(params["threshold"]), labels.count(TOP)
@@ -343,28 +373,30 @@ class SparseVector(PureEpsilonMechanism):
 def _svt_runs(
     answers: np.ndarray,
     params: Mapping[str, Any],
-    scales: tuple[float, float],
+    scales: tuple[Any, Any],
     refresh: bool,
     rng: np.random.Generator,
     size: int,
     transcript: bool = False,
 ) -> tuple[np.ndarray, list[list[str]]]:
     """Literal runs of Algorithm 2, vectorised over runs: bitmask codes, and the responses when
-    ``transcript`` is set."""
-    rho_scale, nu_scale = scales
-    c, k = params["c"], answers.size
+    ``transcript`` is set. ``answers`` has shape (k,) or (size, k) and the scales are scalars or
+    of shape (size,) (one denominator per run)."""
+    rho_scale, nu_scale = (np.broadcast_to(np.asarray(s, dtype=float), (size,)) for s in scales)
+    answers = np.broadcast_to(np.asarray(answers, dtype=float), (size, np.shape(answers)[-1]))
+    c, k = params["c"], answers.shape[1]
     noisy_threshold = params["threshold"] + rng.laplace(scale=rho_scale, size=size)
     positives = np.zeros(size, dtype=np.int64)
     codes = np.zeros(size, dtype=np.int64)
     responses: list[list[str]] = [[] for _ in range(size)] if transcript else []
     for i in range(k):
         active = positives < c
-        top = active & (answers[i] + rng.laplace(scale=nu_scale, size=size) >= noisy_threshold)
+        top = active & (answers[:, i] + rng.laplace(scale=nu_scale, size=size) >= noisy_threshold)
         if i < 62:
             codes[top] |= np.int64(1) << np.int64(i)
         positives += top
         if refresh and top.any():
-            noisy_threshold[top] = params["threshold"] + rng.laplace(scale=rho_scale, size=int(top.sum()))
+            noisy_threshold[top] = params["threshold"] + rng.laplace(scale=rho_scale[top])
         for run, record in enumerate(responses):
             record.append(TOP if top[run] else (BOTTOM if active[run] else HALTED))
     return codes, responses

@@ -26,7 +26,8 @@ TINY = WorkloadInput(("a", "b", "c"), ("q0", "q1", "q2", "q3"), HIST_D, HIST_DP,
 
 def brute_force(query: WorkloadInput, m: int, epsilon: float, on: str = "D") -> dict[tuple[int, ...], float]:
     """P(histogram) over every multiset (combinations with replacement), exact rational errors,
-    weights exp(-epsilon n err / 2)."""
+    weights exp(-epsilon n err / 2) with n the side's OWN row count (no public n: the score in
+    counts n err has sensitivity 1 under add/remove)."""
     hist = query.histogram_d if on == "D" else query.histogram_d_prime
     n_h = int(hist.sum())
     truth = [Fraction(int(row @ hist), n_h) for row in query.workload]
@@ -34,7 +35,7 @@ def brute_force(query: WorkloadInput, m: int, epsilon: float, on: str = "D") -> 
     for combo in itertools.combinations_with_replacement(range(len(hist)), m):
         h = np.bincount(combo, minlength=len(hist))
         err = max(abs(Fraction(int(row @ h), m) - t) for row, t in zip(query.workload, truth, strict=True))
-        weights[tuple(h)] = math.exp(-epsilon * query.n * float(err) / 2)
+        weights[tuple(h)] = math.exp(-epsilon * n_h * float(err) / 2)
     total = math.fsum(weights.values())
     return {h: w / total for h, w in weights.items()}
 

@@ -16,12 +16,14 @@ from dpexplorer.core.mechanisms.mwem import MWEM, mwem_scales
 MECH = MWEM()
 
 
-def workload_input(k: int = 60, n_cells: int = 32, n: int = 4000, seed: int = 0) -> WorkloadInput:
+def workload_input(
+    k: int = 60, n_cells: int = 32, n: int = 4000, seed: int = 0, relation: str = "add_remove"
+) -> WorkloadInput:
     rng = np.random.default_rng(seed)
     hist = rng.multinomial(n, rng.dirichlet(np.full(n_cells, 0.5)))
     workload = (rng.random((k, n_cells)) < 0.3).astype(np.int8)
     labels = tuple(map(str, range(n_cells)))
-    return WorkloadInput(labels, tuple(f"q{i}" for i in range(k)), hist, hist, workload, n)
+    return WorkloadInput(labels, tuple(f"q{i}" for i in range(k)), hist, hist, workload, n, relation=relation)
 
 
 def test_scales_compose_to_epsilon() -> None:
@@ -43,7 +45,7 @@ def test_low_noise_fits_the_workload() -> None:
 def test_first_selection_follows_exponential_mechanism() -> None:
     """Round 1 starts from the uniform distribution, so its selection pmf is the softmax of
     |q(uniform) - q(x)| / sigma: compare the empirical frequency of the first choice."""
-    query = workload_input(k=5, n=200)
+    query = workload_input(k=5, n=200, relation="replace")  # n public: no share for the row count
     params = MECH.validate({"epsilon": 2.0, "rounds": 1})
     sigma, _ = mwem_scales(2.0, 1, 200)
     truth = query.workload @ query.histogram_d / 200

@@ -75,7 +75,7 @@ def test_low_noise_lazy_answers_are_accurate() -> None:
     query = workload_input(n=10**6)
     params = MECH.validate({"epsilon": 10.0, "threshold": 0.05, "updates": 50})
     transcript = MECH.run(params, query, np.random.default_rng(3))
-    rho, nu, _ = noise_scales(params, query.n)
+    rho, nu, _ = noise_scales(params, query.n, query.relation)
     slack = 20 * (rho + nu)
     lazy = np.array([k == LAZY for k in transcript.kinds])
     assert np.all(transcript.errors[lazy] <= 0.05 + slack)
@@ -87,9 +87,17 @@ def test_low_noise_lazy_answers_are_accurate() -> None:
 def test_noise_calibration_numeric_sparse() -> None:
     """Dwork & Roth 2014, Algorithm 3 with c = L: eps1 = 8 eps/9, eps2 = 2 eps/9,
     sigma = 2 L Delta / eps1 (threshold), 2 sigma (tests), L Delta / eps2 (answers)."""
-    rho, nu, answer = noise_scales({"epsilon": 0.9, "updates": 10}, 1000)
+    rho, nu, answer = noise_scales({"epsilon": 0.9, "updates": 10}, 1000, "replace")
     assert rho == pytest.approx(2 * 10 / 1000 / 0.8)
     assert nu == pytest.approx(2 * rho)
+    assert answer == pytest.approx(10 / 1000 / 0.2)
+
+
+def test_noise_calibration_leaves_the_row_count_its_share_under_add_remove() -> None:
+    """n is private under add/remove: 10% of epsilon = 1 buys the noisy row count, the tests and
+    answers share the remaining 0.9 as above (basic composition)."""
+    rho, _nu, answer = noise_scales({"epsilon": 1.0, "updates": 10, "count_share": 0.1}, 1000, "add_remove")
+    assert rho == pytest.approx(2 * 10 / 1000 / 0.8)
     assert answer == pytest.approx(10 / 1000 / 0.2)
 
 

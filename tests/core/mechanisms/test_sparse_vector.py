@@ -27,7 +27,13 @@ def stream(shifts: list[int], base: int = 10) -> WorkloadInput:
     hist_dp = hist_d + np.array([*shifts, -sum(shifts)])
     workload = np.hstack([np.eye(k, dtype=int), np.zeros((k, 1), dtype=int)])
     return WorkloadInput(
-        tuple(map(str, range(k + 1))), tuple(f"q{i}" for i in range(k)), hist_d, hist_dp, workload, N
+        tuple(map(str, range(k + 1))),
+        tuple(f"q{i}" for i in range(k)),
+        hist_d,
+        hist_dp,
+        workload,
+        N,
+        relation="replace",
     )
 
 
@@ -77,7 +83,7 @@ def test_exact_pmf_matches_independent_integrals(c: int) -> None:
     params = MECH.validate({"epsilon": 1.0, "threshold": 0.1, "c": c})
     q = stream([1, -1, 1, -1])
     out = MECH.output_distribution(params, q)
-    rho, nu = MECH.noise_scales(params, q)
+    rho, nu = MECH.noise_scales(params, q, N)
     answers = q.workload @ q.histogram_d / N
     for index, tops in enumerate(MECH.outcome_sets(params, q)):
         expected = independent_log_prob(answers, list(tops), c, 0.1, rho, nu, refresh=True)
@@ -109,8 +115,8 @@ class BudgetNotSplit(SparseVector):
 
     name: ClassVar[str] = "svt_bug_unsplit"
 
-    def noise_scales(self, params, query):  # type: ignore[no-untyped-def]
-        return 2 / (query.n * params["epsilon"]), 4 / (query.n * params["epsilon"])
+    def noise_scales(self, params, query, denominator):  # type: ignore[no-untyped-def]
+        return 2 / (denominator * params["epsilon"]), 4 / (denominator * params["epsilon"])
 
 
 class ReusedThreshold(SparseVector):
@@ -139,7 +145,7 @@ def test_reused_threshold_is_private_here() -> None:
     Theorem 2 gives epsilon_1 + epsilon_2 <= eps). The exact loss (independent integrals over the
     single threshold noise) stays below epsilon and the auditor finds nothing above it."""
     params = MECH.validate(PARAMS)
-    rho, nu = MECH.noise_scales(params, ALTERNATING)
+    rho, nu = MECH.noise_scales(params, ALTERNATING, N)
     answers = ALTERNATING.workload @ ALTERNATING.histogram_d / N
     answers_dp = ALTERNATING.workload @ ALTERNATING.histogram_d_prime / N
     losses = [
