@@ -134,8 +134,9 @@ def make_grid(
         raise InvalidParameterError("the sensitivity and the noise scale must be positive")
     integral = integral and sensitivity.denominator == 1
     k = grid_exponent(noise, sensitivity, integral)
-    if integral and k == 0 and any(v.denominator != 1 for v in values):
-        raise InvalidParameterError("a count or histogram has a non-integer answer; rebuild the query")
+    # No refusal on a non-integer answer here: it would be decided from the data before the
+    # charge. Counts are integers by construction (the data layer counts rows), and rounding to
+    # the grid below is what every release does anyway.
     spacing = Fraction(2) ** k
     scaled = sensitivity / spacing
     d = len(values)

@@ -247,8 +247,14 @@ def d2i_median_release(mechanism: Mechanism, params: Mapping[str, Any], query: N
     """Dist2Instability of the median: the discrete test, then the median itself."""
     epsilon, delta = float(params["epsilon"]), float(params["delta"])
     test = DistanceTest.for_parameters(epsilon, delta)
-    distance = int(mechanism.distances(query)[0])  # type: ignore[attr-defined]
-    (median,) = finite_fractions(np.atleast_1d(query.value_d)[:1], "median")
+    if query.sorted_values_d is not None and len(query.sorted_values_d) == 0:
+        # An empty column has no median and is at distance 0 from one that has: the release
+        # answers ⊥ after the charge instead of refusing before it (a refusal would tell).
+        draw: Callable[[BitSource], list[Value]] = lambda bits: [BOTTOM]  # noqa: E731
+    else:
+        distance = int(mechanism.distances(query)[0])  # type: ignore[attr-defined]
+        (median,) = finite_fractions(np.atleast_1d(query.value_d)[:1], "median")
+        draw = _tested(test, distance, lambda bits: [float(median)])
     claimed = mechanism.guarantee(params, query)
     assert isinstance(claimed, ApproxDP)
     return ExactRelease(
@@ -258,6 +264,6 @@ def d2i_median_release(mechanism: Mechanism, params: Mapping[str, Any], query: N
         rho=None,
         sampler="discrete distance test (CKS 2020 discrete Laplace), then the exact median",
         labels=("median",),
-        draw=_tested(test, distance, lambda bits: [float(median)]),
+        draw=draw,
         provenance=test.describe(),
     )

@@ -173,3 +173,20 @@ def test_a_mechanism_without_a_path_is_refused() -> None:
 def test_every_registered_mechanism_has_an_exact_path() -> None:
     missing = {m.name for m in registry.all_mechanisms()} - set(PATHS)
     assert not missing, f"no exact release path for {sorted(missing)}"
+
+
+def test_no_refusal_decided_from_the_data_before_the_charge() -> None:
+    """Issue 15 item 5: Dist2Instability on an empty column answers ⊥ (after the charge) instead
+    of refusing, and a count's exact path takes any answer (counts are integers by construction;
+    a refusal on the value would tell something about the data before anything is paid)."""
+    d2i = registry.get("dist2instability")
+    empty = NumericInput(
+        np.array([np.nan]), np.array([0.0]), 10.0, 10.0, 0, "median", bounds=(-5.0, 5.0),
+        sorted_values_d=np.array([]), sorted_values_d_prime=np.array([0.0]),
+    )  # fmt: skip
+    release = exact_release(d2i, d2i.validate({"epsilon": 1.0, "delta": 1e-4}), empty)
+    assert release.draw(SeededBitSource(0)) == [BOTTOM]
+    laplace = registry.get("laplace")
+    count = NumericInput(np.array([10.5]), np.array([11.5]), 1.0, 1.0, 10, "count")
+    drawn = exact_release(laplace, laplace.validate({"epsilon": 1.0}), count).draw(SeededBitSource(0))
+    assert float(drawn[0]).is_integer()
