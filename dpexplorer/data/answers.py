@@ -8,17 +8,32 @@ feed the exploration views and the release path's noise, never an export."""
 from __future__ import annotations
 
 import math
+import weakref
+from typing import Any
 
 import numpy as np
-import polars as pl
 
 from dpexplorer.core.mechanisms.base import NumericInput, Relation, SelectionInput, WorkloadInput
-from dpexplorer.core.neighbours import check_relation, worst_case_neighbour
+from dpexplorer.core.neighbours import (
+    NeighbourChange,
+    candidate_changes,
+    check_relation,
+    worst_case_neighbour,
+)
 from dpexplorer.core.sensitivity import global_sensitivity, statistic_function
+from dpexplorer.data.engine import (
+    CellCounts,
+    ClippedMoments,
+    Moments,
+    Request,
+    RowCount,
+    SortedClipped,
+    engine_of,
+)
 from dpexplorer.data.errors import DataError
-from dpexplorer.data.load import Dataset
 from dpexplorer.data.queries import (
     ArgMax,
+    Axis,
     Count,
     Histogram,
     Mean,
@@ -33,18 +48,39 @@ from dpexplorer.data.queries import (
 
 Answer = float | np.ndarray | str | tuple[str, ...]
 ClippedQuery = Sum | Mean | Quantile | TrimmedMean
+CACHE_ENTRIES = 32
+"""Aggregates kept per dataset (oldest dropped first): re-asking a query never rescans."""
+
+_cache: weakref.WeakKeyDictionary[Any, dict[Request, Any]] = weakref.WeakKeyDictionary()
 
 
-def _checked(dataset: Dataset, query: Query) -> None:
+def _checked(dataset: Any, query: Query) -> None:
     query.check(dataset.schema)
 
 
 # ---------------------------------------------------------------- the data each query needs
-def clipped_sorted_values(dataset: Dataset, query: ClippedQuery) -> np.ndarray:
+def aggregate(dataset: Any, request: Request) -> Any:
+    """``request`` evaluated by the dataset's engine (dpexplorer.data.engine), cached per
+    dataset and request; arrays come back read-only, so a cached answer cannot be altered."""
+    answers = _cache.setdefault(dataset, {})
+    if request not in answers:
+        value = engine_of(dataset).aggregate(dataset, request)
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+        if len(answers) >= CACHE_ENTRIES:
+            answers.pop(next(iter(answers)))
+        answers[request] = value
+    return answers[request]
+
+
+def clipped_sorted_values(dataset: Any, query: ClippedQuery) -> np.ndarray:
     """The column clipped to [lower, upper], missing values set to the midpoint, sorted (float)."""
-    mid = (query.lower + query.upper) / 2.0
-    expr = pl.col(query.column).cast(pl.Float64).fill_null(mid).clip(query.lower, query.upper).sort()
-    return dataset.select(expr.alias("v"))["v"].to_numpy()
+    return aggregate(dataset, SortedClipped(query.column, query.lower, query.upper))
+
+
+def clipped_moments(dataset: Any, query: ClippedQuery) -> Moments:
+    """(n, sum, min, max) of the clipped column: no sort (sums and means need nothing more)."""
+    return aggregate(dataset, ClippedMoments(query.column, query.lower, query.upper))
 
 
 def _statistic(query: ClippedQuery) -> tuple[str, float, float]:
@@ -56,24 +92,23 @@ def _statistic(query: ClippedQuery) -> tuple[str, float, float]:
     return query.kind, 0.5, 0.0
 
 
-def predicate_count(dataset: Dataset, query: PredicateCount) -> int:
-    return int(dataset.select(query.predicate.expr().sum().alias("n"))["n"][0])
+def n_rows(dataset: Any) -> int:
+    """The number of rows (PRIVATE under add/remove)."""
+    return int(aggregate(dataset, RowCount()))
 
 
-def cell_counts(dataset: Dataset, axes: tuple, shape: tuple[int, ...]) -> np.ndarray:
-    """Rows per cell of the universe of ``axes`` (row-major over ``shape``)."""
-    strides = np.cumprod((1, *shape[:0:-1]))[::-1]
-    index = sum((a.index_expr() * int(s) for a, s in zip(axes, strides, strict=True)), pl.lit(0))
-    cells = dataset.select(index.alias("cell"))["cell"].to_numpy()
-    return np.bincount(cells, minlength=math.prod(shape)).astype(float)
+def predicate_count(dataset: Any, query: PredicateCount) -> int:
+    return int(aggregate(dataset, RowCount(query.predicate)))
 
 
-def _category_counts(dataset: Dataset, query: ArgMax | TopK) -> np.ndarray:
-    col = pl.col(query.column)
-    frame = dataset.select(
-        *((col == pl.lit(c)).fill_null(False).sum().alias(str(i)) for i, c in enumerate(query.categories))
-    )
-    return np.array([int(frame[str(i)][0]) for i in range(len(query.categories))], dtype=float)
+def cell_counts(dataset: Any, axes: tuple[Axis, ...]) -> np.ndarray:
+    """Rows per cell of the universe of ``axes`` (row-major over their labels)."""
+    return aggregate(dataset, CellCounts(tuple(axes)))
+
+
+def _category_counts(dataset: Any, query: ArgMax | TopK) -> np.ndarray:
+    """Rows per declared category (the histogram over them without its "other" cell)."""
+    return cell_counts(dataset, (Axis(query.column, categories=query.categories),))[:-1]
 
 
 def workload_matrix(query: Workload) -> np.ndarray:
@@ -91,27 +126,30 @@ def workload_matrix(query: Workload) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- true answers
-def true_answer(dataset: Dataset, query: Query) -> Answer:
+def true_answer(dataset: Any, query: Query) -> Answer:
     """f(D), exact. Count/predicate count/sum/mean/quantile/trimmed mean: a float; histogram and
     workload: the vector of counts (labels from the query); argmax: the category (as text);
     top-k: the k categories, most common first (ties: declared order)."""
     _checked(dataset, query)
     if isinstance(query, Count):
-        return float(dataset.n_rows)
+        return float(n_rows(dataset))
     if isinstance(query, PredicateCount):
         return float(predicate_count(dataset, query))
-    if isinstance(query, Sum | Mean | Quantile | TrimmedMean):
+    if isinstance(query, Sum | Mean):
+        m = clipped_moments(dataset, query)
+        return _moment_statistic(query)(m.n, m.total)
+    if isinstance(query, Quantile | TrimmedMean):
         name, q, trim = _statistic(query)
         return statistic_function(name, query.lower, query.upper, quantile=q, trim_fraction=trim)(
             clipped_sorted_values(dataset, query)
         )
     if isinstance(query, Histogram):
-        return cell_counts(dataset, (query.axis,), (len(query.labels),))
+        return cell_counts(dataset, (query.axis,)).copy()
     if isinstance(query, ArgMax | TopK):
         order = _ranking(_category_counts(dataset, query))
         names = tuple(str(query.categories[i]) for i in order[: query.k])
         return names[0] if isinstance(query, ArgMax) else names
-    return workload_matrix(query) @ cell_counts(dataset, query.axes, query.shape)
+    return workload_matrix(query) @ cell_counts(dataset, query.axes)
 
 
 def _ranking(counts: np.ndarray) -> np.ndarray:
@@ -120,7 +158,7 @@ def _ranking(counts: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------- inputs on D and D'
 def query_input(
-    dataset: Dataset, query: Query, relation: Relation = "add_remove"
+    dataset: Any, query: Query, relation: Relation = "add_remove"
 ) -> NumericInput | SelectionInput | WorkloadInput:
     """The query's true answers on D and on its worst-case neighbour D' under ``relation``, the
     global sensitivities (dpexplorer.core.sensitivity.global_sensitivity, formulas cited there)
@@ -144,11 +182,11 @@ def _scalar_input(value: float, value_prime: float, s1: float, s2: float, **kw: 
     return NumericInput(np.array([float(value)]), np.array([float(value_prime)]), s1, s2, **kw)  # type: ignore[arg-type]
 
 
-def _count_input(dataset: Dataset, query: Count | PredicateCount, relation: Relation) -> NumericInput:
+def _count_input(dataset: Any, query: Count | PredicateCount, relation: Relation) -> NumericInput:
     """Count: +1 row under add/remove; unchanged (sensitivity 0: n is public) under replace.
     Predicate count: sensitivity 1 (Dwork & Roth 2014, example 3.1); D' adds a matching row, or
     under replace turns a non-matching row into a matching one (the reverse if all match)."""
-    n = dataset.n_rows
+    n = n_rows(dataset)
     if isinstance(query, Count):
         if relation == "replace":
             row = "D' = D with one row changed: the number of rows cannot change"
@@ -185,42 +223,78 @@ def _count_input(dataset: Dataset, query: Count | PredicateCount, relation: Rela
     )
 
 
-def _clipped_input(dataset: Dataset, query: ClippedQuery, relation: Relation) -> NumericInput:
+def _moment_statistic(query: Sum | Mean) -> Any:
+    """f(n, sum) of the clipped column: the sum, or the mean (the midpoint when n = 0, as
+    dpexplorer.core.sensitivity's convention for the empty dataset)."""
+    if isinstance(query, Sum):
+        return lambda n, total: float(total)
+    mid = (query.lower + query.upper) / 2.0
+    return lambda n, total: float(total) / n if n else mid
+
+
+def _moment_neighbour(
+    m: Moments, query: Sum | Mean, relation: Relation
+) -> tuple[NeighbourChange | None, float]:
+    """(change, f(D')) of the neighbour moving the sum or mean most, from aggregates alone.
+
+    The candidates are dpexplorer.core.neighbours.candidate_changes (add a row at a bound,
+    remove or change the smallest or largest row), which only read the smallest and largest
+    values; f(D') follows from n and the sum moved by the one row. Same candidates, same order
+    and same ties as worst_case_neighbour on the sorted column, without sorting it."""
+    f = _moment_statistic(query)
+    f_d = f(m.n, m.total)
+    ends = np.array([m.smallest, m.largest], dtype=float) if m.n else np.empty(0)
+    best: tuple[NeighbourChange | None, float, float] = (None, f_d, 0.0)
+    for change in candidate_changes(ends, query.lower, query.upper, relation):
+        removed, added = change.removed, change.added
+        n = m.n - (removed is not None) + (added is not None)
+        f_dp = f(n, m.total - (removed or 0.0) + (added or 0.0))
+        if best[0] is None or abs(f_dp - f_d) > best[2]:
+            best = (change, f_dp, abs(f_dp - f_d))
+    return best[0], best[1]
+
+
+def _clipped_input(dataset: Any, query: ClippedQuery, relation: Relation) -> NumericInput:
     """f(D) and the neighbour moving f most (exact for these monotone statistics: see
-    dpexplorer.core.neighbours), with the clipped sorted values of both for data-dependent
-    mechanisms (median, quantile, trimmed mean)."""
+    dpexplorer.core.neighbours). Sum and mean come from the engine's aggregates (n, sum, min,
+    max: no sort); the order statistics (median, quantile, trimmed mean) from the clipped
+    sorted column, which the data-dependent mechanisms also get, on D and on D'."""
     name, q, trim = _statistic(query)
-    values = clipped_sorted_values(dataset, query)
-    f = statistic_function(name, query.lower, query.upper, quantile=q, trim_fraction=trim)
-    change, f_prime, _ = worst_case_neighbour(values, query.lower, query.upper, f, relation)
+    if isinstance(query, Sum | Mean):
+        m = clipped_moments(dataset, query)
+        n, value = m.n, _moment_statistic(query)(m.n, m.total)
+        change, f_prime = _moment_neighbour(m, query, relation)
+        values = prime = None
+    else:
+        values = clipped_sorted_values(dataset, query)
+        f = statistic_function(name, query.lower, query.upper, quantile=q, trim_fraction=trim)
+        change, f_prime, _ = worst_case_neighbour(values, query.lower, query.upper, f, relation)
+        n, value = len(values), f(values)
+        prime = change.apply(values) if change is not None else values
     kind = "quantile" if name == "median" else name
-    s1, s2 = global_sensitivity(
-        kind, relation, lower=query.lower, upper=query.upper, n=len(values), trim_fraction=trim
-    )
-    order_based = name in ("median", "quantile", "trimmed_mean")
-    prime = change.apply(values) if change is not None else values
+    s1, s2 = global_sensitivity(kind, relation, lower=query.lower, upper=query.upper, n=n, trim_fraction=trim)
     return _scalar_input(
-        f(values),
+        value,
         f_prime,
         s1,
         s2,
-        n=len(values),
+        n=n,
         statistic=name,
         relation=relation,
         output_range=None if name == "sum" else (float(query.lower), float(query.upper)),
         bounds=(float(query.lower), float(query.upper)),
-        sorted_values_d=values if order_based else None,
-        sorted_values_d_prime=prime if order_based else None,
+        sorted_values_d=values,
+        sorted_values_d_prime=prime,
         quantile=q,
         trim_fraction=trim,
         differing_row=change.describe(query.column) if change is not None else "",
     )
 
 
-def _histogram_input(dataset: Dataset, query: Histogram, relation: Relation) -> NumericInput:
+def _histogram_input(dataset: Any, query: Histogram, relation: Relation) -> NumericInput:
     """Counts per cell; D' adds a row to the smallest cell (add/remove) or moves one from the
     largest cell to the smallest (replace). l1/l2 from global_sensitivity("histogram")."""
-    counts = cell_counts(dataset, (query.axis,), (len(query.labels),))
+    counts = cell_counts(dataset, (query.axis,))
     labels = query.labels
     small, big = int(np.argmin(counts)), int(np.argmax(counts))
     prime = counts.copy()
@@ -240,7 +314,7 @@ def _histogram_input(dataset: Dataset, query: Histogram, relation: Relation) -> 
         prime,
         s1,
         s2,
-        n=dataset.n_rows,
+        n=n_rows(dataset),
         statistic="histogram",
         relation=relation,
         differing_row=row,
@@ -249,7 +323,7 @@ def _histogram_input(dataset: Dataset, query: Histogram, relation: Relation) -> 
     )
 
 
-def _selection_input(dataset: Dataset, query: ArgMax | TopK, relation: Relation) -> SelectionInput:
+def _selection_input(dataset: Any, query: ArgMax | TopK, relation: Relation) -> SelectionInput:
     """Scores are counts (sensitivity 1, Dwork & Roth 2014, section 3.4); monotone under
     add/remove (every count moves the same way), not under replace. D' helps the runner-up:
     one more row for it (add/remove), or one row moved to it from the leader (replace)."""
@@ -272,18 +346,18 @@ def _selection_input(dataset: Dataset, query: ArgMax | TopK, relation: Relation)
         prime,
         1.0,
         relation == "add_remove",
-        dataset.n_rows,
+        n_rows(dataset),
         statistic=query.kind,
         relation=relation,
         differing_row=row,
     )
 
 
-def _workload_input(dataset: Dataset, query: Workload, relation: Relation) -> WorkloadInput:
+def _workload_input(dataset: Any, query: Workload, relation: Relation) -> WorkloadInput:
     """The data as a histogram over the universe; D' adds a row to the cell counted by the most
     queries (add/remove), or moves one from the busiest non-empty cell to the cell whose queries
     differ most from it (replace)."""
-    hist = cell_counts(dataset, query.axes, query.shape)
+    hist = cell_counts(dataset, query.axes)
     w = workload_matrix(query)
     labels = query.cell_labels()
     load = w.sum(axis=0)
@@ -305,7 +379,7 @@ def _workload_input(dataset: Dataset, query: Workload, relation: Relation) -> Wo
         hist,
         prime,
         w,
-        dataset.n_rows,
+        n_rows(dataset),
         relation=relation,
         differing_row=row,
     )

@@ -129,31 +129,14 @@ class LoadedDataset:
 
 def load_dataset(path: str, top: int = 16) -> LoadedDataset:
     """Load ``path`` and compute, off the main thread, everything the Data tab and the query
-    builder show about it."""
-    import polars as pl
-
+    builder show about it (through the dataset's engine: dpexplorer.data.engine)."""
+    from dpexplorer.data.engine import engine_of
     from dpexplorer.data.load import load_dataset as load
 
     dataset = load(path)
-    columns = dataset.columns  # cached on the dataset: computed here, not on the main thread
+    summary = engine_of(dataset).summary(dataset, top)  # cached columns: computed here, off the main thread
     _ = dataset.fingerprint  # likewise (SHA-256 of the file, for the ledger and sessions)
-    numeric = [c.name for c in columns if c.kind == "numeric"]
-    others = [c.name for c in columns if c.kind != "numeric"]
-    ranges: dict[str, tuple[float, float]] = {}
-    if numeric:
-        row = dataset.select(
-            *(pl.col(c).min().alias(f"{c}_lo") for c in numeric),
-            *(pl.col(c).max().alias(f"{c}_hi") for c in numeric),
-        )
-        for c in numeric:
-            low, high = row[f"{c}_lo"][0], row[f"{c}_hi"][0]
-            if low is not None and high is not None and low < high:
-                ranges[c] = (float(low), float(high))
-    top_values: dict[str, list[str]] = {}
-    for c in others:
-        counts = dataset.select(pl.col(c).drop_nulls().cast(pl.String).value_counts(sort=True).head(top))
-        top_values[c] = [str(s[c]) for s in counts[c].to_list()]
-    return LoadedDataset(dataset, ranges, top_values)
+    return LoadedDataset(dataset, summary.ranges, summary.top_values)
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,0 +1,141 @@
+"""The engine contract (dpexplorer.data.engine): what comes back, what is asked for, caching."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpexplorer.core.neighbours import worst_case_neighbour
+from dpexplorer.core.sensitivity import statistic_function
+from dpexplorer.data import answers
+from dpexplorer.data.answers import query_input, true_answer
+from dpexplorer.data.engine import (
+    POLARS,
+    CellCounts,
+    ClippedMoments,
+    Filter,
+    Moments,
+    PolarsEngine,
+    RowCount,
+    SortedClipped,
+)
+from dpexplorer.data.engine.base import Engine
+from dpexplorer.data.load import load_dataset
+from dpexplorer.data.queries import Axis, Count, Histogram, Mean, Median, PredicateCount, Sum, where
+
+
+@pytest.fixture
+def small(tmp_path: Path):
+    p = tmp_path / "s.csv"
+    p.write_text("x,c\n1,a\n,b\n3,\n9,a\n-2,b\n")
+    return load_dataset(p)
+
+
+def test_requests_return_aggregates(small):
+    assert POLARS.aggregate(small, RowCount()) == 5
+    assert POLARS.aggregate(small, RowCount(where("c") == "a")) == 2
+    # missing -> midpoint 2; 9 -> 4; -2 -> 0
+    assert POLARS.aggregate(small, ClippedMoments("x", 0, 4)) == Moments(5, 1 + 2 + 3 + 4 + 0, 0.0, 4.0)
+    assert list(POLARS.aggregate(small, SortedClipped("x", 0, 4))) == [0, 1, 2, 3, 4]
+    cells = POLARS.aggregate(
+        small, CellCounts((Axis("c", categories=("a", "b")), Axis("x", edges=(0, 2, 10))))
+    )
+    # c=a: x 1 -> bin 0, 9 -> bin 1; c=b: missing x -> "missing", -2 -> bin 0; other: 3 -> bin 1
+    assert list(cells) == [1, 1, 0, 1, 0, 1, 0, 1, 0]
+
+
+def test_filter_step_agrees_with_a_predicate(small):
+    rich = where("x") >= 1
+    assert (
+        POLARS.aggregate(small, RowCount(), (Filter(rich),)) == POLARS.aggregate(small, RowCount(rich)) == 3
+    )
+    assert POLARS.aggregate(small, ClippedMoments("x", 0, 4), (Filter(rich),)) == Moments(3, 8.0, 1.0, 4.0)
+    empty = POLARS.aggregate(small, ClippedMoments("x", 0, 4), (Filter(where("x") > 100),))
+    assert empty == Moments(0, 0.0, None, None)
+
+
+def test_an_unregistered_operation_is_refused(small):
+    class Nothing:
+        pass
+
+    with pytest.raises(TypeError, match="does not implement Nothing"):
+        POLARS.aggregate(small, Nothing())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="does not implement Nothing"):
+        POLARS.aggregate(small, RowCount(), (Nothing(),))  # type: ignore[arg-type]
+
+
+class Recording(PolarsEngine):
+    """The polars engine, noting every request it evaluates."""
+
+    def __init__(self) -> None:
+        self.asked: list[object] = []
+
+    def aggregate(self, dataset, request, steps=()):
+        self.asked.append(request)
+        return super().aggregate(dataset, request, steps)
+
+
+@pytest.fixture
+def recorded(small, monkeypatch):
+    engine = Recording()
+    monkeypatch.setattr(answers, "engine_of", lambda dataset: engine)
+    return engine
+
+
+def test_sums_and_means_never_ask_for_the_sorted_column(small, recorded):
+    for relation in ("add_remove", "replace"):
+        for query in (Sum("x", 0, 4), Mean("x", 0, 4)):
+            inp = query_input(small, query, relation)
+            assert inp.sorted_values_d is None and inp.n == 5
+    assert not any(isinstance(r, SortedClipped) for r in recorded.asked)
+    query_input(small, Median("x", 0, 4))
+    assert isinstance(recorded.asked[-1], SortedClipped)  # order statistics say they need it
+
+
+def test_answers_are_cached_per_query(small, recorded):
+    q = PredicateCount(where("c") == "b")
+    for relation in ("add_remove", "replace", "add_remove"):
+        query_input(small, q, relation)
+        true_answer(small, q)
+    true_answer(small, Histogram(Axis("c", categories=("a",))))
+    true_answer(small, Histogram(Axis("c", categories=("a",))))
+    query_input(small, Count())
+    expected = {RowCount(q.predicate), RowCount(), CellCounts((Axis("c", categories=("a",)),))}
+    assert len(recorded.asked) == 3 and set(recorded.asked) == expected  # each evaluated once
+    cached = answers.cell_counts(small, (Axis("c", categories=("a",)),))
+    with pytest.raises(ValueError):
+        cached[0] = 99  # a cached answer cannot be altered by whoever reads it
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    x=st.lists(st.integers(-5, 15), min_size=0, max_size=8),
+    relation=st.sampled_from(["add_remove", "replace"]),
+    kind=st.sampled_from(["sum", "mean"]),
+)
+def test_the_neighbour_from_aggregates_is_the_neighbour_from_the_sorted_column(x, relation, kind):
+    """Same change and same f(D') as core.neighbours.worst_case_neighbour on the sorted column."""
+    lower, upper = 0.0, 10.0
+    values = np.sort(np.clip(np.array(x, dtype=float), lower, upper))
+    m = Moments(len(values), float(values.sum()), *((values[0], values[-1]) if len(values) else (None, None)))
+    query = (Sum if kind == "sum" else Mean)("x", lower, upper)
+    change, f_prime = answers._moment_neighbour(m, query, relation)
+    expected = worst_case_neighbour(values, lower, upper, statistic_function(kind, lower, upper), relation)
+    assert change == expected[0]
+    assert f_prime == pytest.approx(expected[1], abs=1e-12)
+
+
+def test_the_engine_is_an_abstract_contract():
+    with pytest.raises(TypeError):
+        Engine()  # type: ignore[abstract]
+    assert POLARS.label(load_dataset_small_lazy()) == "polars, streaming scan"
+
+
+def load_dataset_small_lazy():
+    from dpexplorer.data.default import default_dataset_path
+
+    return load_dataset(default_dataset_path(), lazy=True)
