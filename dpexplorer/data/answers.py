@@ -13,7 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from dpexplorer.core.mechanisms.base import NumericInput, Relation, SelectionInput, WorkloadInput
+from dpexplorer.core.mechanisms.base import (
+    CentredMoments,
+    NumericInput,
+    Relation,
+    SelectionInput,
+    WorkloadInput,
+)
 from dpexplorer.core.neighbours import (
     NeighbourChange,
     candidate_changes,
@@ -23,10 +29,12 @@ from dpexplorer.core.neighbours import (
 from dpexplorer.core.sensitivity import global_sensitivity, statistic_function
 from dpexplorer.data.engine import (
     CellCounts,
+    CentredSums,
     ClippedMoments,
     Moments,
     Request,
     RowCount,
+    RowStep,
     SortedClipped,
     engine_of,
 )
@@ -35,6 +43,7 @@ from dpexplorer.data.queries import (
     ArgMax,
     Axis,
     Count,
+    GroupBy,
     Histogram,
     Mean,
     PredicateCount,
@@ -51,7 +60,7 @@ ClippedQuery = Sum | Mean | Quantile | TrimmedMean
 CACHE_ENTRIES = 32
 """Aggregates kept per dataset (oldest dropped first): re-asking a query never rescans."""
 
-_cache: weakref.WeakKeyDictionary[Any, dict[Request, Any]] = weakref.WeakKeyDictionary()
+_cache: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
 
 
 def _checked(dataset: Any, query: Query) -> None:
@@ -59,18 +68,20 @@ def _checked(dataset: Any, query: Query) -> None:
 
 
 # ---------------------------------------------------------------- the data each query needs
-def aggregate(dataset: Any, request: Request) -> Any:
-    """``request`` evaluated by the dataset's engine (dpexplorer.data.engine), cached per
-    dataset and request; arrays come back read-only, so a cached answer cannot be altered."""
+def aggregate(dataset: Any, request: Request, steps: tuple[RowStep, ...] = ()) -> Any:
+    """``request`` evaluated by the dataset's engine (dpexplorer.data.engine) after the row
+    ``steps``, cached per dataset, request and steps; arrays come back read-only, so a cached
+    answer cannot be altered."""
     answers = _cache.setdefault(dataset, {})
-    if request not in answers:
-        value = engine_of(dataset).aggregate(dataset, request)
+    key = (request, steps) if steps else request
+    if key not in answers:
+        value = engine_of(dataset).aggregate(dataset, request, steps)
         if isinstance(value, np.ndarray):
             value.flags.writeable = False
         if len(answers) >= CACHE_ENTRIES:
             answers.pop(next(iter(answers)))
-        answers[request] = value
-    return answers[request]
+        answers[key] = value
+    return answers[key]
 
 
 def clipped_sorted_values(dataset: Any, query: ClippedQuery) -> np.ndarray:
@@ -149,6 +160,10 @@ def true_answer(dataset: Any, query: Query) -> Answer:
         order = _ranking(_category_counts(dataset, query))
         names = tuple(str(query.categories[i]) for i in order[: query.k])
         return names[0] if isinstance(query, ArgMax) else names
+    if isinstance(query, GroupBy):
+        from dpexplorer.data.grouped import group_answer
+
+        return group_answer(dataset, query)
     return workload_matrix(query) @ cell_counts(dataset, query.axes)
 
 
@@ -158,11 +173,13 @@ def _ranking(counts: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------- inputs on D and D'
 def query_input(
-    dataset: Any, query: Query, relation: Relation = "add_remove"
+    dataset: Any, query: Query, relation: Relation = "add_remove", *, bounding_seed: int | None = None
 ) -> NumericInput | SelectionInput | WorkloadInput:
     """The query's true answers on D and on its worst-case neighbour D' under ``relation``, the
     global sensitivities (dpexplorer.core.sensitivity.global_sensitivity, formulas cited there)
-    and the row that differs, in words. DataError if the query does not fit the dataset."""
+    and the row that differs, in words. DataError if the query does not fit the dataset.
+    ``bounding_seed``: the reproducible random choice of a privacy unit's rows (exploration);
+    None, the default, draws it from the OS CSPRNG (releases)."""
     check_relation(relation)
     _checked(dataset, query)
     if isinstance(query, Count | PredicateCount):
@@ -175,6 +192,10 @@ def query_input(
         return _selection_input(dataset, query, relation)
     if isinstance(query, Workload):
         return _workload_input(dataset, query, relation)
+    if isinstance(query, GroupBy):
+        from dpexplorer.data.grouped import group_input
+
+        return group_input(dataset, query, relation, bounding_seed)
     raise DataError(f"unsupported query {query!r}")
 
 
@@ -288,7 +309,24 @@ def _clipped_input(dataset: Any, query: ClippedQuery, relation: Relation) -> Num
         quantile=q,
         trim_fraction=trim,
         differing_row=change.describe(query.column) if change is not None else "",
+        **(_moments_pair(dataset, query, change, relation) if name == "mean" else {}),
     )
+
+
+def _moments_pair(
+    dataset: Any, query: ClippedQuery, change: NeighbourChange | None, relation: Relation
+) -> dict[str, Any]:
+    """``moments``, ``moments_prime`` and ``moment_sensitivities`` of a mean's input: the engine's
+    centred sums on D, D' from the same ``change`` as the views describe. One row moves the
+    centred sum by at most h = (upper - lower) / 2 and the count by 1 (add/remove); under
+    replace the sum by 2h, and n is public (count sensitivity 0)."""
+    moments: CentredMoments = aggregate(dataset, CentredSums(query.column, query.lower, query.upper))
+    prime = (
+        moments if change is None else moments.changed(change.removed, change.added, query.lower, query.upper)
+    )
+    half = (query.upper - query.lower) / 2.0
+    sensitivities = (2 * half, 0.0) if relation == "replace" else (half, 1.0)
+    return {"moments": (moments,), "moments_prime": (prime,), "moment_sensitivities": sensitivities}
 
 
 def _histogram_input(dataset: Any, query: Histogram, relation: Relation) -> NumericInput:

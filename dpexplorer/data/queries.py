@@ -660,8 +660,139 @@ def range_workload(axis: Axis) -> Workload:
     return Workload((axis,), tuple(queries))
 
 
+# ---------------------------------------------------------------- statistics by group
+GROUPED_STATISTICS = ("count", "sum", "mean")
+
+
+@dataclass(frozen=True)
+class PrivacyUnit:
+    """The privacy unit: rows sharing a value of ``column`` belong to one person (or household,
+    patient...). Each person's contribution is bounded before the statistic: at most
+    ``max_groups`` groups per person and ``max_rows`` rows per person in each group, chosen
+    uniformly at random among the person's groups and rows. The neighbouring relation becomes
+    "add or remove one person with all their rows"."""
+
+    column: str
+    max_groups: int = 1
+    max_rows: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("max_groups", "max_rows"):
+            value = getattr(self, name)
+            _require(
+                isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 10_000,
+                f"{name.replace('_', ' ')} per person must be a whole number from 1 to 10,000, got {value!r}",
+            )
+
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        _column(schema, self.column)
+
+    def describe(self) -> str:
+        return (
+            f"each person ({self.column}) contributing at most {self.max_rows} row(s) to each of at most "
+            f"{self.max_groups} group(s)"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"column": self.column, "max_groups": self.max_groups, "max_rows": self.max_rows}
+
+
+@dataclass(frozen=True)
+class GroupBy:
+    """A statistic (``count``, or ``sum`` / ``mean`` of ``column`` clipped to [lower, upper]) in
+    every group of up to two declared key axes (:class:`Axis`: categories plus "other", or bins;
+    no axis: one group of all rows). The keys are declared, so public: every group is released,
+    empty or not. One row lies in exactly one group, so the groups compose in parallel (McSherry
+    2009, Theorem 4). With a :class:`PrivacyUnit`, each person's rows are bounded first."""
+
+    keys: tuple[Axis, ...]
+    statistic: str = "count"
+    column: str | None = None
+    lower: float | None = None
+    upper: float | None = None
+    unit: PrivacyUnit | None = None
+    kind = "group_by"
+    max_groups = 10_000
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "keys", tuple(self.keys))
+        _require(len(self.keys) <= 2, "group by one or two columns (or none, with a privacy unit)")
+        _require(len(self.keys) >= 1 or self.unit is not None, "group by one or two columns")
+        _require(len({a.column for a in self.keys}) == len(self.keys), "the group columns repeat a column")
+        _require(
+            self.statistic in GROUPED_STATISTICS,
+            f"unknown statistic by group {self.statistic!r}: use {', '.join(GROUPED_STATISTICS)}",
+        )
+        if self.statistic != "count":
+            _require(self.column is not None, f"the {self.statistic} by group needs a column")
+            _check_bounds(str(self.column), self.lower, self.upper)  # type: ignore[arg-type]
+        n_groups = math.prod(len(a.labels) for a in self.keys)
+        _require(
+            n_groups <= self.max_groups, f"{n_groups:,} groups (limit {self.max_groups:,}): use fewer keys"
+        )
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(a.labels) for a in self.keys)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """One label per group, row-major over the keys, e.g. "sex = Female, race = White"."""
+        if not self.keys:
+            return ("all rows",)
+        names = [[f"{a.column} = {lab}" for lab in a.labels] for a in self.keys]
+        return tuple(", ".join(combo) for combo in itertools.product(*names))
+
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        for a in self.keys:
+            a.check(schema)
+        if self.column is not None:
+            _numeric_column(schema, self.column, f"the {self.statistic} by group")
+        if self.unit is not None:
+            self.unit.check(schema)
+            _require(
+                self.unit.column not in {a.column for a in self.keys} | {self.column},
+                f"the privacy unit {self.unit.column!r} cannot also be a key or the measured column",
+            )
+
+    def describe(self) -> str:
+        what = "the number of rows"
+        if self.statistic != "count":
+            what = (
+                f"the {self.statistic} of {self.column} clipped to [{_fmt(self.lower)}, {_fmt(self.upper)}]"
+            )
+        by = " and ".join(a.column for a in self.keys)
+        out = f"{what} in each of the {len(self.labels):,} groups of {by} (keys declared, public)"
+        if not self.keys:
+            out = f"{what} over all rows"
+        return out + (f", {self.unit.describe()}" if self.unit is not None else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": self.kind,
+            "keys_origin": "declared (public)",
+            "keys": [a.to_dict() for a in self.keys],
+            "statistic": self.statistic,
+        }
+        if self.statistic != "count":
+            out.update({"column": self.column, "lower": self.lower, "upper": self.upper})
+        if self.unit is not None:
+            out["unit"] = self.unit.to_dict()
+        return out
+
+
 Query: TypeAlias = (
-    Count | PredicateCount | Sum | Mean | Quantile | TrimmedMean | Histogram | ArgMax | TopK | Workload
+    Count
+    | PredicateCount
+    | Sum
+    | Mean
+    | Quantile
+    | TrimmedMean
+    | Histogram
+    | ArgMax
+    | TopK
+    | Workload
+    | GroupBy
 )
 
 
@@ -709,6 +840,14 @@ def _from_dict(kind: Any, d: Mapping[str, Any]) -> Query:
             CellQuery(q["label"], tuple((a, tuple(b)) for a, b in q["conditions"])) for q in d["queries"]
         )
         return Workload(axes, queries)
+    if kind == "group_by":
+        keys = tuple(_axis_from_dict(a) for a in d["keys"])
+        unit = d.get("unit")
+        if unit is not None:
+            unit = PrivacyUnit(str(unit["column"]), unit.get("max_groups", 1), unit.get("max_rows", 1))
+        return GroupBy(
+            keys, d.get("statistic", "count"), d.get("column"), d.get("lower"), d.get("upper"), unit
+        )
     raise DataError(f"unknown query type {kind!r}")
 
 
@@ -719,6 +858,7 @@ __all__ = [
     "CellQuery",
     "Compare",
     "Count",
+    "GroupBy",
     "Histogram",
     "Mean",
     "Median",
@@ -726,6 +866,7 @@ __all__ = [
     "Or",
     "Predicate",
     "PredicateCount",
+    "PrivacyUnit",
     "Quantile",
     "Query",
     "Sum",

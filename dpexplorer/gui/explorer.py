@@ -43,8 +43,9 @@ def _load_registry() -> tuple[Mechanism, ...]:
 
 def _query_input(dataset: Dataset, query: object, relation: str) -> QueryInput:
     from dpexplorer.data.answers import query_input
+    from dpexplorer.data.grouped import EXPLORATION_SEED
 
-    return query_input(dataset, query, relation)  # type: ignore[arg-type]
+    return query_input(dataset, query, relation, bounding_seed=EXPLORATION_SEED)  # type: ignore[arg-type]
 
 
 class Explorer(QObject):

@@ -206,11 +206,14 @@ def rebuild_plan(dataset: Any, entries: list[dict[str, Any]]) -> tuple[Any, ...]
     """The planned measurements of a saved session, their true answers recomputed on ``dataset``."""
     from dpexplorer.core.planning import ErrorTarget, PlannedMeasurement
     from dpexplorer.data.answers import query_input
+    from dpexplorer.data.grouped import EXPLORATION_SEED
     from dpexplorer.data.queries import query_from_dict
 
     plan = []
     for entry in entries:
-        query = query_input(dataset, query_from_dict(entry["query"]), entry["relation"])
+        query = query_input(
+            dataset, query_from_dict(entry["query"]), entry["relation"], bounding_seed=EXPLORATION_SEED
+        )
         target = ErrorTarget(*entry["target"]) if entry.get("target") else None
         plan.append(
             PlannedMeasurement(

@@ -39,8 +39,13 @@ QUERY_KINDS: dict[str, str] = {
     "argmax": "Most common category",
     "top_k": "Top-k categories",
     "workload": "Workload: marginals of columns (BLR, PMW)",
+    "group_count": "Count by group",
+    "group_sum": "Sum of a column by group",
+    "group_mean": "Mean of a column by group",
 }
-NUMERIC_KINDS = {"sum", "mean", "median", "quantile", "trimmed_mean"}
+GROUP_KINDS = {"group_count": "count", "group_sum": "sum", "group_mean": "mean"}
+NUMERIC_KINDS = {"sum", "mean", "median", "quantile", "trimmed_mean", "group_sum", "group_mean"}
+EACH_ROW = "(each row is a person)"
 CATEGORY_KINDS = {"argmax", "top_k"}
 RELATIONS = {
     "add_remove": "add or remove one person",
@@ -132,6 +137,7 @@ class QueryPanel(QGroupBox):
             "Declared categories, separated by commas. Rows with any other value count as "
             "'other'. The prefill lists the most common values in the data (not private)."
         )
+        self._group_widgets()
         self.conditions = [ConditionRow(), ConditionRow()]
         self.joiner = QComboBox()
         self.joiner.addItems(["and", "or"])
@@ -151,6 +157,35 @@ class QueryPanel(QGroupBox):
         self._connect()
         self._update_visibility()
 
+    def _group_widgets(self) -> None:
+        """Keys and privacy unit of the statistics by group."""
+        self.group1 = QComboBox()
+        self.group2 = QComboBox()
+        self.group_categories = QLineEdit()
+        self.group_categories.setToolTip(
+            "The groups of the first key, declared (public) and separated by commas: every one is "
+            "released, empty or not; rows with any other value form the group 'other'. The "
+            "prefill lists the most common values in the data (not private)."
+        )
+        self.group2.setToolTip("A second key (optional): its most common values, plus 'other'")
+        self.unit = QComboBox()
+        self.unit.setToolTip(
+            "The privacy unit: the column that identifies a person (or household, patient...). "
+            "All of a person's rows are protected together; their contribution is bounded first."
+        )
+        self.max_groups = QSpinBox()
+        self.max_groups.setRange(1, 10_000)
+        self.max_groups.setToolTip(
+            "Groups per person: a person with rows in more groups keeps this many, chosen at "
+            "random. Larger keeps more data (less bias) but multiplies the noise."
+        )
+        self.max_rows = QSpinBox()
+        self.max_rows.setRange(1, 10_000)
+        self.max_rows.setToolTip(
+            "Rows per person in each group: extra rows are dropped at random. Larger keeps more "
+            "data (less bias) but multiplies the noise."
+        )
+
     def _layout(self) -> None:
         self.form = QFormLayout()
         self.form.addRow("Statistic", self.kind)
@@ -163,6 +198,12 @@ class QueryPanel(QGroupBox):
         self.form.addRow("k", self.k)
         self.form.addRow("Bins", self.bins)
         self.form.addRow("Categories", self.categories)
+        self.form.addRow("Group by", self.group1)
+        self.form.addRow("Groups", self.group_categories)
+        self.form.addRow("and by", self.group2)
+        self.form.addRow("Privacy unit", self.unit)
+        self.form.addRow("Groups per person", self.max_groups)
+        self.form.addRow("Rows per person, per group", self.max_rows)
         self.form.addRow("Join conditions with", self.joiner)
         for i, row in enumerate(self.conditions):
             self.form.addRow(f"Condition {i + 1}", row)
@@ -186,8 +227,15 @@ class QueryPanel(QGroupBox):
             self.k.valueChanged,
             self.bins.valueChanged,
             self.categories.editingFinished,
+            self.group2.currentTextChanged,
+            self.group_categories.editingFinished,
+            self.unit.currentTextChanged,
+            self.max_groups.valueChanged,
+            self.max_rows.valueChanged,
         ):
             signal.connect(self.emit_query)
+        self.group1.currentTextChanged.connect(self._group_changed)
+        self.unit.currentTextChanged.connect(self._update_visibility)
         for row in self.conditions:
             row.value.editingFinished.connect(self.emit_query)
             row.op.currentIndexChanged.connect(self.emit_query)
@@ -207,6 +255,17 @@ class QueryPanel(QGroupBox):
             row.column.clear()
             row.column.addItems(list(self.kinds))
             row.column.blockSignals(False)
+        categorical = [c for c, k in self.kinds.items() if k != "numeric"]
+        for combo, items in (
+            (self.group1, categorical),
+            (self.group2, ["(none)", *categorical]),
+            (self.unit, [EACH_ROW, *self.kinds]),
+        ):
+            combo.blockSignals(True)
+            combo.clear()
+            combo.addItems(items)
+            combo.blockSignals(False)
+        self._group_changed()
         self._kind_changed()
 
     def preset_default_example(self) -> None:
@@ -239,12 +298,26 @@ class QueryPanel(QGroupBox):
                 for row in self.conditions
             ],
             "relation": str(self.relation.currentData()),
+            "group1": self.group1.currentText(),
+            "group2": self.group2.currentText(),
+            "group_categories": self.group_categories.text(),
+            "unit": self.unit.currentText(),
+            "max_groups": self.max_groups.value(),
+            "max_rows": self.max_rows.value(),
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state` (signals held back), then emit the query once."""
         widgets = [self.kind, self.column, self.columns2, self.lower, self.upper, self.q_value]
         widgets += [self.trim, self.k, self.bins, self.categories, self.joiner, self.relation]
+        widgets += [
+            self.group1,
+            self.group2,
+            self.group_categories,
+            self.unit,
+            self.max_groups,
+            self.max_rows,
+        ]
         for w in widgets:
             w.blockSignals(True)
         try:
@@ -263,6 +336,12 @@ class QueryPanel(QGroupBox):
             self.categories.setText(state["categories"])
             self.joiner.setCurrentText(state["joiner"])
             self.relation.setCurrentIndex(self.relation.findData(state["relation"]))
+            self.group1.setCurrentText(state.get("group1", self.group1.currentText()))
+            self.group2.setCurrentText(state.get("group2", "(none)"))
+            self.group_categories.setText(state.get("group_categories", self.group_categories.text()))
+            self.unit.setCurrentText(state.get("unit", EACH_ROW))
+            self.max_groups.setValue(state.get("max_groups", 1))
+            self.max_rows.setValue(state.get("max_rows", 1))
             for row, (negate, column, op, value) in zip(self.conditions, state["conditions"], strict=True):
                 row.negate.setChecked(negate)
                 row.column.setCurrentText(column)
@@ -315,6 +394,12 @@ class QueryPanel(QGroupBox):
         self._update_visibility()
         self.emit_query()
 
+    def _group_changed(self) -> None:
+        column = self.group1.currentText()
+        if column in self.top_values:
+            self.group_categories.setText(", ".join(self.top_values[column][:MAX_CATEGORIES]))
+        self.emit_query()
+
     def _update_visibility(self) -> None:
         kind = self.current_kind()
         numeric_column = self.kinds.get(self.column.currentText()) == "numeric"
@@ -333,6 +418,12 @@ class QueryPanel(QGroupBox):
         }
         for row in self.conditions:
             show[row] = kind == "predicate_count"
+        grouped = kind in GROUP_KINDS
+        show[self.column] = show[self.column] and kind != "group_count"
+        for widget in (self.group1, self.group2, self.group_categories, self.unit):
+            show[widget] = grouped
+        for widget in (self.max_groups, self.max_rows):
+            show[widget] = grouped and self.unit.currentText() not in ("", EACH_ROW)
         for widget, visible in show.items():
             self.form.setRowVisible(widget, visible)
 
@@ -384,9 +475,27 @@ class QueryPanel(QGroupBox):
             return q.ArgMax(column, self._categories())
         if kind == "top_k":
             return q.TopK(column, self._categories(), self.k.value())
+        if kind in GROUP_KINDS:
+            return self._group_by(GROUP_KINDS[kind], column, low, high)
         second = self.columns2.currentText()
         axes = [self._axis(column)] + ([self._axis(second)] if second not in ("(none)", column, "") else [])
         return q.marginal_workload(axes, ways=(1, 2) if len(axes) == 2 else (1,))
+
+    def _group_by(self, statistic: str, column: str, low: float, high: float) -> q.GroupBy:
+        """The statistic by the declared groups, with the privacy unit if one is chosen."""
+        first = self.group1.currentText()
+        declared = tuple(c.strip() for c in self.group_categories.text().split(",") if c.strip())
+        keys = [q.Axis(first, categories=declared)]
+        second = self.group2.currentText()
+        if second not in ("(none)", first, ""):
+            values = self.top_values.get(second, [])[:MAX_CATEGORIES]
+            keys.append(q.Axis(second, categories=tuple(values)))
+        unit = None
+        if self.unit.currentText() not in ("", EACH_ROW):
+            unit = q.PrivacyUnit(self.unit.currentText(), self.max_groups.value(), self.max_rows.value())
+        if statistic == "count":
+            return q.GroupBy(tuple(keys), "count", unit=unit)
+        return q.GroupBy(tuple(keys), statistic, column, low, high, unit)
 
     def emit_query(self) -> None:
         if self.dataset is None:

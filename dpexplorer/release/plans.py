@@ -20,6 +20,7 @@ The release pipeline (:mod:`.release`) charges the ledger first and calls ``draw
 | pmw | discrete Laplace thresholds, tests and answers on a grid | PureDP(eps) |
 | blr | error level by lazy-uniform inversion, then a uniform candidate of it | PureDP(eps) |
 | mwem | exact exponential selections, discrete Laplace measurements | PureDP(eps' <= eps) |
+| noisy_mean | discrete Laplace on the centred sum and the count, clamped ratio | PureDP(eps' <= eps) |
 
 Refused (NotApplicableError says so): any mechanism added later until it gets a path here. Details and
 citations: :mod:`.numeric_paths`, :mod:`.selection_paths`, :mod:`.svt_paths`, :mod:`.exact`."""
@@ -35,6 +36,7 @@ from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
 from dpexplorer.release import (
     continuous_paths,
     numeric_paths,
+    ratio_paths,
     selection_paths,
     svt_paths,
     synthetic_paths,
@@ -89,6 +91,7 @@ PATHS: dict[str, Path] = {
     "smooth_lln": continuous_paths.smooth_release,
     "blr": synthetic_paths.blr_release,
     "mwem": synthetic_paths.mwem_release,
+    "noisy_mean": ratio_paths.noisy_mean_release,
 }
 """Mechanism name -> exact path (module docstring)."""
 

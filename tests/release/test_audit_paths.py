@@ -57,6 +57,7 @@ AUDITED: dict[str, tuple[str, str, dict[str, Any], int]] = {
     "pmw": ("workload", "one row added", {"epsilon": 1.0, "threshold": 0.05, "updates": 2}, 2_000),
     "mwem": ("workload", "one row added", {"epsilon": 1.0, "rounds": 1}, 3_000),
     "blr": ("workload", "one row added", {"epsilon": 1.0, "m": 3}, 2_000),
+    "noisy_mean": ("mean", "row at the clipping bound", {"epsilon": 1.0}, 8_000),
 }
 
 

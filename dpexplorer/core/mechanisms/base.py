@@ -19,6 +19,40 @@ Relation = Literal["add_remove", "replace"]
 
 
 # ---------------------------------------------------------------- inputs (from the data layer)
+@dataclass(frozen=True)
+class CentredMoments:
+    """The aggregates a noisy-sum-over-noisy-count mechanism needs, on one dataset: the number
+    of rows and the sums of the column clipped to [lower, upper] and centred on the midpoint
+    c = (lower + upper) / 2, y = x - c in [-h, h], h = (upper - lower) / 2. ``centred_squares``
+    is sum(y^2 - h^2 / 2) (in [-h^2/2, h^2/2] per row). The sums are correctly rounded
+    (math.fsum). ``clipped_low``/``clipped_high`` count the rows clipped at each bound and
+    ``raw_mean`` is the unclipped column's mean (exploration only: it shows the clipping bias)."""
+
+    count: int
+    centred_sum: float
+    centred_squares: float = 0.0
+    clipped_low: int = 0
+    clipped_high: int = 0
+    raw_mean: float | None = None
+
+    def changed(
+        self, removed: float | None, added: float | None, lower: float, upper: float
+    ) -> CentredMoments:
+        """The moments after taking out a row of (clipped) value ``removed`` and putting in one of
+        value ``added`` (None: no such row), as a neighbouring dataset D' differs from D."""
+        mid, half = (lower + upper) / 2.0, (upper - lower) / 2.0
+        count, total, squares = self.count, self.centred_sum, self.centred_squares
+        for value, sign in ((removed, -1), (added, 1)):
+            if value is not None:
+                y = min(max(value, lower), upper) - mid
+                count, total, squares = (
+                    count + sign,
+                    total + sign * y,
+                    squares + sign * (y * y - half * half / 2),
+                )
+        return CentredMoments(count, total, squares)
+
+
 @dataclass(frozen=True, eq=False)
 class NumericInput:
     """A real- or vector-valued statistic on D and on its worst-case neighbour D'.
@@ -43,6 +77,13 @@ class NumericInput:
     trim_fraction: float = 0.0
     differing_row: str = ""
     labels: tuple[str, ...] = ()
+    moments: tuple[CentredMoments, ...] | None = None
+    """Count and centred sums of D, one per coordinate (a mean, or a mean per group), else None."""
+    moments_prime: tuple[CentredMoments, ...] | None = None
+    """The same on D' (set with ``moments``)."""
+    moment_sensitivities: tuple[float, float] | None = None
+    """(l1 sensitivity of the vector of centred sums, of the vector of counts), set with
+    ``moments``. A count sensitivity of 0: the counts are public (one mean under replace)."""
 
 
 @dataclass(frozen=True, eq=False)

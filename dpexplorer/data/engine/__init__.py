@@ -10,12 +10,17 @@ from __future__ import annotations
 from typing import Any
 
 from dpexplorer.data.engine.base import (
+    BoundContributions,
     CellCounts,
+    CentredSums,
     ClippedMoments,
     DatasetSummary,
+    DistinctCount,
     Engine,
     Filter,
+    GroupedCentredSums,
     Moments,
+    PersonContributions,
     Request,
     RowCount,
     RowStep,
@@ -32,12 +37,17 @@ def engine_of(dataset: Any) -> Engine:
 
 __all__ = [
     "POLARS",
+    "BoundContributions",
     "CellCounts",
+    "CentredSums",
     "ClippedMoments",
     "DatasetSummary",
+    "DistinctCount",
     "Engine",
     "Filter",
+    "GroupedCentredSums",
     "Moments",
+    "PersonContributions",
     "PolarsEngine",
     "Request",
     "RowCount",

@@ -48,7 +48,29 @@ class Filter:
     predicate: Predicate
 
 
-RowStep: TypeAlias = Filter
+@dataclass(frozen=True)
+class BoundContributions:
+    """Bound each person's contribution: rows with the same ``unit`` value are one person; keep
+    at most ``max_groups`` of the person's groups (cells of ``keys``) and at most ``max_rows`` of
+    the person's rows in each kept group, each choice uniformly at random (ordinal ranks of
+    random keys: ties cannot keep more). Rows with a missing identifier are dropped (and counted
+    by the caller). ``seed``: a reproducible choice (exploration); None draws the random keys'
+    seeds from the OS CSPRNG (releases). The choice for one person depends only on that person's
+    rows and the randomness, so bounding is stable: adding or removing a person changes only
+    that person's kept rows."""
+
+    unit: str
+    keys: tuple[Axis, ...]
+    max_groups: int
+    max_rows: int
+    seed: int | None = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(a.labels) for a in self.keys)
+
+
+RowStep: TypeAlias = Filter | BoundContributions
 
 
 # ---------------------------------------------------------------- aggregate requests
@@ -78,6 +100,50 @@ class ClippedMoments(_Clipped):
 
 
 @dataclass(frozen=True)
+class CentredSums(_Clipped):
+    """Count and sums of the clipped column centred on the midpoint c, y = v - c: sum(y) and
+    sum(y^2 - h^2/2), h = (upper - lower) / 2; the rows below lower and above upper; the
+    unclipped mean (missing at c). Returns
+    :class:`~dpexplorer.core.mechanisms.base.CentredMoments` (noisy sum over noisy count)."""
+
+
+@dataclass(frozen=True)
+class GroupedCentredSums(_Clipped):
+    """:class:`CentredSums` in every cell of the universe of ``axes`` (row-major, as
+    :class:`CellCounts`). Returns a tuple of
+    :class:`~dpexplorer.core.mechanisms.base.CentredMoments`, one per cell (empty cells too)."""
+
+    axes: tuple[Axis, ...] = ()
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(a.labels) for a in self.axes)
+
+
+@dataclass(frozen=True)
+class DistinctCount:
+    """The number of distinct non-missing values of ``column`` (persons). Returns an int."""
+
+    column: str
+
+
+@dataclass(frozen=True)
+class PersonContributions(_Clipped):
+    """Per (person, cell of ``axes``) with rows: the person's code (0..persons-1, in no
+    meaningful order), the cell, the row count and the centred sum of the clipped column (0
+    when ``column`` is "": a count).
+    Returns (codes, cells, counts, centred sums) as arrays, and the persons' identifiers
+    as text (for naming the person D' removes: the steward's own view)."""
+
+    axes: tuple[Axis, ...] = ()
+    unit: str = ""
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(a.labels) for a in self.axes)
+
+
+@dataclass(frozen=True)
 class SortedClipped(_Clipped):
     """The column clipped to [lower, upper] (missing: the midpoint), sorted ascending, as a
     float64 numpy array. O(n) memory and one sort: only order statistics ask for it."""
@@ -96,7 +162,7 @@ class CellCounts:
         return tuple(len(a.labels) for a in self.axes)
 
 
-Request: TypeAlias = RowCount | ClippedMoments | SortedClipped | CellCounts
+Request: TypeAlias = RowCount | ClippedMoments | CentredSums | GroupedCentredSums | SortedClipped | CellCounts
 
 
 @dataclass(frozen=True)

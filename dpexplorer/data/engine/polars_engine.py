@@ -6,18 +6,25 @@ except :class:`SortedClipped`, which sorts the one clipped column (order statist
 
 from __future__ import annotations
 
+import secrets
 from typing import Any, ClassVar
 
 import numpy as np
 import polars as pl
 
+from dpexplorer.core.mechanisms.base import CentredMoments
 from dpexplorer.data.engine.base import (
+    BoundContributions,
     CellCounts,
+    CentredSums,
     ClippedMoments,
     DatasetSummary,
+    DistinctCount,
     Engine,
     Filter,
+    GroupedCentredSums,
     Moments,
+    PersonContributions,
     RowCount,
     RowStep,
     SortedClipped,
@@ -30,7 +37,7 @@ from dpexplorer.data.queries import Axis
 STREAMING = "streaming"
 
 
-def clipped_expr(request: ClippedMoments | SortedClipped) -> pl.Expr:
+def clipped_expr(request: ClippedMoments | CentredSums | GroupedCentredSums | SortedClipped) -> pl.Expr:
     """The column as float, missing values at the midpoint, clipped to [lower, upper]."""
     return (
         pl.col(request.column)
@@ -41,19 +48,67 @@ def clipped_expr(request: ClippedMoments | SortedClipped) -> pl.Expr:
     )
 
 
+def _axis_index(axis: Axis) -> pl.Expr:
+    """The cell index of one axis: Axis.index_expr, or, for text categories, one hash lookup
+    (replace_strict; the same cells: a value equal to a category gets its index, anything else,
+    missing included, the "other" cell) instead of a chain of when/then (4x faster at 100
+    categories)."""
+    cats = axis.categories
+    if cats is None or not all(isinstance(c, str) for c in cats):
+        return axis.index_expr()
+    return (
+        pl.col(axis.column)
+        .cast(pl.String)
+        .replace_strict(list(cats), list(range(len(cats))), default=len(cats), return_dtype=pl.Int64)
+    )
+
+
 def cell_index_expr(axes: tuple[Axis, ...], shape: tuple[int, ...]) -> pl.Expr:
     """Row-major cell index of each row over ``axes``."""
     strides = np.cumprod((1, *shape[:0:-1]))[::-1]
-    return sum((a.index_expr() * int(s) for a, s in zip(axes, strides, strict=True)), pl.lit(0)).alias("cell")
+    return sum((_axis_index(a) * int(s) for a, s in zip(axes, strides, strict=True)), pl.lit(0)).alias("cell")
+
+
+def centred_exprs(request: CentredSums | GroupedCentredSums) -> tuple[pl.Expr, ...]:
+    """The aggregates of :class:`CentredSums` as polars expressions (named for
+    :func:`centred_moments`)."""
+    half = (request.upper - request.lower) / 2.0
+    raw = pl.col(request.column).cast(pl.Float64).fill_null(request.midpoint)
+    y = clipped_expr(request) - request.midpoint
+    return (
+        pl.len().alias("n"),
+        y.sum().alias("s"),
+        (y * y - half * half / 2.0).sum().alias("q"),
+        (raw < request.lower).sum().alias("low"),
+        (raw > request.upper).sum().alias("high"),
+        raw.mean().alias("mean"),
+    )
+
+
+def centred_moments(row: dict[str, Any]) -> CentredMoments:
+    """A :class:`CentredMoments` from one row of :func:`centred_exprs`."""
+    n = int(row["n"])
+    return CentredMoments(
+        count=n,
+        centred_sum=float(row["s"] or 0.0),
+        centred_squares=float(row["q"] or 0.0),
+        clipped_low=int(row["low"] or 0),
+        clipped_high=int(row["high"] or 0),
+        raw_mean=float(row["mean"]) if n and row["mean"] is not None else None,
+    )
 
 
 class PolarsEngine(Engine):
     """polars over a :class:`~dpexplorer.data.load.Dataset` (eager or lazy frame)."""
 
-    STEPS: ClassVar[dict[type, str]] = {Filter: "_filter"}
+    STEPS: ClassVar[dict[type, str]] = {Filter: "_filter", BoundContributions: "_bound"}
     REQUESTS: ClassVar[dict[type, str]] = {
         RowCount: "_row_count",
         ClippedMoments: "_moments",
+        CentredSums: "_centred",
+        GroupedCentredSums: "_grouped_centred",
+        DistinctCount: "_distinct",
+        PersonContributions: "_persons",
         SortedClipped: "_sorted",
         CellCounts: "_cells",
     }
@@ -78,6 +133,60 @@ class PolarsEngine(Engine):
     def _filter(frame: pl.LazyFrame, step: Filter) -> pl.LazyFrame:
         return frame.filter(step.predicate.expr())  # null counts as false
 
+    @staticmethod
+    def _bound(frame: pl.LazyFrame, step: BoundContributions) -> pl.LazyFrame:
+        """Contribution bounding (:class:`BoundContributions`): groups per person first (a random
+        key per (person, group), dense rank within the person), then rows per kept group (a
+        random key per row, ordinal rank within (person, group)). The random keys are a seeded
+        hash of the row number or of (person, group); the two 63-bit seeds come from ``seed``
+        or from the OS CSPRNG."""
+        if step.seed is None:
+            seeds = [secrets.randbits(63) for _ in range(2)]
+        else:
+            seeds = [int(x) for x in np.random.default_rng(step.seed).integers(0, 2**63, size=2)]
+        unit = pl.col(step.unit)
+        cell = cell_index_expr(step.keys, step.shape).alias("__cell")
+        frame = frame.filter(unit.is_not_null()).with_row_index("__row").with_columns(cell)
+        # a random key per (person, group), made distinct within a person by putting the group's
+        # index (< 2^14: GroupBy allows 10,000 groups) in its low bits: a dense rank then counts
+        # groups exactly, with no join
+        pair_key = (pl.struct(step.unit, "__cell").hash(seeds[0]) // 16384) * 16384 + pl.col("__cell").cast(
+            pl.UInt64
+        )
+        frame = frame.filter(pair_key.rank("dense").over(step.unit) <= step.max_groups)
+        row_key = pl.col("__row").hash(seeds[1])
+        frame = frame.filter(row_key.rank("ordinal").over([step.unit, "__cell"]) <= step.max_rows)
+        return frame.drop("__row", "__cell")
+
+    def _distinct(self, dataset: Dataset, request: DistinctCount, steps: tuple[RowStep, ...]) -> int:
+        return int(
+            self._select(dataset, steps, pl.col(request.column).drop_nulls().n_unique().alias("n"))["n"][0]
+        )
+
+    def _persons(
+        self, dataset: Dataset, request: PersonContributions, steps: tuple[RowStep, ...]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        frame = dataset.frame.lazy()
+        for step in steps:
+            frame = getattr(self, self.STEPS[type(step)])(frame, step)
+        y = clipped_expr(request) - request.midpoint if request.column else pl.lit(0.0)
+        grouped = (
+            frame.filter(pl.col(request.unit).is_not_null())
+            .group_by(
+                pl.col(request.unit).cast(pl.String).alias("__id"),
+                cell_index_expr(request.axes, request.shape),
+            )
+            .agg(pl.len().alias("n"), y.sum().alias("s"))
+        )
+        try:
+            rows = grouped.collect(engine=STREAMING if dataset.lazy else "auto")
+        except (pl.exceptions.PolarsError, OSError) as exc:
+            raise DataError(f"could not evaluate the query on {dataset.path.name}: {exc}") from exc
+        ids = rows["__id"]
+        codes = (ids.rank("dense").to_numpy() - 1).astype(np.int64)  # index into the sorted names
+        names = ids.unique().sort().to_list()
+        return codes, rows["cell"].to_numpy(), rows["n"].to_numpy().astype(float), rows["s"].to_numpy(), names
+
     def _row_count(self, dataset: Dataset, request: RowCount, steps: tuple[RowStep, ...]) -> int:
         if request.where is None and not steps:
             return dataset.n_rows
@@ -90,6 +199,27 @@ class PolarsEngine(Engine):
             dataset, steps, pl.len().alias("n"), v.sum().alias("s"), v.min().alias("lo"), v.max().alias("hi")
         )
         return as_moments(int(row["n"][0]), row["s"][0], row["lo"][0], row["hi"][0])
+
+    def _centred(self, dataset: Dataset, request: CentredSums, steps: tuple[RowStep, ...]) -> CentredMoments:
+        row = self._select(dataset, steps, *centred_exprs(request))
+        return centred_moments(row.row(0, named=True))
+
+    def _grouped_centred(
+        self, dataset: Dataset, request: GroupedCentredSums, steps: tuple[RowStep, ...]
+    ) -> tuple[CentredMoments, ...]:
+        """One hash aggregation over the cell index (no sort); empty cells filled in here."""
+        frame = dataset.frame.lazy()
+        for step in steps:
+            frame = getattr(self, self.STEPS[type(step)])(frame, step)
+        grouped = frame.group_by(cell_index_expr(request.axes, request.shape)).agg(*centred_exprs(request))
+        try:
+            rows = grouped.collect(engine=STREAMING if dataset.lazy else "auto")
+        except (pl.exceptions.PolarsError, OSError) as exc:
+            raise DataError(f"could not evaluate the query on {dataset.path.name}: {exc}") from exc
+        out = [CentredMoments(0, 0.0)] * int(np.prod(request.shape))
+        for row in rows.iter_rows(named=True):
+            out[int(row["cell"])] = centred_moments(row)
+        return tuple(out)
 
     def _sorted(self, dataset: Dataset, request: SortedClipped, steps: tuple[RowStep, ...]) -> np.ndarray:
         return self._select(dataset, steps, clipped_expr(request).sort())["v"].to_numpy().astype(float)

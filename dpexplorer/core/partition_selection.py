@@ -1,0 +1,70 @@
+"""Private partition selection by a noisy threshold: which group keys to release when the keys
+themselves are private (the values that occur in the data).
+
+Each candidate key's count is the number of distinct persons with a row in it, after bounding
+each person to at most k keys (so one person changes at most k counts, each by 1). The count gets
+discrete Laplace noise Z of scale t/s (P(Z = z) proportional to r^|z|, r = e^(-s/t)), and the key
+is kept when count + Z >= tau. Guarantee (Korolova, Kenthapadi, Mishra & Ntoulas 2009; Wilson et
+al. 2020, Theorem 1; Gopi et al. 2020; Desfontaines, Voss, Gipson & Mandayam 2022): (eps, delta)-DP
+with
+
+* eps = k s / t (the kept keys' noisy counts: discrete Laplace, l1 sensitivity k; CKS 2020),
+* delta = 1 - (1 - P(1 + Z >= tau))^k: the chance that one of the at most k keys that exist only
+  because of the added person (count 1) is kept; P(Z >= m) = r^m / (1 + r) for m >= 1.
+
+Everything here is exact arithmetic on the discrete law (floats only in the final exp/log, with
+the threshold chosen so that the float delta is at most the target by a relative margin of 1e-9).
+This module is the threshold's calculator; the release path of private keys is not built yet."""
+
+from __future__ import annotations
+
+import math
+
+from dpexplorer.core.errors import InvalidParameterError
+
+
+def tail(t: int, s: int, m: int) -> float:
+    """P(Z >= m) for Z discrete Laplace of scale t/s: r^m / (1 + r) for m >= 1 (r = e^(-s/t)),
+    1 - r^(1-m) / (1 + r) for m <= 0 (by symmetry, P(Z >= m) = 1 - P(Z <= m - 1))."""
+    r = math.exp(-s / t)
+    if m >= 1:
+        return r**m / (1 + r)
+    return 1 - r ** (1 - m) / (1 + r)
+
+
+def keep_probability(count: int, t: int, s: int, threshold: int) -> float:
+    """P(count + Z >= threshold): the chance a key with ``count`` persons is kept."""
+    return tail(t, s, threshold - count)
+
+
+def selection_delta(t: int, s: int, threshold: int, max_keys: int) -> float:
+    """delta = 1 - (1 - P(1 + Z >= threshold))^k (module docstring): exact for the worst
+    neighbour (a person adding k new keys), an upper bound for any other."""
+    if max_keys < 1:
+        raise InvalidParameterError(f"keys per person must be at least 1, got {max_keys}")
+    p = keep_probability(1, t, s, threshold)
+    return -math.expm1(max_keys * math.log1p(-p)) if p < 1 else 1.0
+
+
+def threshold_for(t: int, s: int, delta: float, max_keys: int) -> int:
+    """The smallest threshold tau >= 2 whose :func:`selection_delta` is at most ``delta``
+    (times 1 - 1e-9, a margin for the floats)."""
+    if not 0 < delta < 1:
+        raise InvalidParameterError(f"δ must be in (0, 1), got {delta}")
+    r = math.exp(-s / t)
+    # delta <= k p suffices: p = r^(tau-1) / (1 + r) <= delta / k  =>  tau - 1 >= log(delta (1+r) / k) / log r
+    tau = max(2, math.ceil(math.log(delta * (1 + r) / max_keys) / math.log(r)) + 1)
+    while tau > 2 and selection_delta(t, s, tau - 1, max_keys) <= delta * (1 - 1e-9):
+        tau -= 1
+    while selection_delta(t, s, tau, max_keys) > delta * (1 - 1e-9):
+        tau += 1
+    return tau
+
+
+def count_at_probability(t: int, s: int, threshold: int, probability: float) -> int:
+    """The smallest count kept with at least ``probability`` (a public summary of the rule: a
+    key with this many persons or more is kept at least that often)."""
+    count = max(0, threshold - 1)
+    while keep_probability(count, t, s, threshold) < probability:
+        count += 1
+    return count

@@ -1,0 +1,293 @@
+"""Statistics by group (:class:`~dpexplorer.data.queries.GroupBy`) on D and on a neighbour D',
+with their sensitivities, from the engine's per-group aggregates.
+
+Keys are declared (public), so every group is released. One row lies in exactly one group, so a
+neighbour changes one group (add/remove) or two (replace moves a row between groups): parallel
+composition (McSherry 2009, Theorem 4) gives the vector's sensitivities below, for values clipped
+to [L, U], M = max(|L|, |U|), W = U - L, h = W / 2 (each exact: reached by the D' named):
+
+| statistic | add/remove l1 = l2 | replace l1 | replace l2 |
+| --- | --- | --- | --- |
+| count | 1 | 2 | sqrt 2 |
+| sum | M | max(W, 2M) | max(W, sqrt 2 M) |
+| mean (empty group: the midpoint) | h | W | W |
+
+and, for the noisy sum over noisy count (``moment_sensitivities``), the centred sums and the
+counts: (h, 1) under add/remove, (2h, 2) under replace (the group sizes stay private).
+
+With a privacy unit (:class:`~dpexplorer.data.queries.PrivacyUnit`: at most k groups per person,
+at most r rows per person in each, after :class:`~dpexplorer.data.engine.BoundContributions`)
+the relation is add/remove one person with all their rows, and one person changes at most
+k' = min(k, number of groups) groups, each by at most r rows:
+
+| statistic | l1 | l2 |
+| --- | --- | --- |
+| count | k' r | sqrt(k') r |
+| sum | k' r M | sqrt(k') r M |
+| mean | k' r W / (r + 1) | sqrt(k') r W / (r + 1) |
+
+(a group {L} joined by r rows at U moves its mean by r W / (r + 1), at least h for r >= 1, which
+also covers an empty group), and (k' r h, k' r) for the centred sums and counts. D' removes the
+person who moves the statistic most (l1 over the groups)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from dpexplorer.core.mechanisms.base import CentredMoments, NumericInput, Relation
+from dpexplorer.data.engine import (
+    BoundContributions,
+    CellCounts,
+    DistinctCount,
+    GroupedCentredSums,
+    PersonContributions,
+    RowCount,
+    RowStep,
+)
+from dpexplorer.data.errors import DataError
+from dpexplorer.data.queries import GroupBy
+
+Steps = tuple[RowStep, ...]
+
+EXPLORATION_SEED = 20261124
+"""The seed of the privacy unit's random choice of rows in the exploration (reproducible views);
+a release passes no seed, so the choice is drawn from the OS CSPRNG."""
+
+
+def _aggregate(dataset: Any, request: Any, steps: Steps = ()) -> Any:
+    from dpexplorer.data.answers import aggregate  # answers dispatches here: import late
+
+    return aggregate(dataset, request, steps)
+
+
+def bounding_steps(query: GroupBy, seed: int | None) -> Steps:
+    """The row steps of the query's privacy unit (none without one)."""
+    if query.unit is None:
+        return ()
+    unit = query.unit
+    return (BoundContributions(unit.column, query.keys, unit.max_groups, unit.max_rows, seed),)
+
+
+def group_moments(dataset: Any, query: GroupBy, steps: Steps = ()) -> tuple[CentredMoments, ...]:
+    """Per-group :class:`CentredMoments` of the clipped column (row-major over the keys)."""
+    request = GroupedCentredSums(str(query.column), float(query.lower), float(query.upper), query.keys)  # type: ignore[arg-type]
+    return _aggregate(dataset, request, steps)
+
+
+def _statistic(query: GroupBy, moments: tuple[CentredMoments, ...]) -> np.ndarray:
+    """Per-group sum or mean (an empty group's mean is the midpoint) from the centred sums."""
+    mid = (float(query.lower) + float(query.upper)) / 2  # type: ignore[arg-type]
+    counts = np.array([m.count for m in moments], dtype=float)
+    sums = np.array([m.centred_sum for m in moments])
+    if query.statistic == "sum":
+        return sums + counts * mid
+    return mid + np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
+
+
+def group_answer(dataset: Any, query: GroupBy, bounding_seed: int | None = None) -> np.ndarray:
+    """f(D): the statistic in every group (exact, after the privacy unit's bounding)."""
+    steps = bounding_steps(query, bounding_seed)
+    if query.statistic == "count":
+        return _aggregate(dataset, CellCounts(query.keys), steps).copy()
+    return _statistic(query, group_moments(dataset, query, steps))
+
+
+def _touched(query: GroupBy) -> int:
+    """k' = min(groups per person, number of groups)."""
+    assert query.unit is not None
+    return min(query.unit.max_groups, len(query.labels))
+
+
+def sensitivities(query: GroupBy, relation: Relation) -> tuple[float, float]:
+    """(l1, l2) of the vector of group statistics (module docstring)."""
+    if query.unit is not None:
+        k, r = _touched(query), query.unit.max_rows
+        if query.statistic == "count":
+            per = float(r)
+        else:
+            low, high = float(query.lower), float(query.upper)  # type: ignore[arg-type]
+            per = r * max(abs(low), abs(high)) if query.statistic == "sum" else r * (high - low) / (r + 1)
+        return k * per, math.sqrt(k) * per
+    if query.statistic == "count":
+        return (1.0, 1.0) if relation == "add_remove" else (2.0, math.sqrt(2.0))
+    low, high = float(query.lower), float(query.upper)  # type: ignore[arg-type]
+    big, width = max(abs(low), abs(high)), high - low
+    if query.statistic == "sum":
+        if relation == "add_remove":
+            return big, big
+        return max(width, 2 * big), max(width, math.sqrt(2) * big)
+    return (width / 2, width / 2) if relation == "add_remove" else (width, width)
+
+
+def moment_sensitivities(query: GroupBy, relation: Relation) -> tuple[float, float]:
+    """(l1 of the centred sums, l1 of the counts) (module docstring)."""
+    half = (float(query.upper) - float(query.lower)) / 2  # type: ignore[arg-type]
+    if query.unit is not None:
+        k, r = _touched(query), query.unit.max_rows
+        return k * r * half, float(k * r)
+    return (half, 1.0) if relation == "add_remove" else (2 * half, 2.0)
+
+
+def group_input(
+    dataset: Any, query: GroupBy, relation: Relation, bounding_seed: int | None = None
+) -> NumericInput:
+    """The statistic per group on D and on D' (module docstring), the sensitivities, and, for a
+    mean, the per-group moments of D and D' for the noisy sum over noisy count. With a privacy
+    unit, D is the data after bounding (``bounding_seed``: None draws from the OS CSPRNG)."""
+    if query.unit is not None and relation != "add_remove":
+        raise DataError(
+            "with a privacy unit, neighbouring datasets differ by one whole person: choose "
+            "'add or remove one person'"
+        )
+    labels = query.labels
+    steps = bounding_steps(query, bounding_seed)
+    s1, s2 = sensitivities(query, relation)
+    common: dict[str, Any] = {"statistic": "histogram", "output_range": (0.0, math.inf)}
+    if query.statistic == "count":
+        counts = _aggregate(dataset, CellCounts(query.keys), steps).copy()
+        moments = tuple(CentredMoments(int(c), 0.0) for c in counts)
+    else:
+        moments = group_moments(dataset, query, steps)
+        counts = np.array([m.count for m in moments], dtype=float)
+        common = {
+            "statistic": query.statistic,
+            "bounds": (float(query.lower), float(query.upper)),  # type: ignore[arg-type]
+            "output_range": None if query.statistic == "sum" else (float(query.lower), float(query.upper)),  # type: ignore[arg-type]
+        }
+    if query.unit is None:
+        prime, text = _neighbour(query, moments, relation)
+    else:
+        prime, text = _person_neighbour(dataset, query, moments, steps)
+        if query.statistic != "count":  # show clipping and bounding bias together
+            raw = group_moments(dataset, query)
+            moments = tuple(replace(m, raw_mean=u.raw_mean) for m, u in zip(moments, raw, strict=True))
+    value = counts if query.statistic == "count" else _statistic(query, moments)
+    value_prime = (
+        np.array([m.count for m in prime], dtype=float)
+        if query.statistic == "count"
+        else _statistic(query, prime)
+    )
+    extra: dict[str, Any] = {}
+    if query.statistic == "mean":
+        extra = {
+            "moments": moments,
+            "moments_prime": prime,
+            "moment_sensitivities": moment_sensitivities(query, relation),
+        }
+    return NumericInput(
+        value,
+        value_prime,
+        s1,
+        s2,
+        n=int(counts.sum()),
+        relation=relation,
+        differing_row=text,
+        labels=labels,
+        **common,
+        **extra,
+    )
+
+
+def _neighbour(
+    query: GroupBy, moments: tuple[CentredMoments, ...], relation: Relation
+) -> tuple[tuple[CentredMoments, ...], str]:
+    """D' as per-group moments, and in words. Add/remove: one row added to the group (and at the
+    bound) that moves the statistic most. Replace: one row moved from the largest group to the
+    smallest (count), or one row of the largest group moved to the group whose statistic moves
+    most, taking the bound farther from that group's value (sum, mean)."""
+    labels = query.labels
+    counts = np.array([m.count for m in moments])
+    low = float(query.lower) if query.lower is not None else 0.0
+    high = float(query.upper) if query.upper is not None else 1.0
+    target, value = _most_moved(query, moments, low, high)
+    out = list(moments)
+    out[target] = moments[target].changed(None, value, low, high)
+    shown = "" if query.statistic == "count" else f" with {query.column} = {value:g}"
+    if relation == "add_remove":
+        return tuple(out), f"D' = D plus one row in group ({labels[target]}){shown}"
+    source = int(np.argmax(counts))
+    if source == target:
+        source = (target + 1) % len(moments) if len(moments) > 1 else target
+    if counts[source] == 0 or source == target:
+        return tuple(out), f"D' = D with one row changed to group ({labels[target]}){shown}"
+    # the row leaving ``source`` is taken at that group's mean (a value D' could hold)
+    leaving = low + (high - low) / 2 + moments[source].centred_sum / counts[source]
+    out[source] = moments[source].changed(leaving, None, low, high)
+    return tuple(out), f"D' = D with one row moved from group ({labels[source]}) to ({labels[target]}){shown}"
+
+
+def _most_moved(
+    query: GroupBy, moments: tuple[CentredMoments, ...], low: float, high: float
+) -> tuple[int, float]:
+    """(group, value) of the added row that moves the group's statistic most."""
+    counts = np.array([m.count for m in moments], dtype=float)
+    if query.statistic == "count":
+        return int(np.argmin(counts)), 0.0
+    if query.statistic == "sum":
+        return int(np.argmin(counts)), (high if abs(high) >= abs(low) else low)
+    means = _statistic(query, moments)
+    best = (0, high, -1.0)
+    for g, (n, m) in enumerate(zip(counts, means, strict=True)):
+        for v in (high, low):
+            moved = abs(v - m) / (n + 1)
+            if moved > best[2]:
+                best = (g, v, moved)
+    return best[0], best[1]
+
+
+def _person_neighbour(
+    dataset: Any, query: GroupBy, moments: tuple[CentredMoments, ...], steps: Steps
+) -> tuple[tuple[CentredMoments, ...], str]:
+    """D' = D without the person (after bounding) whose removal moves the statistic most (l1
+    over the groups), with the bounding's cost in rows, in words."""
+    assert query.unit is not None
+    low = float(query.lower) if query.lower is not None else 0.0
+    high = float(query.upper) if query.upper is not None else 1.0
+    request = PersonContributions(query.column or "", low, high, query.keys, query.unit.column)
+    codes, cells, counts, sums, names = _aggregate(dataset, request, steps)
+    effect = _removal_effect(query, moments, cells, counts, sums, low, high)
+    person = int(np.argmax(np.bincount(codes, weights=effect))) if codes.size else -1
+    out = list(moments)
+    mine = np.flatnonzero(codes == person)
+    for j in mine:
+        m = out[int(cells[j])]
+        out[int(cells[j])] = CentredMoments(m.count - int(counts[j]), m.centred_sum - float(sums[j]))
+    kept = _aggregate(dataset, RowCount(), steps)
+    total, persons = _aggregate(dataset, RowCount()), _aggregate(dataset, DistinctCount(query.unit.column))
+    who = (
+        f"D' = D without {query.unit.column} {names[person]} ({int(counts[mine].sum())} row(s) in "
+        f"{mine.size} group(s) after bounding), the person whose removal moves the statistic most. "
+        if person >= 0
+        else "D' = D (no person left after bounding). "
+    )
+    return tuple(out), who + (
+        f"The bounds keep {kept:,} of {total:,} rows ({total - kept:,} dropped, rows without a "
+        f"{query.unit.column} among them) of {persons:,} persons."
+    )
+
+
+def _removal_effect(
+    query: GroupBy,
+    moments: tuple[CentredMoments, ...],
+    cells: np.ndarray,
+    counts: np.ndarray,
+    sums: np.ndarray,
+    low: float,
+    high: float,
+) -> np.ndarray:
+    """|change of the group's statistic| when each (person, group) entry is removed."""
+    if query.statistic == "count":
+        return counts
+    mid = (low + high) / 2
+    if query.statistic == "sum":
+        return np.abs(sums + counts * mid)
+    n = np.array([m.count for m in moments], dtype=float)[cells]
+    s = np.array([m.centred_sum for m in moments])[cells]
+    before = s / np.maximum(n, 1)
+    rest = n - counts
+    after = np.divide(s - sums, rest, out=np.zeros_like(s), where=rest > 0)
+    return np.abs(after - before)
