@@ -154,3 +154,45 @@ def test_group_mean_with_a_privacy_unit_from_the_cli(tmp_path) -> None:
     means = [float(v) for label, v in rows if label.endswith(": mean")]
     assert len(means) == 5 and all(0 <= m <= 500 for m in means)
     assert sidecar["epsilon"] <= 1.0
+
+
+def test_group_release_publishes_the_same_facts_on_neighbouring_datasets(tmp_path) -> None:
+    """A mean by group with a privacy unit, released on D and on D' = D plus one person with many
+    rows (same random bits): every published field but the values and the intervals computed from
+    them (``dp_outputs``) is equal."""
+    import polars as pl
+
+    from dpexplorer.data.answers import query_input
+    from dpexplorer.data.load import load_dataset
+    from dpexplorer.data.queries import query_from_dict
+    from dpexplorer.release.ledger import Ledger
+    from dpexplorer.release.release import execute, prepare_input
+
+    rng = np.random.default_rng(3)
+    base = pl.DataFrame(
+        {"p": rng.integers(0, 40, 200), "g": rng.choice(["a", "b", "c"], 200), "x": rng.uniform(-5, 15, 200)}
+    )
+    person = pl.DataFrame({"p": [999] * 12, "g": ["a", "b", "c"] * 4, "x": [10.0] * 12})
+    query = query_from_dict(
+        {
+            "type": "group_by",
+            "keys": [{"column": "g", "categories": ["a", "b"]}],
+            "statistic": "mean",
+            "column": "x",
+            "lower": 0,
+            "upper": 10,
+            "unit": {"column": "p", "max_groups": 2, "max_rows": 2},
+        }
+    )
+    sidecars = []
+    for i, frame in enumerate((base, pl.concat([base, person]))):
+        frame.write_csv(tmp_path / f"{i}.csv")
+        built = query_input(load_dataset(tmp_path / f"{i}.csv"), query, "add_remove")
+        prepared = prepare_input(built, "noisy_mean", {}, fingerprint="ab" * 32, query=query.to_dict())
+        with Ledger(tmp_path / f"{i}.sqlite") as ledger:
+            ledger.set_budget("ab" * 32, 10.0, 1e-6, "basic")
+            result = execute(prepared, ledger=ledger, out_dir=tmp_path / f"out{i}", bits=SeededBitSource(5))
+        sidecar = json.loads(result.files["provenance"].read_text())
+        assert len(sidecar["dp_outputs"]["confidence_intervals"]) == 3 * 3
+        sidecars.append({k: v for k, v in sidecar.items() if k not in {"time", "ledger_path", "dp_outputs"}})
+    assert sidecars[0] == sidecars[1]
