@@ -26,6 +26,7 @@ ratio (post-processing), via :func:`dpexplorer.core.mechanisms.laplace.vector_la
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -108,6 +109,10 @@ class RatioLaw:
     def centre(self) -> float:
         return (self.lower + self.upper) / 2.0
 
+    @functools.cached_property
+    def _noise_cells(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._count_noise()
+
     def _count_noise(self) -> tuple[np.ndarray, np.ndarray]:
         """Denominators max(n + z, 1) at the cell centres of Z2's discretisation and the cells'
         exact masses (a single cell of mass 1 when b2 = 0)."""
@@ -123,7 +128,7 @@ class RatioLaw:
     def unclamped_cdf(self, r: np.ndarray) -> np.ndarray:
         """P(c + (s + Z1) / max(n + Z2, 1) <= r) (numerical integration over Z2)."""
         r = np.atleast_1d(np.asarray(r, dtype=float))
-        den, mass = self._count_noise()
+        den, mass = self._noise_cells
         x = ((r - self.centre)[:, None] * den[None, :] - self.s) / self.b1
         f1 = np.where(x < 0, 0.5 * np.exp(np.minimum(x, 0)), 1 - 0.5 * np.exp(-np.maximum(x, 0)))
         return np.clip(f1 @ mass, 0.0, 1.0)
@@ -136,7 +141,7 @@ class RatioLaw:
     def pdf(self, r: np.ndarray) -> np.ndarray:
         """Density of R inside (lower, upper) (its continuous part)."""
         r = np.atleast_1d(np.asarray(r, dtype=float))
-        den, mass = self._count_noise()
+        den, mass = self._noise_cells
         x = ((r - self.centre)[:, None] * den[None, :] - self.s) / self.b1
         dens = (np.exp(-np.abs(x)) / (2 * self.b1) * den[None, :]) @ mass
         return np.where((r > self.lower) & (r < self.upper), dens, 0.0)
@@ -159,13 +164,17 @@ class RatioLaw:
         strictly = np.where(below > self.lower, self.cdf(np.nextafter(below, -np.inf)), 0.0)
         return np.clip(1.0 - (high - strictly), 0.0, 1.0)
 
-    def ci_halfwidth(self, truth: float, level: float) -> float:
-        """The smallest alpha with P(|R - truth| <= alpha) >= level (root finding)."""
+    def ci_halfwidth(self, truth: float, level: float, rtol: float = 1e-10) -> float:
+        """The smallest alpha with P(|R - truth| <= alpha) >= level (root finding, to ``rtol``
+        of the rough noise scale; the curves ask for 1e-4)."""
         reach = self.upper - self.lower
         if self.error_tail(truth, np.array([0.0]))[0] <= 1 - level:
             return 0.0
+        xtol = max(rtol * self.spread(), 1e-300)
         return float(
-            optimize.brentq(lambda a: self.error_tail(truth, np.array([a]))[0] - (1 - level), 0.0, reach)
+            optimize.brentq(
+                lambda a: self.error_tail(truth, np.array([a]))[0] - (1 - level), 0.0, reach, xtol=xtol
+            )
         )
 
     def moments_about(self, truth: float) -> tuple[float, float]:
@@ -332,11 +341,13 @@ class NoisyMeanMechanism(Mechanism):
 
         def halfwidth_at(eps: float) -> float:
             b1, b2 = scales(eps, share, query.moment_sensitivities)  # type: ignore[arg-type]
-            return RatioLaw(law.lower, law.upper, law.s, law.n, b1, b2).ci_halfwidth(truth, ci_level)
+            return RatioLaw(law.lower, law.upper, law.s, law.n, b1, b2).ci_halfwidth(truth, ci_level, 1e-4)
 
         def halfwidth_at_n(n: float) -> float:  # the same clipped mean over n rows
             s = law.s / max(law.n, 1) * n
-            return RatioLaw(law.lower, law.upper, s, int(n), law.b1, law.b2).ci_halfwidth(truth, ci_level)
+            return RatioLaw(law.lower, law.upper, s, int(n), law.b1, law.b2).ci_halfwidth(
+                truth, ci_level, 1e-4
+            )
 
         ns = np.unique(np.geomspace(max(law.n / 100, 10), max(law.n, 1) * 10, 20).astype(int))
         return AccuracyReport(
