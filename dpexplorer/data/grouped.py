@@ -266,7 +266,25 @@ def _person_neighbour(
     )
     return tuple(out), who + (
         f"The bounds keep {kept:,} of {total:,} rows ({total - kept:,} dropped, rows without a "
-        f"{query.unit.column} among them) of {persons:,} persons."
+        f"{query.unit.column} among them) of {persons:,} persons. " + _noise_saved(dataset, query, request)
+    )
+
+
+def _noise_saved(dataset: Any, query: GroupBy, request: PersonContributions) -> str:
+    """What the bounds save: the largest contribution in the unbounded data (groups of one person,
+    rows of one person in one group) and how much larger the sensitivities would be there (a
+    private fact, shown to the steward only: the noise the bounds save, against their bias)."""
+    assert query.unit is not None
+    codes, _, counts, _, _ = _aggregate(dataset, request)
+    if not codes.size:
+        return ""
+    groups, rows = int(np.bincount(codes).max()), int(counts.max())
+    k, r = _touched(query), query.unit.max_rows
+    factor = (min(groups, len(query.labels)) * rows) / (k * r)
+    return (
+        f"Unbounded, one person reaches {groups:,} group(s) and {rows:,} row(s) in one: noise "
+        f"{factor:.3g}x larger (l1, by those counts) would be needed to protect them; the bounds' "
+        "bias is in the accuracy view."
     )
 
 

@@ -164,6 +164,8 @@ def test_neighbour_removes_the_most_influential_person_and_counts_the_drops(tmp_
     # person 1 drops one row of a; the row without an identifier is dropped too
     assert "keep 7 of 9 rows (2 dropped" in inp.differing_row
     assert inp.sensitivity_l1 == pytest.approx(2 * 2 * 4.0)
+    # unbounded, person 1 has 3 rows in a and rows in 2 groups: 2 * 3 / (2 * 2) = 1.5 times the noise
+    assert "reaches 2 group(s) and 3 row(s) in one: noise 1.5x larger" in inp.differing_row
     with pytest.raises(DataError, match="one whole person"):
         query_input(dataset, query, "replace")
 
