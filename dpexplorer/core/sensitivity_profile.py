@@ -3,7 +3,7 @@
 Everything is computed by :mod:`dpexplorer.core.sensitivity` (exact, see its conventions); this
 module only gathers, for a plot against the distance k of the smooth-sensitivity definition
 (Nissim, Raskhodnikova & Smith 2007, definition 2.1 and proposition 3.4; Dwork & Roth 2014,
-section 7.2 for the distance to instability):
+chapter 7 for the distance to instability):
 
 * GS, the global sensitivity (the most one person can move the statistic on any data);
 * A(k) = max{ LS(D'') : d(D, D'') <= k }, the local sensitivity at distance k; A(0) = LS(D);

@@ -27,10 +27,12 @@ from dpexplorer.gui import jobs, settings
 from dpexplorer.gui.compute import ComputeService
 from dpexplorer.gui.dataset_view import DatasetView
 from dpexplorer.gui.explorer import Explorer
+from dpexplorer.gui.lessons import LessonRunner
 from dpexplorer.gui.mechanism_panel import MechanismPanel
 from dpexplorer.gui.query_panel import QueryPanel
 from dpexplorer.gui.session import Session, load_session, save_session
 from dpexplorer.gui.teaching import RELEASE_BLOCKED, TeachingPanel
+from dpexplorer.gui.theory_views import TheoryViews
 from dpexplorer.gui.views.accuracy import AccuracyView
 from dpexplorer.gui.views.neighbours import NeighboursView
 
@@ -107,6 +109,8 @@ class MainWindow(QMainWindow):
         self.tabs.currentChanged.connect(lambda _i: self._submit_visible())
         self.dataset_loaded.connect(self._dataset_for_explorer)
         self._build_menus()
+        self.theory_views = TheoryViews(self)
+        self.lessons = LessonRunner(self)
         if restore_layout:
             self._restore_layout()
         else:
@@ -501,7 +505,7 @@ class MainWindow(QMainWindow):
 
     def views_idle(self) -> bool:
         """True when no view is computing or waiting for a throttled update."""
-        return not self.compute.busy and not self.explorer.pending
+        return not self.compute.busy and not self.explorer.pending and not self.theory_views.pending
 
     # ------------------------------------------------------------------ layout
     def _restore_layout(self) -> None:
@@ -520,6 +524,7 @@ class MainWindow(QMainWindow):
         store.setValue("window/geometry", self.saveGeometry())
         store.setValue("window/state", self.saveState())
         self.explorer.stop()
+        self.theory_views.stop()
         if self.workspace is not None:
             self.workspace.stop()
         self.compute.shutdown()

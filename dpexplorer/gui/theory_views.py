@@ -1,0 +1,109 @@
+"""The two views of the lecture notes' pictures: sensitivity side by side and composition as a
+random walk. Built once the mechanisms are imported (beside the workspace's views), they get
+the explorer's inputs and go through the compute service like every other view: computed
+when shown and out of date, latest wins."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject
+
+from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
+from dpexplorer.gui.throttle import Throttle
+
+if TYPE_CHECKING:
+    from dpexplorer.gui.main_window import MainWindow
+    from dpexplorer.gui.views.random_walk import RandomWalkView
+    from dpexplorer.gui.views.sensitivity import SensitivityView
+
+SENSITIVITY_JOB = "sensitivity"
+RANDOM_WALK_JOB = "random walk"
+
+
+class TheoryViews(QObject):
+    """Owns the sensitivity and random-walk views and their jobs."""
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self.window = window
+        self.sensitivity_view: SensitivityView | None = None
+        self.random_walk_view: RandomWalkView | None = None
+        self.current: tuple[Mechanism, dict[str, Any], QueryInput, int] | None = None
+        self._stale = {RANDOM_WALK_JOB}
+        self._pending_settings: dict[str, Any] = {}
+        self._walk_throttle = Throttle(self._walk_settings_changed, 16, self)
+        window.explorer.registry_ready.connect(self._build)
+
+    def _build(self) -> None:
+        """Insert the two tabs before the Data tab (after the window's own ``_build_workspace``)."""
+        if self.sensitivity_view is not None:
+            return
+        from dpexplorer.gui.views.random_walk import RandomWalkView
+        from dpexplorer.gui.views.sensitivity import SensitivityView
+
+        window = self.window
+        self.sensitivity_view = SensitivityView()
+        self.random_walk_view = RandomWalkView()
+        data_index = window.tabs.indexOf(window.dataset_view)
+        window.tabs.insertTab(data_index, self.sensitivity_view, "Sensitivity")
+        window.tabs.insertTab(data_index + 1, self.random_walk_view, "Random walk")
+        if self._pending_settings:
+            self.random_walk_view.set_settings(self._pending_settings)
+        self.random_walk_view.settings_changed.connect(lambda _s: self._walk_throttle())
+        window.explorer.inputs_changed.connect(self.update)
+        window.tabs.currentChanged.connect(lambda _i: self.submit_visible())
+        window.compute.finished.connect(self._on_result)
+        window.compute.failed.connect(self._on_failure)
+        self.submit_visible()
+
+    def random_walk_settings(self, values: dict[str, Any]) -> None:
+        """A lesson step's settings for the random-walk view."""
+        if self.random_walk_view is None:
+            self._pending_settings = dict(values)
+        else:
+            self.random_walk_view.set_settings(values)
+
+    def update(self, mechanism: Mechanism, params: dict[str, Any], query: QueryInput, seed: int) -> None:
+        self.current = (mechanism, params, query, seed)
+        self.window.compute.cancel(SENSITIVITY_JOB)
+        self._stale.add(SENSITIVITY_JOB)
+        self.submit_visible()
+
+    def _walk_settings_changed(self) -> None:
+        self.window.compute.cancel(RANDOM_WALK_JOB)
+        self._stale.add(RANDOM_WALK_JOB)
+        self.submit_visible()
+
+    def submit_visible(self) -> None:
+        from dpexplorer.gui.views import random_walk, sensitivity
+
+        compute = self.window.compute
+        view = self.sensitivity_view
+        if SENSITIVITY_JOB in self._stale and self.current and view is not None and view.isVisible():
+            self._stale.discard(SENSITIVITY_JOB)
+            compute.submit(SENSITIVITY_JOB, sensitivity.job, *self.current)
+        walk = self.random_walk_view
+        if RANDOM_WALK_JOB in self._stale and walk is not None and walk.isVisible():
+            self._stale.discard(RANDOM_WALK_JOB)
+            seed = self.window.mechanism_panel.seed.value()
+            compute.submit(RANDOM_WALK_JOB, random_walk.job, walk.settings(), seed)
+
+    @property
+    def pending(self) -> bool:
+        return self._walk_throttle.pending
+
+    def stop(self) -> None:
+        self._walk_throttle.stop()
+
+    def _on_result(self, view: str, generation: int, result: object) -> None:
+        if view == SENSITIVITY_JOB and self.sensitivity_view is not None:
+            self.sensitivity_view.deliver(result)
+        elif view == RANDOM_WALK_JOB and self.random_walk_view is not None:
+            self.random_walk_view.deliver(result)
+
+    def _on_failure(self, view: str, generation: int, message: str) -> None:
+        if view == SENSITIVITY_JOB and self.sensitivity_view is not None:
+            self.sensitivity_view.show_error(message)
+        elif view == RANDOM_WALK_JOB and self.random_walk_view is not None:
+            self.random_walk_view.show_error(message)

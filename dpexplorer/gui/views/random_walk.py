@@ -1,0 +1,178 @@
+"""Composition as a random walk: sample paths of the summed privacy loss of t releases, its mean,
+the concentration band, and the ε of basic and advanced composition (Dwork & Roth 2014,
+section 3.5.2, Theorem 3.20; :mod:`dpexplorer.core.privacy_loss_walk` computes everything).
+
+The view's settings are declared once (:data:`SETTINGS`) and drive its controls; a lesson step
+sets them by name. It does not depend on the data or the query."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QWidget
+
+from dpexplorer.core.mechanisms.params import EPSILON, Param, validate_params
+from dpexplorer.core.privacy_loss_walk import STEP_LAWS, RandomWalk, random_walk
+from dpexplorer.gui.param_controls import ParamPanel
+from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, RED, View, new_plot
+from dpexplorer.gui.views.selection import clear_and_show_error, error_label, rich_label
+
+SHOWN_PATHS = 60
+"""Paths drawn (all of them enter the shares in the summary)."""
+SETTINGS: tuple[Param, ...] = (
+    replace(
+        EPSILON, default=0.1, help="The ε of each release; every release's privacy loss lies in [−ε, ε]."
+    ),
+    Param(
+        name="t",
+        label="releases t",
+        type="int",
+        default=200,
+        low=1,
+        high=5000,
+        help="How many ε-DP releases are composed: the number of steps of the walk.",
+    ),
+    Param(
+        name="delta_prime",
+        label="δ′ (advanced composition)",
+        type="float",
+        default=1e-3,
+        low=0.0,
+        high=1.0,
+        low_open=True,
+        high_open=True,
+        log_scale=True,
+        slider=(1e-9, 0.5),
+        help=(
+            "Advanced composition's extra failure probability: the walk ends above its ε′ at most this often."
+        ),
+    ),
+    Param(
+        name="paths",
+        label="sample paths",
+        type="int",
+        default=400,
+        low=1,
+        high=5000,
+        help=f"Simulated transcripts (the first {SHOWN_PATHS} are drawn; all are counted).",
+    ),
+    Param(
+        name="law",
+        label="each release",
+        type="choice",
+        default="randomized_response",
+        choices=tuple(STEP_LAWS),
+        help="; ".join(f"{k}: {v}" for k, v in STEP_LAWS.items()),
+    ),
+)
+
+
+def job(settings: dict[str, Any], seed: int) -> RandomWalk:
+    """Sample paths and closed forms for the view's settings (exploration generator, seeded)."""
+    values = validate_params(SETTINGS, settings)
+    return random_walk(
+        values["epsilon"], values["t"], values["delta_prime"], values["paths"], values["law"], seed
+    )
+
+
+def summary_html(walk: RandomWalk) -> str:
+    t = int(walk.releases[-1])
+    return (
+        f"After <b>t = {t}</b> releases of ε = {walk.epsilon:g}: "
+        f"<b style='color:rgb{GREY}'>basic composition ε = {walk.basic[-1]:.4g}</b> (the loss can never "
+        f"exceed it); <b style='color:rgb{RED}'>advanced composition ε′ = {walk.advanced[-1]:.4g}</b> "
+        f"at δ′ = {walk.delta_prime:g} (exceeded by {walk.share_above_advanced:.1%} of the "
+        f"{walk.paths.shape[0]} paths). The mean loss is <b style='color:rgb{BLUE}'>"
+        f"{walk.mean[-1]:.4g}</b>, below Dwork &amp; Roth's bound tε(e<sup>ε</sup>−1) = "
+        f"{walk.mean_bound[-1]:.4g}; the <span style='color:rgb{ORANGE}'>band</span> "
+        f"mean ± ε√(2t ln(1/δ′)) holds {1 - walk.share_outside_band:.1%} of the paths."
+    )
+
+
+class RandomWalkView(View):
+    """Controls over a plot of the walk against the number of releases."""
+
+    settings_changed = Signal(dict)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Composition as a random walk: the privacy loss of t releases", parent)
+        self.explanation.setText(
+            "Each release adds its privacy loss ln p<sub>D</sub>(o)/p<sub>D′</sub>(o), between −ε and ε; "
+            "the total wanders like a random walk, so it grows like t·ε² on average plus √t·ε, "
+            "not t·ε (Dwork &amp; Roth 2014, Theorem 3.20)."
+        )
+        self.controls = ParamPanel()
+        self.controls.build(SETTINGS)
+        self.controls.changed.connect(self.settings_changed)
+        self.error = error_label()
+        self.summary = rich_label()
+        self.plot = new_plot("releases t", "summed privacy loss")
+        self.body.addWidget(self.controls)
+        self.body.addWidget(self.error)
+        self.body.addWidget(self.summary)
+        self.body.addWidget(self.plot, 1)
+        self.result: RandomWalk | None = None
+
+    def settings(self) -> dict[str, Any]:
+        return self.controls.values()
+
+    def set_settings(self, values: dict[str, Any]) -> None:
+        """Set some settings (a lesson step's); emits ``settings_changed`` once."""
+        self.controls.blockSignals(True)
+        self.controls.set_values(values)
+        self.controls.blockSignals(False)
+        self.settings_changed.emit(self.settings())
+
+    def plot_area(self) -> QWidget:
+        return self.plot
+
+    def show_error(self, message: str) -> None:
+        clear_and_show_error(self, message, self.plot)
+
+    def show_result(self, walk: RandomWalk) -> None:
+        self.result = walk
+        self.error.hide()
+        self.set_text(self.summary, summary_html(walk))
+        plot = self.plot
+        plot.clear()
+        t = walk.releases.astype(float)
+        shown = walk.paths[:SHOWN_PATHS]
+        xs = np.tile(t, shown.shape[0])
+        connect = np.ones(xs.size, dtype=bool)
+        connect[t.size - 1 :: t.size] = False  # one item for every path: no line between paths
+        plot.plot(
+            xs,
+            shown.ravel(),
+            connect=connect,
+            pen=pg.mkPen((150, 150, 150, 90), width=1),
+            name="sample paths",
+        )
+        low = plot.plot(t, walk.band_low, pen=pg.mkPen(ORANGE, width=1))
+        high = plot.plot(t, walk.band_high, pen=pg.mkPen(ORANGE, width=1), name="band: mean ± ε√(2t ln 1/δ′)")
+        plot.addItem(pg.FillBetweenItem(low, high, brush=(*ORANGE, 50)))
+        plot.plot(t, walk.mean, pen=pg.mkPen(BLUE, width=3), name="mean loss (exact)")
+        dash = pg.QtCore.Qt.PenStyle.DashLine
+        plot.plot(
+            t,
+            walk.mean_bound,
+            pen=pg.mkPen(BLUE, width=2, style=dash),
+            name="tε(e^ε − 1), D&R's bound on the mean",
+        )
+        plot.plot(t, walk.advanced, pen=pg.mkPen(RED, width=3, style=dash), name="advanced composition ε′")
+        plot.plot(t, walk.basic, pen=pg.mkPen(GREY, width=2, style=dash), name="basic composition tε")
+        top = max(float(walk.advanced[-1]), float(shown.max(initial=0.0)))
+        bottom = min(float(walk.band_low.min()), float(shown.min(initial=0.0)))
+        plot.setRange(xRange=(0, t[-1]), yRange=(bottom, top * 1.1 if top > 0 else 1.0))
+        self.columns = {
+            "t": list(t),
+            "mean": list(walk.mean),
+            "mean bound": list(walk.mean_bound),
+            "band low": list(walk.band_low),
+            "band high": list(walk.band_high),
+            "advanced epsilon": list(walk.advanced),
+            "basic epsilon": list(walk.basic),
+        }

@@ -1,0 +1,201 @@
+"""Sensitivity side by side: for the current query on the current data, the global sensitivity,
+the local sensitivity, the smooth sensitivity with its β and the distance to instability, as
+numbers and against the distance k of the smooth-sensitivity definition (Nissim,
+Raskhodnikova & Smith 2007; Dwork & Roth 2014, chapter 7).
+
+:func:`job` asks :func:`dpexplorer.core.sensitivity_profile.sensitivity_profile` for every
+number; β is the current mechanism's own smoothing parameter, or the one the Cauchy
+smooth-sensitivity mechanism would use at the current ε. The view only draws."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QWidget
+
+from dpexplorer.core.mechanisms.base import Mechanism, NumericInput, QueryInput
+from dpexplorer.core.sensitivity import NO_SUCH_DISTANCE, distance_to_high_sensitivity
+from dpexplorer.core.sensitivity_profile import SensitivityProfile, sensitivity_profile
+from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, PURPLE, RED, View, dashed_line, new_plot
+from dpexplorer.gui.views.selection import clear_and_show_error, error_label, rich_label
+
+DEFAULT_BETA = 0.25
+"""β when the mechanism has no ε to derive one from."""
+
+
+@dataclass(frozen=True, eq=False)
+class SensitivityResult:
+    """What the view draws: the profile (None when the query has no column of data: then only
+    ``global_l1`` and ``note``), where β came from, and PTR's proposed bound with the distance
+    at which A(k) first exceeds it (None without PTR)."""
+
+    statistic: str
+    profile: SensitivityProfile | None
+    global_l1: float
+    beta_source: str
+    note: str = ""
+    bound: float | None = None
+    distance_to_bound: float | None = None
+
+
+def _beta(mechanism: Mechanism, params: dict[str, Any]) -> tuple[float, str]:
+    smoothing = getattr(mechanism, "smoothing", None)
+    if smoothing is not None:
+        beta = float(smoothing(params)[0])
+        return beta, f"β = {beta:.4g}, the smoothing of the {mechanism.label} mechanism at its ε"
+    if "epsilon" in params:
+        from dpexplorer.core.mechanisms.smooth import SmoothCauchy
+
+        beta = float(SmoothCauchy().smoothing({"epsilon": params["epsilon"]})[0])
+        return beta, f"β = ε/4 = {beta:.4g}, what the Cauchy smooth-sensitivity mechanism uses at ε"
+    return DEFAULT_BETA, f"β = {DEFAULT_BETA:g} (this mechanism has no ε to derive it from)"
+
+
+def job(mechanism: Mechanism, params: dict[str, Any], query: QueryInput, seed: int = 0) -> SensitivityResult:
+    """The sensitivities of the current statistic on D. ``seed`` is unused (all exact)."""
+    del seed
+    beta, source = _beta(mechanism, params)
+    statistic = str(getattr(query, "statistic", "selection"))
+    if not isinstance(query, NumericInput):
+        sensitivity = float(getattr(query, "sensitivity", 1.0))
+        note = (
+            f"The scores change by at most Δ = {sensitivity:g} between neighbours, on every dataset: "
+            "local and smooth sensitivity matter for statistics of a column such as the median."
+        )
+        return SensitivityResult(statistic, None, sensitivity, source, note)
+    if query.sorted_values_d is None or query.bounds is None:
+        note = (
+            f"A {statistic.replace('_', ' ')} moves by at most {query.sensitivity_l1:g} whoever is added or "
+            "removed, on every dataset: its local sensitivity equals its global one. Choose a median, "
+            "quantile or trimmed mean to see them part."
+        )
+        return SensitivityResult(statistic, None, query.sensitivity_l1, source, note)
+    lower, upper = query.bounds
+    values, options = (
+        query.sorted_values_d,
+        {"quantile": query.quantile, "trim_fraction": query.trim_fraction},
+    )
+    profile = sensitivity_profile(values, lower, upper, statistic, query.relation, beta, **options)
+    bound = distance = None
+    if "bound" in params and profile.distances.size:
+        bound = float(params["bound"])
+        found = distance_to_high_sensitivity(
+            values, lower, upper, bound, statistic, relation=query.relation, **options
+        )
+        distance = float("inf") if found >= NO_SUCH_DISTANCE else float(found)
+    return SensitivityResult(
+        statistic, profile, profile.global_sensitivity, source, profile.note, bound, distance
+    )
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return "∞" if not np.isfinite(value) else f"{value:.4g}"
+
+
+def summary_html(result: SensitivityResult) -> str:
+    """The numbers in words (what each one means for this data)."""
+    name = result.statistic.replace("_", " ")
+    p = result.profile
+    if p is None:
+        return f"<b>Global sensitivity Δ = {result.global_l1:g}.</b> {result.note}"
+    relation = "adding or removing" if p.relation == "add_remove" else "replacing"
+    rows = [
+        f"<b style='color:rgb{GREY}'>Global GS = {_number(p.global_sensitivity)}</b>: "
+        f"on the worst dataset, {relation} one person moves the {name} this much.",
+        f"<b style='color:rgb{BLUE}'>Local LS(D) = A(0) = {_number(p.local_sensitivity)}</b>: "
+        f"on this data ({p.n:,} rows, bounds [{p.lower:g}, {p.upper:g}]), one person moves it "
+        "at most this much.",
+    ]
+    if p.smooth_sensitivity is not None:
+        rows.append(
+            f"<b style='color:rgb{ORANGE}'>Smooth S*(D) = {_number(p.smooth_sensitivity)}</b> with "
+            f"{result.beta_source}: the largest e<sup>−βk</sup>A(k), reached at k = {p.argmax_k}."
+        )
+    else:
+        rows.append(f"No smooth sensitivity here: {p.note}.")
+    if p.distance_to_instability is not None:
+        rows.append(
+            f"<b style='color:rgb{RED}'>Distance to instability d = {p.distance_to_instability}</b>: "
+            f"that many rows can change and every neighbour still has the same {name}."
+        )
+    if result.bound is not None:
+        rows.append(
+            f"<b style='color:rgb{PURPLE}'>PTR's proposed bound {result.bound:g}</b>: A(k) first "
+            f"exceeds it at k = {_number(result.distance_to_bound)}, the distance PTR tests."
+        )
+    return "<br>".join(rows)
+
+
+class SensitivityView(View):
+    """The numbers, and A(k), e^{-βk} A(k) against k with GS, S*(D), d and PTR's bound marked."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Sensitivity side by side: global, local, smooth", parent)
+        self.explanation.setText(
+            "A(k) is the largest local sensitivity among the datasets at most k rows away from D; "
+            "the smooth sensitivity is the largest e<sup>−βk</sup>A(k) over every k (Nissim, "
+            "Raskhodnikova &amp; Smith 2007; Dwork &amp; Roth 2014, chapter 7)."
+        )
+        self.error = error_label()
+        self.summary = rich_label()
+        self.plot = new_plot("distance k (rows changed from D)", "sensitivity")
+        self.body.addWidget(self.error)
+        self.body.addWidget(self.summary)
+        self.body.addWidget(self.plot, 1)
+        self.result: SensitivityResult | None = None
+
+    def plot_area(self) -> QWidget:
+        return self.plot
+
+    def show_error(self, message: str) -> None:
+        clear_and_show_error(self, message, self.plot)
+
+    def show_result(self, result: SensitivityResult) -> None:
+        self.result = result
+        self.error.hide()
+        self.set_text(self.summary, summary_html(result))
+        self.plot.clear()
+        p = result.profile
+        if p is None or not p.distances.size:
+            self.plot.hide()
+            self.columns = {"global sensitivity": [result.global_l1]}
+            return
+        self.plot.show()
+        self._draw(result, p)
+
+    def _draw(self, result: SensitivityResult, p: SensitivityProfile) -> None:
+        k = p.distances.astype(float)
+        plot = self.plot
+        plot.plot(
+            k, p.local_at_distance, pen=pg.mkPen(BLUE, width=3), name="A(k): local sensitivity at distance k"
+        )
+        plot.plot(k, p.smoothed, pen=pg.mkPen(ORANGE, width=3), name="e^(−βk) A(k)")
+        plot.plot([0.0], [p.local_sensitivity], pen=None, symbol="o", symbolBrush=BLUE, symbolSize=12)
+        plot.addItem(
+            dashed_line(GREY, f"GS = {p.global_sensitivity:.4g}", 0.85, pos=p.global_sensitivity, angle=0)
+        )
+        if p.smooth_sensitivity is not None:
+            plot.addItem(
+                dashed_line(
+                    ORANGE, f"S* = {p.smooth_sensitivity:.4g}", 0.6, pos=p.smooth_sensitivity, angle=0
+                )
+            )
+        if p.distance_to_instability is not None and p.distance_to_instability <= k[-1]:
+            plot.addItem(
+                dashed_line(RED, f"d = {p.distance_to_instability}", 0.5, pos=p.distance_to_instability)
+            )
+        if result.bound is not None:
+            plot.addItem(dashed_line(PURPLE, f"PTR bound {result.bound:g}", 0.3, pos=result.bound, angle=0))
+        top = max(p.global_sensitivity, float(p.local_at_distance.max())) * 1.08
+        plot.setRange(xRange=(0, k[-1]), yRange=(0, top if top > 0 else 1), padding=0)
+        plot.getPlotItem().legend.setOffset((-10, 30))
+        self.columns = {
+            "k": list(k),
+            "A(k)": list(p.local_at_distance),
+            "exp(-beta k) A(k)": list(p.smoothed),
+        }

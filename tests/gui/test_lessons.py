@@ -1,0 +1,175 @@
+"""Issue 22: every step of every packaged lesson, walked in teaching mode as a class would see
+it: the window shows the step's dataset, query, mechanism, parameters and tab, and the view on
+screen finishes without an error. Plus the lesson files' validation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import wait_idle
+
+from dpexplorer.core.mechanisms.registry import all_mechanisms
+from dpexplorer.data.default import default_dataset_path
+from dpexplorer.gui.lesson_files import LESSONS_DIR, LessonError, check_mechanisms, load_lesson, load_lessons
+from dpexplorer.gui.views.base import View
+
+STEP_TIMEOUT_MS = 120_000
+
+
+def _check_step(window, runner, lesson, index):
+    step = lesson.steps[index]
+    where = f"{lesson.path.name} step {index + 1}"
+    assert step.title in runner.panel.heading.text(), where
+    assert runner.panel.problem.isHidden(), f"{where}: {runner.panel.problem.text()}"
+    expected = step.dataset_path(LESSONS_DIR) or default_dataset_path()
+    assert window.dataset.path.resolve() == expected.resolve(), where
+    state = window.query_panel.state()
+    for key in ("kind", "relation", "categories"):
+        assert state[key] == step.query[key], f"{where}: query {key}"
+    if step.query["kind"] == "predicate_count":  # (a blank condition's column is whatever it was)
+        assert state["conditions"] == step.query["conditions"], f"{where}: conditions"
+    if step.query["column"]:
+        assert state["column"] == step.query["column"], where
+    if step.query["kind"] in ("median", "mean", "sum", "quantile", "trimmed_mean"):
+        assert (state["lower"], state["upper"]) == (step.query["lower"], step.query["upper"]), where
+    mechanism = window.explorer.mechanism
+    assert mechanism is not None and mechanism.name == step.mechanism, where
+    assert mechanism.validate(window.explorer.params) == mechanism.validate(step.params), where
+    shown = window.tabs.currentWidget()
+    assert shown is runner.tab_widget(step.tab) and shown is not None, f"{where}: tab {step.tab}"
+    if step.plan:
+        assert len(window.workspace.budget_view.plan) == step.plan, where
+    if step.random_walk:
+        settings = window.theory_views.random_walk_view.settings()
+        assert {k: settings[k] for k in step.random_walk} == step.random_walk, where
+    # the view on screen finished: nothing pending, something drawn, no error anywhere
+    assert window.last_error is None, f"{where}: {window.last_error}"
+    if isinstance(shown, View):
+        assert shown._pending is None, where
+        assert shown.columns, f"{where}: {step.tab} drew nothing"
+        error = getattr(shown, "error", None)
+        assert error is None or error.isHidden(), f"{where}: {error.text()}"
+
+
+def _walk_to(qtbot, window, runner, action):
+    with qtbot.waitSignal(runner.step_ready, timeout=STEP_TIMEOUT_MS):
+        action()
+    wait_idle(qtbot, window)
+    qtbot.waitUntil(window.views_idle, timeout=STEP_TIMEOUT_MS)
+
+
+@pytest.mark.slow
+def test_every_step_of_every_lesson_in_teaching_mode(qtbot, window):
+    runner = window.lessons
+    assert len(runner.lessons) >= 6 and not runner.problems and not runner.broken
+    window.teaching_action.setChecked(True)
+    for number, lesson in enumerate(runner.lessons):
+        _walk_to(qtbot, window, runner, lambda n=number: runner.start(n))
+        _check_step(window, runner, lesson, 0)
+        for index in range(1, len(lesson.steps)):
+            _walk_to(qtbot, window, runner, runner.next_action.trigger)
+            _check_step(window, runner, lesson, index)
+        assert not window.release_action.isEnabled(), "teaching mode still blocks releases"
+        if len(lesson.steps) > 1:  # Back shows exactly the step before
+            _walk_to(qtbot, window, runner, runner.back_action.trigger)
+            _check_step(window, runner, lesson, len(lesson.steps) - 2)
+            _walk_to(qtbot, window, runner, runner.next_action.trigger)
+        runner.next_action.trigger()  # past the last step: the lesson ends
+        assert runner.lesson is None and runner.panel.isHidden()
+    window.teaching_action.setChecked(False)
+
+
+def test_keys_walk_a_lesson_and_leave_keeps_the_state(qtbot, window):
+    runner = window.lessons
+    assert runner.next_action.shortcuts()[0].toString() == "PgDown"
+    assert runner.back_action.shortcuts()[0].toString() == "PgUp"
+    assert not runner.next_action.isEnabled(), "no lesson: Page Down is left to the widgets"
+    _walk_to(qtbot, window, runner, lambda: runner.start(0))
+    assert runner.next_action.isEnabled() and not runner.back_action.isEnabled()
+    _walk_to(qtbot, window, runner, runner.next_action.trigger)
+    assert runner.index == 1 and runner.back_action.isEnabled()
+    runner.leave_action.trigger()
+    assert runner.lesson is None and runner.panel.isHidden() and not runner.next_action.isEnabled()
+    assert window.explorer.params["epsilon"] == runner.lessons[0].steps[1].params["epsilon"]
+
+
+def test_packaged_lessons_load_and_name_real_mechanisms():
+    lessons, problems = load_lessons()
+    assert problems == []
+    assert [lesson.path.name[:2] for lesson in lessons] == ["01", "02", "03", "04", "05", "06"]
+    for lesson in lessons:
+        assert check_mechanisms(lesson, all_mechanisms()) is None
+        for step in lesson.steps:
+            assert 40 <= len(step.text) <= 520, (
+                f"{lesson.path.name}: {step.title} is not two or three sentences"
+            )
+            assert "seed" not in step.text.lower() and ".txt" not in step.text
+
+
+def _write(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "99_test.toml"
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+GOOD = """
+title = "T"
+summary = "S"
+reference = "R"
+[[steps]]
+title = "one"
+text = "Some text."
+try = "Something."
+tab = "accuracy"
+mechanism = "laplace"
+params = { epsilon = 0.5 }
+query = { kind = "count" }
+[[steps]]
+title = "two"
+text = "More text."
+try = "More."
+tab = "neighbours"
+params = { epsilon = 2 }
+"""
+
+
+def test_a_step_inherits_what_it_leaves_out(tmp_path):
+    lesson = load_lesson(_write(tmp_path, GOOD))
+    first, second = lesson.steps
+    assert second.mechanism == "laplace" and second.params == {"epsilon": 2}
+    assert second.query == first.query and second.dataset == "default"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (('tab = "accuracy"', 'tab = "plots"'), "unknown tab 'plots'"),
+        (('query = { kind = "count" }', 'query = { kind = "average" }'), "unknown kind 'average'"),
+        (('query = { kind = "count" }', 'query = { kind = "median", column = "age" }'), "declared bounds"),
+        (('try = "More."', 'tries = "More."'), "unknown key(s) tries"),
+        (('text = "Some text."', 'text = ""'), "'text' is empty"),
+        (('tab = "neighbours"', 'tab = "neighbours"\ndataset = "nowhere.csv"'), "not a file"),
+        (('mechanism = "laplace"\n', ""), "the first step must set 'mechanism'"),
+        (('title = "T"', 'title = "T'), "not a readable TOML file"),
+    ],
+)
+def test_bad_lessons_are_refused_with_a_message_naming_the_problem(tmp_path, change, message):
+    old, new = change
+    assert old in GOOD
+    with pytest.raises(LessonError, match=None) as raised:
+        load_lesson(_write(tmp_path, GOOD.replace(old, new, 1)))
+    assert message in str(raised.value) and "99_test.toml" in str(raised.value)
+
+
+def test_an_unknown_mechanism_or_parameter_is_caught_against_the_registry(tmp_path):
+    for old, new in (('"laplace"', '"laplacian"'), ("epsilon = 2", "epsilon = -1")):
+        lesson = load_lesson(_write(tmp_path, GOOD.replace(old, new, 1)))
+        assert "99_test.toml, step" in (check_mechanisms(lesson, all_mechanisms()) or "")
+
+
+def test_a_broken_file_is_listed_not_raised(tmp_path):
+    _write(tmp_path, "title = ")
+    (tmp_path / "00_good.toml").write_text(GOOD, encoding="utf-8")
+    lessons, problems = load_lessons(tmp_path)
+    assert [lesson.title for lesson in lessons] == ["T"] and len(problems) == 1
