@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QColor, QKeySequence, QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMenu, QPushButton, QVBoxLayout, QWidget
 
 from dpexplorer.data.default import default_dataset_path
@@ -37,8 +37,14 @@ class LessonPanel(QFrame):
         super().__init__(parent)
         self.setObjectName("lessonPanel")
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setStyleSheet("#lessonPanel { background: #e8f1fb; }")
+        # A palette, not a style sheet: a style sheet would keep the panel's text at its size
+        # when teaching mode enlarges the application's font.
+        palette = self.palette()
+        palette.setColor(QPalette.ColorRole.Window, QColor("#e8f1fb"))
+        self.setPalette(palette)
+        self.setAutoFillBackground(True)
         self.heading = QLabel()
+        self.heading.setWordWrap(True)
         self.heading.setTextFormat(Qt.TextFormat.RichText)
         self.text = QLabel()
         self.text.setWordWrap(True)
@@ -77,6 +83,7 @@ class LessonPanel(QFrame):
             f"{_escape(step.text)}<br><b>Try:</b> {_escape(step.try_this)}"
             f" <span style='color:#555'>({_escape(lesson.reference)})</span>"
         )
+        self.setToolTip(f"{lesson.title}: {lesson.summary}")
         self.back.setEnabled(index > 0)
         self.next.setText("Next ▶" if index + 1 < len(lesson.steps) else "Finish")
         self.problem.hide()

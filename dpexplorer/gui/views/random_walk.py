@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QHBoxLayout, QVBoxLayout, QWidget
 
 from dpexplorer.core.mechanisms.params import EPSILON, Param, validate_params
 from dpexplorer.core.privacy_loss_walk import STEP_LAWS, RandomWalk, random_walk
@@ -21,6 +21,8 @@ from dpexplorer.gui.param_controls import ParamPanel
 from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, RED, View, new_plot
 from dpexplorer.gui.views.selection import clear_and_show_error, error_label, rich_label
 
+SIDE_WIDTH = 460
+"""Pixels at most for the settings and the numbers beside the plot."""
 SHOWN_PATHS = 60
 """Paths drawn (all of them enter the shares in the summary)."""
 SETTINGS: tuple[Param, ...] = (
@@ -111,10 +113,19 @@ class RandomWalkView(View):
         self.error = error_label()
         self.summary = rich_label()
         self.plot = new_plot("releases t", "summed privacy loss")
-        self.body.addWidget(self.controls)
-        self.body.addWidget(self.error)
-        self.body.addWidget(self.summary)
-        self.body.addWidget(self.plot, 1)
+        side = QWidget()  # settings and numbers beside the plot: the plot keeps the height
+        side.setMaximumWidth(SIDE_WIDTH)
+        column = QVBoxLayout(side)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.controls)
+        column.addWidget(self.error)
+        column.addWidget(self.summary)
+        column.addStretch(1)
+        row = QHBoxLayout()
+        row.addWidget(self.plot, 1)
+        row.addWidget(side)
+        self.body.addLayout(row, 1)
+        self.plot.getPlotItem().legend.setOffset((10, 10))  # top left: the walk climbs to the right
         self.result: RandomWalk | None = None
 
     def settings(self) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from dpexplorer.core.mechanisms.base import Mechanism, NumericInput, QueryInput
 from dpexplorer.core.sensitivity import NO_SUCH_DISTANCE, distance_to_high_sensitivity
@@ -144,25 +144,29 @@ class SensitivityView(View):
         self.error = error_label()
         self.summary = rich_label()
         self.plot = new_plot("distance k (rows changed from D)", "sensitivity")
+        self.plot.getPlotItem().legend.setOffset((70, 10))  # top left, where A(k) is still low
+        self.zoom = new_plot("distance k", "sensitivity", "zoomed in on the smooth sensitivity")
+        plots = QHBoxLayout()
+        plots.addWidget(self.plot, 3)
+        plots.addWidget(self.zoom, 2)
         self.body.addWidget(self.error)
         self.body.addWidget(self.summary)
-        self.body.addWidget(self.plot, 1)
+        self.body.addLayout(plots, 1)
         self.result: SensitivityResult | None = None
 
-    def plot_area(self) -> QWidget:
-        return self.plot
-
     def show_error(self, message: str) -> None:
-        clear_and_show_error(self, message, self.plot)
+        clear_and_show_error(self, message, self.plot, self.zoom)
 
     def show_result(self, result: SensitivityResult) -> None:
         self.result = result
         self.error.hide()
         self.set_text(self.summary, summary_html(result))
         self.plot.clear()
+        self.zoom.clear()
         p = result.profile
         if p is None or not p.distances.size:
             self.plot.hide()
+            self.zoom.hide()
             self.columns = {"global sensitivity": [result.global_l1]}
             return
         self.plot.show()
@@ -170,30 +174,39 @@ class SensitivityView(View):
 
     def _draw(self, result: SensitivityResult, p: SensitivityProfile) -> None:
         k = p.distances.astype(float)
-        plot = self.plot
-        plot.plot(
-            k, p.local_at_distance, pen=pg.mkPen(BLUE, width=3), name="A(k): local sensitivity at distance k"
-        )
-        plot.plot(k, p.smoothed, pen=pg.mkPen(ORANGE, width=3), name="e^(−βk) A(k)")
-        plot.plot([0.0], [p.local_sensitivity], pen=None, symbol="o", symbolBrush=BLUE, symbolSize=12)
-        plot.addItem(
-            dashed_line(GREY, f"GS = {p.global_sensitivity:.4g}", 0.85, pos=p.global_sensitivity, angle=0)
-        )
-        if p.smooth_sensitivity is not None:
-            plot.addItem(
-                dashed_line(
-                    ORANGE, f"S* = {p.smooth_sensitivity:.4g}", 0.6, pos=p.smooth_sensitivity, angle=0
+        edges = np.append(k, k[-1] + 1.0)  # both are functions of the integer k: drawn as steps
+        for plot in (self.plot, self.zoom):
+            plot.plot(edges, p.local_at_distance, stepMode="center", pen=pg.mkPen(BLUE, width=3), name="A(k)")
+            plot.plot(
+                edges, p.smoothed, stepMode="center", pen=pg.mkPen(ORANGE, width=3), name="e^(−βk) A(k)"
+            )
+            plot.plot([0.0], [p.local_sensitivity], pen=None, symbol="o", symbolBrush=BLUE, symbolSize=12)
+            if p.distance_to_instability is not None and p.distance_to_instability <= k[-1]:
+                line = dashed_line(
+                    RED, f"d = {p.distance_to_instability}", 0.5, pos=p.distance_to_instability
                 )
-            )
-        if p.distance_to_instability is not None and p.distance_to_instability <= k[-1]:
-            plot.addItem(
-                dashed_line(RED, f"d = {p.distance_to_instability}", 0.5, pos=p.distance_to_instability)
-            )
+                plot.addItem(line)
+        gs = dashed_line(GREY, f"GS = {p.global_sensitivity:.4g}", 0.5, pos=p.global_sensitivity, angle=0)
+        self.plot.addItem(gs)
         if result.bound is not None:
-            plot.addItem(dashed_line(PURPLE, f"PTR bound {result.bound:g}", 0.3, pos=result.bound, angle=0))
+            bound = dashed_line(PURPLE, f"PTR bound {result.bound:g}", 0.3, pos=result.bound, angle=0)
+            self.plot.addItem(bound)
         top = max(p.global_sensitivity, float(p.local_at_distance.max())) * 1.08
-        plot.setRange(xRange=(0, k[-1]), yRange=(0, top if top > 0 else 1), padding=0)
-        plot.getPlotItem().legend.setOffset((-10, 30))
+        self.plot.setRange(xRange=(0, k[-1]), yRange=(0, top if top > 0 else 1), padding=0)
+        self.zoom.setVisible(p.smooth_sensitivity is not None and p.smooth_sensitivity > 0)
+        if self.zoom.isVisible():
+            self._draw_zoom(p, k)
+
+    def _draw_zoom(self, p: SensitivityProfile, k: np.ndarray) -> None:
+        """Around the maximum of e^(−βk) A(k): k from 0 until it has fallen to a twentieth of
+        S*, heights up to 2.5 S* (A(k) leaves through the top)."""
+        smooth, best = float(p.smooth_sensitivity or 0.0), int(p.argmax_k or 0)
+        low = np.flatnonzero((k > best) & (p.smoothed < smooth / 20))
+        reach = max(k[low[0]] if low.size else k[-1], 2.0 * best + 2, 5.0)
+        self.zoom.plot([float(best)], [smooth], pen=None, symbol="o", symbolBrush=ORANGE, symbolSize=12)
+        self.zoom.addItem(dashed_line(ORANGE, f"S* = {smooth:.4g} at k = {best}", 0.7, pos=smooth, angle=0))
+        self.zoom.setRange(xRange=(0, min(reach, k[-1])), yRange=(0, 2.5 * smooth), padding=0)
+
         self.columns = {
             "k": list(k),
             "A(k)": list(p.local_at_distance),
