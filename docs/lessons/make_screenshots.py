@@ -23,12 +23,12 @@ from dpexplorer.gui.main_window import MainWindow
 SHOWN_STEPS = {
     "01_counting_laplace": (2, 3),
     "02_exam_day": (2, 3),
-    "03_gaussian": (1, 3),
+    "03_gaussian": (1, 2, 3),
     "04_median_sensitivity": (1, 4),
     "05_k_queries": (1, 3),
     "06_random_walk": (2, 4),
 }
-"""1-based steps shot per lesson file."""
+"""1-based steps shot per lesson file (the Gaussian lesson's third step too: it shows the budget view)."""
 
 
 def settle(window: MainWindow, runner_busy: object) -> None:

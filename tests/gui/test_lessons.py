@@ -97,7 +97,8 @@ def test_keys_walk_a_lesson_and_leave_keeps_the_state(qtbot, window):
 def test_packaged_lessons_load_and_name_real_mechanisms():
     lessons, problems = load_lessons()
     assert problems == []
-    assert [lesson.path.name[:2] for lesson in lessons] == ["01", "02", "03", "04", "05", "06"]
+    names = [lesson.path.name[:2] for lesson in lessons]
+    assert names[:6] == ["01", "02", "03", "04", "05", "06"], "the six lessons of issue 22 come first"
     for lesson in lessons:
         assert check_mechanisms(lesson, all_mechanisms()) is None
         for step in lesson.steps:
