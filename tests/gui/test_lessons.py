@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import wait_idle
+from PySide6.QtCore import Qt
 
 from dpexplorer.core.mechanisms.registry import all_mechanisms
 from dpexplorer.data.default import default_dataset_path
@@ -87,8 +88,13 @@ def test_keys_walk_a_lesson_and_leave_keeps_the_state(qtbot, window):
     assert not runner.next_action.isEnabled(), "no lesson: Page Down is left to the widgets"
     _walk_to(qtbot, window, runner, lambda: runner.start(0))
     assert runner.next_action.isEnabled() and not runner.back_action.isEnabled()
-    _walk_to(qtbot, window, runner, runner.next_action.trigger)
+    window.activateWindow()
+    window.tabs.currentWidget().setFocus()
+    _walk_to(qtbot, window, runner, lambda: qtbot.keyClick(window.tabs.currentWidget(), Qt.Key.Key_PageDown))
     assert runner.index == 1 and runner.back_action.isEnabled()
+    _walk_to(qtbot, window, runner, lambda: qtbot.keyClick(window.tabs.currentWidget(), Qt.Key.Key_PageUp))
+    assert runner.index == 0
+    _walk_to(qtbot, window, runner, runner.next_action.trigger)
     runner.leave_action.trigger()
     assert runner.lesson is None and runner.panel.isHidden() and not runner.next_action.isEnabled()
     assert window.explorer.params["epsilon"] == runner.lessons[0].steps[1].params["epsilon"]

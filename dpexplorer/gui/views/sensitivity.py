@@ -17,7 +17,8 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from dpexplorer.core.mechanisms.base import Mechanism, NumericInput, QueryInput
-from dpexplorer.core.sensitivity import NO_SUCH_DISTANCE, distance_to_high_sensitivity
+from dpexplorer.core.mechanisms.ptr import ProposeTestRelease
+from dpexplorer.core.sensitivity import NO_SUCH_DISTANCE
 from dpexplorer.core.sensitivity_profile import SensitivityProfile, sensitivity_profile
 from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, PURPLE, RED, View, dashed_line, new_plot
 from dpexplorer.gui.views.selection import clear_and_show_error, error_label, rich_label
@@ -80,11 +81,9 @@ def job(mechanism: Mechanism, params: dict[str, Any], query: QueryInput, seed: i
     )
     profile = sensitivity_profile(values, lower, upper, statistic, query.relation, beta, **options)
     bound = distance = None
-    if "bound" in params and profile.distances.size:
+    if isinstance(mechanism, ProposeTestRelease):  # the distance PTR itself tests
         bound = float(params["bound"])
-        found = distance_to_high_sensitivity(
-            values, lower, upper, bound, statistic, relation=query.relation, **options
-        )
+        found = mechanism.distance(params, query, "D")
         distance = float("inf") if found >= NO_SUCH_DISTANCE else float(found)
     return SensitivityResult(
         statistic, profile, profile.global_sensitivity, source, profile.note, bound, distance
@@ -111,7 +110,12 @@ def summary_html(result: SensitivityResult) -> str:
         f"on this data ({p.n:,} rows, bounds [{p.lower:g}, {p.upper:g}]), one person moves it "
         "at most this much.",
     ]
-    if p.smooth_sensitivity is not None:
+    if p.smooth_sensitivity == 0.0 and p.local_at_distance.size and p.local_at_distance.max() > 0:
+        rows.append(
+            f"<b style='color:rgb{ORANGE}'>Smooth S*(D) underflows to 0</b> with {result.beta_source}: "
+            "e<sup>−βk</sup>A(k) is below 10<sup>−308</sup> at every k where A(k) > 0."
+        )
+    elif p.smooth_sensitivity is not None:
         rows.append(
             f"<b style='color:rgb{ORANGE}'>Smooth S*(D) = {_number(p.smooth_sensitivity)}</b> with "
             f"{result.beta_source}: the largest e<sup>−βk</sup>A(k), reached at k = {p.argmax_k}."

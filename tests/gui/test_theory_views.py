@@ -1,0 +1,87 @@
+"""The sensitivity side-by-side and random-walk views: their jobs (what the views are given to
+draw) and the views drawing them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpexplorer.core.mechanisms.registry import get
+from dpexplorer.data import queries as q
+from dpexplorer.data.answers import query_input
+from dpexplorer.data.load import load_dataset
+from dpexplorer.gui.lesson_files import LESSONS_DIR
+from dpexplorer.gui.views import random_walk, sensitivity
+
+
+@pytest.fixture(scope="module")
+def classroom():
+    return load_dataset(LESSONS_DIR / "classroom.csv")
+
+
+def _median(dataset, relation="add_remove"):
+    return query_input(dataset, q.Median("score", 0, 100), relation)
+
+
+def test_beta_comes_from_the_mechanism_or_from_epsilon(classroom):
+    query = _median(classroom)
+    cauchy = get("smooth_cauchy")
+    result = sensitivity.job(cauchy, cauchy.validate({"epsilon": 1.0}), query)
+    assert result.profile.beta == pytest.approx(0.25)  # t = ε / (2 (d + 1)), d = 1
+    laplace = get("laplace")
+    result = sensitivity.job(laplace, laplace.validate({"epsilon": 0.4}), query)
+    assert result.profile.beta == pytest.approx(0.1) and "ε/4" in result.beta_source
+
+
+def test_ptr_bound_is_crossed_where_the_curve_first_exceeds_it(classroom):
+    ptr = get("ptr")
+    for bound in (5.0, 20.0, 60.0):
+        params = ptr.validate({"epsilon": 0.5, "delta": 1e-6, "bound": bound})
+        result = sensitivity.job(ptr, params, _median(classroom), 0)
+        p = result.profile
+        assert np.array_equal(p.distances, np.arange(len(p.distances))), "every k on 40 rows"
+        first = int(np.flatnonzero(p.local_at_distance > bound)[0])
+        assert result.bound == bound and result.distance_to_bound == first
+        assert f"k = {first}" in sensitivity.summary_html(result)
+
+
+def test_a_count_has_no_curve_and_says_why(classroom):
+    laplace = get("laplace")
+    result = sensitivity.job(laplace, laplace.validate({}), query_input(classroom, q.Count(), "add_remove"))
+    assert result.profile is None and result.global_l1 == 1.0
+    assert "count" in result.note and "median" in result.note
+
+
+def test_an_underflowing_smooth_sensitivity_is_said_so():
+    values = np.sort(np.r_[np.zeros(3000), np.full(3001, 50.0), np.full(3000, 100.0)])
+    from dpexplorer.core.sensitivity_profile import sensitivity_profile
+
+    profile = sensitivity_profile(values, 0, 100, "median", "replace", 1.0)
+    assert profile.smooth_sensitivity == 0.0 and profile.local_at_distance.max() > 0
+    result = sensitivity.SensitivityResult("median", profile, 100.0, "β = 1")
+    assert "underflows to 0" in sensitivity.summary_html(result)
+
+
+def test_sensitivity_view_draws_the_profile(qtbot, classroom):
+    view = sensitivity.SensitivityView()
+    qtbot.addWidget(view)
+    view.show()
+    cauchy = get("smooth_cauchy")
+    view.deliver(sensitivity.job(cauchy, cauchy.validate({}), _median(classroom)))
+    assert view.columns["k"][0] == 0 and len(view.columns["A(k)"]) == len(view.columns["k"])
+    assert view.zoom.isVisible() and "Distance to instability" in view.summary.toPlainText()
+
+
+def test_random_walk_view_settings_and_drawing(qtbot):
+    view = random_walk.RandomWalkView()
+    qtbot.addWidget(view)
+    view.show()
+    with qtbot.waitSignal(view.settings_changed) as signal:
+        view.set_settings({"epsilon": 0.2, "t": 50, "paths": 100})
+    assert signal.args[0]["epsilon"] == 0.2 and signal.args[0]["law"] == "randomized_response"
+    walk = random_walk.job(view.settings(), seed=1)
+    view.deliver(walk)
+    assert view.columns["t"][-1] == 50 and view.columns["advanced epsilon"][-1] == pytest.approx(
+        walk.advanced[-1]
+    )
+    assert "basic composition ε = 10" in view.summary.toPlainText()
