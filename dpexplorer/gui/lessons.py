@@ -81,7 +81,7 @@ class LessonPanel(QFrame):
         )
         self.text.setText(
             f"{_escape(step.text)}<br><b>Try:</b> {_escape(step.try_this)}"
-            f" <span style='color:#555'>({_escape(lesson.reference)})</span>"
+            f" <small style='color:#555'>({_escape(lesson.reference)})</small>"
         )
         self.setToolTip(f"{lesson.title}: {lesson.summary}")
         self.back.setEnabled(index > 0)
