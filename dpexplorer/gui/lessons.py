@@ -16,6 +16,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QColor, QKeySequence, QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QMenu, QPushButton, QVBoxLayout, QWidget
 
+from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.data.default import default_dataset_path
 from dpexplorer.gui.lesson_files import LESSONS_DIR, Lesson, Step, check_mechanisms, load_lessons
 
@@ -255,7 +256,12 @@ class LessonRunner(QObject):
             return
         mechanism = mechanisms.current()
         assert mechanism is not None
-        mechanisms.set_values(mechanism.validate(step.params))
+        try:  # (checked when the registry came in, but a lesson may start before that)
+            values = mechanism.validate(step.params)
+        except DPExplorerError as exc:
+            self._fail(f"This step's parameters are not valid: {exc}")
+            return
+        mechanisms.set_values(values)
         self.pending, self._phase = None, ""
         if step.plan:
             self._fill_plan(step.plan)

@@ -180,3 +180,24 @@ def test_a_broken_file_is_listed_not_raised(tmp_path):
     (tmp_path / "00_good.toml").write_text(GOOD, encoding="utf-8")
     lessons, problems = load_lessons(tmp_path)
     assert [lesson.title for lesson in lessons] == ["T"] and len(problems) == 1
+
+
+def test_a_step_that_does_not_fit_the_data_says_so_in_the_panel(qtbot, window, tmp_path):
+    from dpexplorer.gui.lessons import LessonRunner
+
+    body = GOOD.replace(
+        'query = { kind = "count" }',
+        'query = { kind = "median", column = "shoe_size", lower = 0, upper = 50 }',
+    )
+    _write(
+        tmp_path,
+        body.replace("params = { epsilon = 2 }", 'params = { epsilon = -1 }\nquery = { kind = "count" }'),
+    )
+    runner = LessonRunner(window, tmp_path)
+    with qtbot.waitSignal(runner.step_ready, timeout=STEP_TIMEOUT_MS):
+        runner.start(0)  # started before any registry check: the runner itself must refuse
+    assert "no column 'shoe_size'" in runner.panel.problem.text() and runner.panel.problem.isVisibleTo(window)
+    with qtbot.waitSignal(runner.step_ready, timeout=STEP_TIMEOUT_MS):
+        runner.next()
+    assert "parameters are not valid" in runner.panel.problem.text()
+    runner.leave()
