@@ -66,7 +66,10 @@ def main() -> None:
             if index + 1 in wanted:
                 path = out / f"{lesson.path.stem}-step{index + 1}.png"
                 window.grab().save(str(path))
-                print(path)
+                size = window.size()
+                # The window cannot be narrower than its widest tab or panel allows.
+                note = "" if size.toTuple() == (1280, 720) else " (not 1280 x 720: its minimum size)"
+                print(f"{path} {size.width()} x {size.height()}{note}")
         runner.leave()
     window.close()
     collector.timer.stop()
