@@ -34,7 +34,7 @@ TABS: dict[str, str] = {
 }
 QUERY_KINDS = (
     "count", "predicate_count", "sum", "mean", "median", "quantile", "trimmed_mean",
-    "histogram", "argmax", "top_k", "workload",
+    "histogram", "argmax", "top_k", "workload", "group_count", "group_sum", "group_mean",
 )  # fmt: skip
 """The query panel's kinds (dpexplorer.gui.query_panel.QUERY_KINDS, not imported: no widgets
 are needed to read a lesson)."""
@@ -52,9 +52,16 @@ QUERY_DEFAULTS: dict[str, Any] = {
     "joiner": "and",
     "conditions": [[False, "", "==", ""], [False, "", "==", ""]],
     "relation": "add_remove",
+    "group1": "",
+    "group2": "(none)",
+    "group_categories": "",
+    "unit": "(each row is a person)",
+    "max_groups": 1,
+    "max_rows": 1,
 }
 """A complete query-panel state (QueryPanel.state()); a lesson's query overrides some keys."""
-NUMERIC_KINDS = {"sum", "mean", "median", "quantile", "trimmed_mean"}
+NUMERIC_KINDS = {"sum", "mean", "median", "quantile", "trimmed_mean", "group_sum", "group_mean"}
+GROUP_KINDS = {"group_count", "group_sum", "group_mean"}
 RANDOM_WALK_KEYS = {"epsilon": float, "t": int, "delta_prime": float, "paths": int, "law": str}
 STEP_KEYS = {"title", "text", "try", "tab", "dataset", "query", "mechanism", "params", "plan", "random_walk"}
 LESSON_KEYS = {"title", "summary", "reference", "steps"}
@@ -151,10 +158,13 @@ def _query(raw: Any, where: str) -> dict[str, Any]:
         raise LessonError(f"{where}: a {kind} needs 'column' and 'categories' (declared categories)")
     for key in ("lower", "upper", "q", "trim_fraction"):
         state[key] = _typed(state[key], float, f"{where}, '{key}'")
-    for key in ("k", "bins"):
+    if kind in GROUP_KINDS and "group1" not in raw:
+        raise LessonError(f"{where}: a {kind} needs 'group1' (the column that defines the groups)")
+    for key in ("k", "bins", "max_groups", "max_rows"):
         state[key] = _typed(state[key], int, f"{where}, '{key}'")
-    if isinstance(state["categories"], list):
-        state["categories"] = ", ".join(str(c) for c in state["categories"])
+    for key in ("categories", "group_categories"):
+        if isinstance(state[key], list):
+            state[key] = ", ".join(str(c) for c in state[key])
     if state["relation"] not in ("add_remove", "replace"):
         raise LessonError(f"{where}: 'relation' is add_remove or replace, not {state['relation']!r}")
     if state["lower"] > state["upper"]:

@@ -141,6 +141,19 @@ params = { epsilon = 2 }
 """
 
 
+def test_lesson_queries_speak_the_query_panels_language(qtbot):
+    """The lesson format's kinds and keys are the query panel's (a new control or kind there
+    must be known here, or a lesson would leave it at whatever the user last chose)."""
+    from dpexplorer.gui import lesson_files
+    from dpexplorer.gui.query_panel import EACH_ROW, QUERY_KINDS, QueryPanel
+
+    panel = QueryPanel()
+    qtbot.addWidget(panel)
+    assert set(lesson_files.QUERY_KINDS) == set(QUERY_KINDS)
+    assert set(lesson_files.QUERY_DEFAULTS) == set(panel.state())
+    assert lesson_files.QUERY_DEFAULTS["unit"] == EACH_ROW
+
+
 def test_a_step_inherits_what_it_leaves_out(tmp_path):
     lesson = load_lesson(_write(tmp_path, GOOD))
     first, second = lesson.steps
