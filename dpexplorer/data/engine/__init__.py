@@ -7,6 +7,7 @@ The contract is in :mod:`.base`; implementations in :mod:`.polars_engine` and
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from dpexplorer.data.engine.base import (
@@ -27,6 +28,10 @@ from dpexplorer.data.engine.base import (
     SortedClipped,
 )
 from dpexplorer.data.engine.polars_engine import POLARS, PolarsEngine
+from dpexplorer.data.errors import DataError
+
+ENGINES = ("polars", "spark")
+SPARK_MISSING = 'the Spark engine needs pyspark and a Java runtime: pip install "dpexplorer[spark]"'
 
 
 def engine_of(dataset: Any) -> Engine:
@@ -35,7 +40,27 @@ def engine_of(dataset: Any) -> Engine:
     return engine if isinstance(engine, Engine) else POLARS
 
 
+def open_dataset(
+    source: str | os.PathLike[str], engine: str = "polars", *, spark_master: str | None = None
+) -> Any:
+    """Open ``source`` for ``engine``: "polars" loads a file (:func:`dpexplorer.data.load.load_dataset`,
+    streaming scans for large ones); "spark" opens a Parquet/CSV path or a table name on Spark
+    (``spark_master``: ``local[*]`` by default, or ``spark://host:port``). DataError otherwise."""
+    if engine == "polars":
+        from dpexplorer.data.load import load_dataset
+
+        return load_dataset(source)
+    if engine != "spark":
+        raise DataError(f"unknown engine {engine!r}: use {' or '.join(ENGINES)}")
+    try:
+        from dpexplorer.data.engine.spark_engine import open_spark
+    except ImportError as exc:
+        raise DataError(f"{SPARK_MISSING} ({exc})") from exc
+    return open_spark(source, spark_master)
+
+
 __all__ = [
+    "ENGINES",
     "POLARS",
     "BoundContributions",
     "CellCounts",
@@ -54,4 +79,5 @@ __all__ = [
     "RowStep",
     "SortedClipped",
     "engine_of",
+    "open_dataset",
 ]

@@ -1,0 +1,339 @@
+"""Apache Spark through pyspark's DataFrame API (an extra: ``pip install "dpexplorer[spark]"``,
+with a Java runtime). Data that lives on a cluster stays there: every request is one Spark
+aggregation (``agg`` or ``groupBy().count()`` over the declared cells) and only the aggregate
+comes back to the app, which computes D', noise, accounting, ledger and export itself. The one
+exception is :class:`SortedClipped` (order statistics): the clipped column comes back (as Arrow)
+and is sorted here, since the mechanisms need all of it.
+
+Semantics are those of the polars engine (tests/data/test_engine_parity.py): predicates and
+axes are translated from the query values, not from polars expressions; NaN and infinities in
+float columns are made missing when the table is opened, as :mod:`dpexplorer.data.load` does."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from functools import cached_property, reduce
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import polars as pl
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from dpexplorer.data.engine.base import (
+    CellCounts,
+    ClippedMoments,
+    DatasetSummary,
+    Engine,
+    Filter,
+    Moments,
+    RowCount,
+    RowStep,
+    SortedClipped,
+    as_moments,
+)
+from dpexplorer.data.errors import DataError
+from dpexplorer.data.load import ColumnInfo, fingerprint_file, kind_of_dtype
+from dpexplorer.data.queries import And, Axis, Compare, Not, Or, Predicate
+
+LOCAL_MASTER = "local[*]"
+_TYPES: dict[type, pl.DataType] = {
+    T.BooleanType: pl.Boolean(),
+    T.ByteType: pl.Int64(),
+    T.ShortType: pl.Int64(),
+    T.IntegerType: pl.Int64(),
+    T.LongType: pl.Int64(),
+    T.FloatType: pl.Float64(),
+    T.DoubleType: pl.Float64(),
+    T.DecimalType: pl.Float64(),
+    T.StringType: pl.String(),
+    T.DateType: pl.Date(),
+    T.TimestampType: pl.Datetime(),
+}
+
+
+def spark_session(master: str | None = None) -> SparkSession:
+    """The process's Spark session (created on first use; ``master`` as in spark-submit:
+    ``local[*]`` by default, ``spark://host:7077`` for a cluster). The web UI is off."""
+    return (
+        SparkSession.builder.master(master or LOCAL_MASTER)
+        .appName("dpexplorer")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+        .getOrCreate()
+    )
+
+
+# ---------------------------------------------------------------- translation of query values
+def predicate_column(p: Predicate) -> Column:
+    """``p`` as a Spark boolean column: null where a compared value is missing (Kleene logic
+    in and/or, as polars), and ``Not`` maps null to false first."""
+    if isinstance(p, Compare):
+        c = F.col(p.column)
+        if p.op == "in":
+            return c.isin(list(p.value))  # type: ignore[arg-type]
+        v = F.lit(p.value)
+        ops = {"==": c == v, "!=": c != v, "<": c < v, "<=": c <= v, ">": c > v, ">=": c >= v}
+        return ops[p.op]
+    if isinstance(p, And):
+        return reduce(lambda a, b: a & b, (predicate_column(t) for t in p.terms))
+    if isinstance(p, Or):
+        return reduce(lambda a, b: a | b, (predicate_column(t) for t in p.terms))
+    if isinstance(p, Not):
+        return ~F.coalesce(predicate_column(p.term), F.lit(False))
+    raise DataError(f"unsupported condition {p!r}")
+
+
+def axis_column(axis: Axis) -> Column:
+    """The cell index of each row on ``axis`` (as :meth:`Axis.index_expr`)."""
+    c = F.col(axis.column)
+    if axis.categories is not None:
+        out: Column = F.lit(len(axis.categories))
+        for i, cat in reversed(list(enumerate(axis.categories))):
+            out = F.when(c == F.lit(cat), F.lit(i)).otherwise(out)
+        return out.cast("long")
+    edges = axis.edges or ()
+    inner: Column = F.lit(0)
+    for i, e in enumerate(edges[1:-1], start=1):
+        inner = F.when(c >= F.lit(e), F.lit(i)).otherwise(inner)
+    return F.when(c.isNull(), F.lit(len(edges) - 1)).otherwise(inner).cast("long")
+
+
+def clipped_column(request: ClippedMoments | SortedClipped) -> Column:
+    """Cast to double, missing at the midpoint, clipped to [lower, upper] (as polars)."""
+    v = F.coalesce(F.col(request.column).cast("double"), F.lit(float(request.midpoint)))
+    return F.least(F.greatest(v, F.lit(float(request.lower))), F.lit(float(request.upper)))
+
+
+# ---------------------------------------------------------------- the dataset reference
+@dataclass(frozen=True, eq=False)
+class SparkDataset:
+    """A Spark table or a Parquet/CSV path read by Spark: the same surface the data layer and
+    the release path read from a :class:`~dpexplorer.data.load.Dataset` (``schema``,
+    ``n_rows``, ``columns``, ``fingerprint``, ``preview``), evaluated by :attr:`engine`."""
+
+    source: str
+    frame: DataFrame
+    engine: SparkEngine
+    warnings: tuple[str, ...] = ()
+    format: str = "spark"
+    lazy: bool = field(default=True, repr=False)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.source)
+
+    @cached_property
+    def schema(self) -> pl.Schema:
+        """Column names and the polars type each Spark type is read as (queries check these)."""
+        return pl.Schema(
+            {f.name: _TYPES.get(type(f.dataType), pl.String()) for f in self.frame.schema.fields}
+        )
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(self.schema.names())
+
+    @cached_property
+    def n_rows(self) -> int:
+        return int(self.engine.aggregate(self, RowCount()))
+
+    @cached_property
+    def columns(self) -> tuple[ColumnInfo, ...]:
+        return self.engine.column_infos(self)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """SHA-256 of the file's bytes; of a Parquet directory, of its data files' names and
+        bytes in name order; of a table, of its name (the ledger then charges the name)."""
+        return fingerprint_source(self.source)
+
+    def preview(self, n: int = 200) -> pl.DataFrame:
+        return self.engine.preview(self, n)
+
+
+def fingerprint_source(source: str) -> str:
+    path = Path(source)
+    if path.is_file():
+        return fingerprint_file(path)
+    digest = hashlib.sha256()
+    if path.is_dir():
+        for part in sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith((".", "_"))):
+            digest.update(str(part.relative_to(path)).encode())
+            digest.update(bytes.fromhex(fingerprint_file(part)))
+    else:
+        digest.update(f"spark table {source}".encode())
+    return digest.hexdigest()
+
+
+def open_spark(source: str | os.PathLike[str], master: str | None = None) -> SparkDataset:
+    """Open ``source`` on Spark: a Parquet file or directory, a CSV file (header row, types
+    inferred), or else the name of a table in the session's catalog. NaN and infinities in
+    float columns become missing (counted in ``warnings``). DataError if Spark cannot read it."""
+    engine = SparkEngine(spark_session(master))
+    text = os.fspath(source)
+    try:
+        frame = _read(engine.session, text)
+        frame, notes = _finite(frame)
+    except Exception as exc:  # py4j and Spark raise many types; each becomes one DataError
+        raise DataError(f"Spark could not read {text}: {_first_line(exc)}") from exc
+    if not frame.columns:
+        raise DataError(f"{text} has no columns")
+    return SparkDataset(text, frame, engine, tuple(notes))
+
+
+def _read(session: SparkSession, source: str) -> DataFrame:
+    path = Path(source)
+    if path.is_dir() or path.suffix.lower() in (".parquet", ".pq"):
+        return session.read.parquet(str(path))
+    if path.is_file():
+        sep = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
+        return session.read.csv(str(path), header=True, inferSchema=True, sep=sep)
+    return session.table(source)
+
+
+def _finite(frame: DataFrame) -> tuple[DataFrame, list[str]]:
+    floats = [f.name for f in frame.schema.fields if isinstance(f.dataType, T.FloatType | T.DoubleType)]
+    if not floats:
+        return frame, []
+    bad = {c: F.isnan(F.col(c)) | F.col(c).isin(float("inf"), float("-inf")) for c in floats}
+    row = frame.agg(*(F.sum(F.when(b, 1).otherwise(0)).alias(c) for c, b in bad.items())).first()
+    notes = [
+        f"column {c!r}: NaN or infinity in {int(row[c]):,} rows; those values are treated as missing"
+        for c in floats
+        if row[c]
+    ]
+    fixed = [
+        F.when(bad[c], F.lit(None)).otherwise(F.col(c)).alias(c) if c in bad else F.col(c)
+        for c in frame.columns
+    ]
+    return (frame.select(*fixed) if notes else frame), notes
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# ---------------------------------------------------------------- the engine
+class SparkEngine(Engine):
+    """pyspark DataFrame API on a :class:`SparkDataset`."""
+
+    STEPS: ClassVar[dict[type, str]] = {Filter: "_filter"}
+    REQUESTS: ClassVar[dict[type, str]] = {
+        RowCount: "_row_count",
+        ClippedMoments: "_moments",
+        SortedClipped: "_sorted",
+        CellCounts: "_cells",
+    }
+
+    def __init__(self, session: SparkSession) -> None:
+        self.session = session
+
+    def label(self, dataset: SparkDataset) -> str:
+        return f"Spark, {self.session.sparkContext.master}"
+
+    def aggregate(self, dataset: SparkDataset, request: Any, steps: tuple[RowStep, ...] = ()) -> Any:
+        try:
+            return super().aggregate(dataset, request, steps)
+        except (TypeError, DataError):
+            raise
+        except Exception as exc:  # an AnalysisException or a Py4JJavaError: one line for the user
+            raise DataError(
+                f"Spark could not evaluate the query on {dataset.source}: {_first_line(exc)}"
+            ) from exc
+
+    def _frame(self, dataset: SparkDataset, steps: tuple[RowStep, ...]) -> DataFrame:
+        frame = dataset.frame
+        for step in steps:
+            frame = getattr(self, self.STEPS[type(step)])(frame, step)
+        return frame
+
+    @staticmethod
+    def _filter(frame: DataFrame, step: Filter) -> DataFrame:
+        return frame.filter(predicate_column(step.predicate))  # null counts as false
+
+    def _row_count(self, dataset: SparkDataset, request: RowCount, steps: tuple[RowStep, ...]) -> int:
+        frame = self._frame(dataset, steps)
+        if request.where is None:
+            return int(frame.count())
+        hit = F.sum(F.when(predicate_column(request.where), 1).otherwise(0))
+        return int(frame.agg(hit.alias("n")).first()["n"] or 0)
+
+    def _moments(self, dataset: SparkDataset, request: ClippedMoments, steps: tuple[RowStep, ...]) -> Moments:
+        v = clipped_column(request)
+        row = (
+            self._frame(dataset, steps)
+            .agg(
+                F.count(F.lit(1)).alias("n"), F.sum(v).alias("s"), F.min(v).alias("lo"), F.max(v).alias("hi")
+            )
+            .first()
+        )
+        return as_moments(int(row["n"]), row["s"], row["lo"], row["hi"])
+
+    def _sorted(
+        self, dataset: SparkDataset, request: SortedClipped, steps: tuple[RowStep, ...]
+    ) -> np.ndarray:
+        frame = self._frame(dataset, steps).select(clipped_column(request).alias("v"))
+        return np.sort(_to_polars(frame)["v"].to_numpy().astype(float))
+
+    def _cells(self, dataset: SparkDataset, request: CellCounts, steps: tuple[RowStep, ...]) -> np.ndarray:
+        shape = request.shape
+        strides = np.cumprod((1, *shape[:0:-1]))[::-1]
+        index = reduce(
+            lambda a, b: a + b, (axis_column(a) * int(s) for a, s in zip(request.axes, strides, strict=True))
+        )
+        rows = self._frame(dataset, steps).groupBy(index.alias("cell")).count().collect()
+        out = np.zeros(int(np.prod(shape)), dtype=float)
+        for r in rows:
+            out[int(r["cell"])] = float(r["count"])
+        return out
+
+    # ------------------------------------------------------------ the steward's view
+    def preview(self, dataset: SparkDataset, rows: int) -> pl.DataFrame:
+        return _to_polars(dataset.frame.limit(rows))
+
+    def column_infos(self, dataset: SparkDataset) -> tuple[ColumnInfo, ...]:
+        names = dataset.column_names
+        row = dataset.frame.agg(
+            *(F.sum(F.col(c).isNull().cast("long")).alias(f"m{i}") for i, c in enumerate(names)),
+            *(F.countDistinct(F.col(c)).alias(f"d{i}") for i, c in enumerate(names)),
+        ).first()
+        schema = dataset.schema
+        return tuple(
+            ColumnInfo(c, kind_of_dtype(schema[c]), str(schema[c]), int(row[f"m{i}"] or 0), int(row[f"d{i}"]))
+            for i, c in enumerate(names)
+        )
+
+    def summary(self, dataset: SparkDataset, top: int = 16) -> DatasetSummary:
+        columns = dataset.columns
+        numeric = [c.name for c in columns if c.kind == "numeric"]
+        ranges: dict[str, tuple[float, float]] = {}
+        if numeric:
+            row = dataset.frame.agg(
+                *(F.min(c).alias(f"lo{i}") for i, c in enumerate(numeric)),
+                *(F.max(c).alias(f"hi{i}") for i, c in enumerate(numeric)),
+            ).first()
+            for i, c in enumerate(numeric):
+                low, high = row[f"lo{i}"], row[f"hi{i}"]
+                if low is not None and high is not None and low < high:
+                    ranges[c] = (float(low), float(high))
+        top_values: dict[str, list[str]] = {}
+        for c in (c.name for c in columns if c.kind != "numeric"):
+            counts = (
+                dataset.frame.where(F.col(c).isNotNull()).groupBy(F.col(c).cast("string").alias("v")).count()
+            )
+            top_values[c] = [str(r["v"]) for r in counts.orderBy(F.desc("count"), "v").limit(top).collect()]
+        return DatasetSummary(dataset.n_rows, columns, ranges, top_values)
+
+
+def _to_polars(frame: DataFrame) -> pl.DataFrame:
+    """A Spark DataFrame's rows as polars, through Arrow where pyspark has it (>= 4.0)."""
+    if hasattr(frame, "toArrow"):
+        return pl.from_arrow(frame.toArrow())  # type: ignore[return-value]
+    rows = frame.collect()
+    return pl.DataFrame([r.asDict() for r in rows], schema=frame.columns, orient="row")
