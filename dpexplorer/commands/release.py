@@ -1,6 +1,8 @@
-"""`dpexplorer release PLAN.json --data FILE --out DIR [--ledger PATH] [--budget-epsilon E
---budget-delta D]`: release every statistic of a plan through the exact samplers, charged to the
-dataset's budget in the ledger. The plan format is documented in
+"""`dpexplorer release PLAN.json --data PATH_OR_TABLE --out DIR [--ledger PATH] [--budget-epsilon E
+--budget-delta D] [--engine polars|spark [--spark-master URL]]`: release every statistic of a
+plan through the exact samplers, charged to the dataset's budget in the ledger. With
+``--engine spark`` the true answers are computed on Spark (dpexplorer.data.engine); noise,
+accounting, ledger and export stay in this process. The plan format is documented in
 ``dpexplorer/release/PLAN_FORMAT.md``.
 
 The whole plan is validated first (file, every query, mechanism and parameter, an exact release
@@ -28,7 +30,24 @@ class PlanError(DPExplorerError):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("plan", metavar="PLAN.json", help="JSON list of {query, mechanism, parameters}")
-    parser.add_argument("--data", required=True, metavar="FILE", help="CSV, TSV or Parquet dataset")
+    parser.add_argument(
+        "--data",
+        required=True,
+        metavar="PATH_OR_TABLE",
+        help="CSV, TSV or Parquet dataset; with --engine spark also a Parquet directory or a table name",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=("polars", "spark"),
+        default="polars",
+        help="where the true answers are computed: polars (embedded, default) or Spark "
+        '(needs pip install "dpexplorer[spark]" and Java); noise, ledger and export stay here',
+    )
+    parser.add_argument(
+        "--spark-master",
+        metavar="URL",
+        help="Spark master for --engine spark: local[*] (default) or spark://host:7077",
+    )
     parser.add_argument("--out", required=True, metavar="DIR", help="directory for the released files")
     parser.add_argument("--ledger", metavar="PATH", help="budget ledger (default: per-user data dir)")
     parser.add_argument("--budget-epsilon", type=float, metavar="E", help="set the dataset's total epsilon")
@@ -84,12 +103,14 @@ def _prepare_all(args: argparse.Namespace, dataset: Any) -> list[Any]:
 
 
 def _release_all(args: argparse.Namespace) -> int:
-    from dpexplorer.data.load import load_dataset
+    from dpexplorer.data.engine import open_dataset
     from dpexplorer.release.export import remove_partial_files
     from dpexplorer.release.ledger import Ledger
     from dpexplorer.release.release import charged_guarantee, execute
 
-    dataset = load_dataset(args.data)
+    if args.spark_master and args.engine != "spark":
+        raise PlanError("--spark-master needs --engine spark")
+    dataset = open_dataset(args.data, args.engine, spark_master=args.spark_master)
     prepared = _prepare_all(args, dataset)
     fingerprint = dataset.fingerprint
     with Ledger(args.ledger) as ledger:

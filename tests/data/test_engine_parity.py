@@ -163,3 +163,36 @@ def test_the_generated_data_exercises_missing_and_clipping(sources):
     x = eager.frame["x"]
     assert x.null_count() > 100 and (x < -2).sum() > 100 and (x > 3.5).sum() > 100
     assert eager.frame["k"].null_count() > 100 and eager.frame["c"].null_count() > 100
+
+
+def test_release_on_spark_charges_the_file_and_releases(tmp_path, spark, capsys):
+    """`dpexplorer release --engine spark`: true answers on Spark, the same fingerprint (the
+    file's bytes) in the ledger and the sidecar as the polars path would charge."""
+    import json
+
+    from dpexplorer.cli import main
+
+    data = tmp_path / "people.csv"
+    data.write_text("age,city\n" + "".join(f"{20 + i % 50},{'abc'[i % 3]}\n" for i in range(300)))
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps(
+            [
+                {"query": {"type": "count"}, "mechanism": "laplace", "parameters": {"epsilon": 0.5}},
+                {
+                    "query": {"type": "mean", "column": "age", "lower": 0, "upper": 100},
+                    "mechanism": "laplace",
+                    "parameters": {"epsilon": 0.5},
+                },
+            ]
+        )
+    )
+    args = ["release", str(plan), "--data", str(data), "--out", str(tmp_path / "out")]
+    args += ["--ledger", str(tmp_path / "ledger.sqlite"), "--budget-epsilon", "2"]
+    assert main([*args, "--spark-master", "local[2]"]) == 2
+    assert "--spark-master needs --engine spark" in capsys.readouterr().err
+    assert main([*args, "--engine", "spark", "--spark-master", "local[2]"]) == 0, capsys.readouterr().err
+    sidecars = sorted((tmp_path / "out").glob("*.provenance.json"))
+    assert len(sidecars) == 2
+    fingerprint = load_dataset(data).fingerprint
+    assert all(json.loads(p.read_text())["dataset_fingerprint"] == fingerprint for p in sidecars)
