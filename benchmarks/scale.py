@@ -1,0 +1,261 @@
+"""Past one machine: the app's engine on a large generated file against plain polars and duckdb.
+
+    python benchmarks/scale.py --json [--rows 100000000] [--spark-rows 10000000] [--dir DIR]
+                               [--formats parquet,csv] [--keep]
+
+Generates an Adult-shaped file of ``--rows`` rows (age and hours_per_week with ~2% missing,
+sex, occupation, income; written in chunks, bounded memory) as Parquet and CSV in ``--dir``
+(a temporary directory by default, deleted unless ``--keep``), then for each query runs, each
+in a fresh child process so that its peak resident memory is its own:
+
+* ours: ``load_dataset(path)`` (a file larger than a quarter of memory is scanned lazily; the
+  child forces ``lazy=True`` so that smaller runs measure the same path), timed apart as
+  ``open_s`` (once per file: the loader's checks, row count, missing values), then the query's
+  ``query_input`` (true answers on D and on the worst-case D': what the app computes per query),
+  timed as ``s``;
+* polars: ``pl.scan_*`` and the same aggregate, streaming;
+* duckdb: the same aggregate in SQL on the file.
+
+Queries: count, predicate count (age > 40 and sex = Female), clipped mean (hours in [0, 99]),
+median (same column), histogram (age in 8 bins), group-by mean (hours per occupation: plain
+polars and duckdb only; the app's group-by arrives with the steward-statistics issue, so
+``ours`` is null there). The rivals' times are scan + answer from nothing.
+
+Keys: ``scale_worst_ratio`` (the largest ours ``s`` / min(polars, duckdb) over queries and
+formats; target <= 1.5), ``scale_worst_ratio_with_open`` (the same with ``open_s`` added),
+``scale_peak_rss_mb`` (largest peak RSS of an ``ours`` child over count, predicate count,
+clipped mean and histogram; target <= 2048; order statistics are reported apart, in
+``order_statistic_peak_rss_mb``: they hold the sorted column), and per query and format the
+three times and RSS. With ``--spark-rows`` > 0: the same queries through the Spark engine
+(``local[2]``) against polars on a Parquet file of that many rows (no target; the driver's
+RSS only: the JVM is a separate process)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+OCCUPATIONS = [
+    "Prof-specialty",
+    "Craft-repair",
+    "Exec-managerial",
+    "Adm-clerical",
+    "Sales",
+    "Other-service",
+    "Machine-op-inspct",
+    "Transport-moving",
+    "Handlers-cleaners",
+    "Farming-fishing",
+    "Tech-support",
+    "Protective-serv",
+    "Priv-house-serv",
+    "Armed-Forces",
+]
+QUERIES = ("count", "predicate_count", "clipped_mean", "median", "histogram", "groupby_mean")
+ORDER = ("median",)
+AGE_EDGES = (17, 25, 32, 40, 48, 56, 64, 72, 91)
+
+
+def generate(directory: Path, rows: int, formats: tuple[str, ...], seed: int = 17) -> dict[str, Path]:
+    """Chunks of 5M rows as Parquet parts, then one streaming sink per format."""
+    import numpy as np
+    import polars as pl
+
+    parts = directory / "parts"
+    parts.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    chunk = 5_000_000
+    for i, start in enumerate(range(0, rows, chunk)):
+        n = min(chunk, rows - start)
+        age = rng.integers(17, 91, n).astype(float)
+        age[rng.random(n) < 0.02] = np.nan
+        hours = np.round(rng.normal(40, 12, n), 1)
+        hours[rng.random(n) < 0.02] = np.nan
+        pl.DataFrame(
+            {
+                "age": pl.Series(age).fill_nan(None).cast(pl.Int64),
+                "hours_per_week": pl.Series(hours).fill_nan(None),
+                "sex": rng.choice(["Male", "Female"], n),
+                "occupation": rng.choice(OCCUPATIONS, n),
+                "income": rng.choice(["<=50K", ">50K"], n, p=[0.76, 0.24]),
+            }
+        ).write_parquet(parts / f"{i:04d}.parquet")
+    out = {}
+    scan = pl.scan_parquet(parts / "*.parquet")
+    if "parquet" in formats:
+        out["parquet"] = directory / "scale.parquet"
+        scan.sink_parquet(out["parquet"])
+    if "csv" in formats:
+        out["csv"] = directory / "scale.csv"
+        scan.sink_csv(out["csv"])
+    shutil.rmtree(parts)
+    return out
+
+
+OURS = r"""
+import json, sys, time
+from dpexplorer.data.answers import query_input
+from dpexplorer.data.queries import Axis, Count, Histogram, Mean, Median, PredicateCount, where
+path, query, engine = sys.argv[1], sys.argv[2], sys.argv[3]
+queries = {
+    "count": Count(),
+    "predicate_count": PredicateCount((where("age") > 40) & (where("sex") == "Female")),
+    "clipped_mean": Mean("hours_per_week", 0, 99),
+    "median": Median("hours_per_week", 0, 99),
+    "histogram": Histogram(Axis("age", edges=EDGES)),
+}
+t = time.perf_counter()
+if engine == "spark":
+    from dpexplorer.data.engine.spark_engine import open_spark, spark_session
+    spark_session("local[2]").sparkContext.setLogLevel("ERROR")
+    t = time.perf_counter()  # the session's start is not the query's
+    ds = open_spark(path)
+else:
+    from dpexplorer.data.load import load_dataset
+    ds = load_dataset(path, lazy=True)
+opened = time.perf_counter() - t
+inp = query_input(ds, queries[query])
+total = time.perf_counter() - t
+rss = PEAK
+print(json.dumps({"s": total - opened, "open_s": opened, "rss_mb": rss}))
+""".replace("EDGES", repr(AGE_EDGES))
+
+POLARS = r"""
+import json, sys, time
+import polars as pl
+path, query = sys.argv[1], sys.argv[2]
+t = time.perf_counter()
+lf = pl.scan_parquet(path) if path.endswith(".parquet") else pl.scan_csv(path)
+hours = pl.col("hours_per_week").fill_null(49.5).clip(0, 99)
+edges = EDGES
+age_bin = pl.col("age").cut(list(edges[1:-1]), left_closed=True)
+plans = {
+    "count": lf.select(pl.len()),
+    "predicate_count": lf.select(((pl.col("age") > 40) & (pl.col("sex") == "Female")).sum()),
+    "clipped_mean": lf.select(hours.mean()),
+    "median": lf.select(hours.quantile(0.5, "lower")),
+    "histogram": lf.group_by(age_bin.alias("b")).len(),
+    "groupby_mean": lf.group_by("occupation").agg(hours.mean()),
+}
+plans[query].collect(engine="streaming")
+total = time.perf_counter() - t
+print(json.dumps({"s": total, "rss_mb": PEAK}))
+""".replace("EDGES", repr(AGE_EDGES))
+
+DUCKDB = r"""
+import json, sys, time
+import duckdb
+path, query = sys.argv[1], sys.argv[2]
+t = time.perf_counter()
+src = f"read_parquet('{path}')" if path.endswith(".parquet") else f"read_csv('{path}')"
+hours = "least(greatest(coalesce(hours_per_week, 49.5), 0), 99)"
+sql = {
+    "count": f"select count(*) from {src}",
+    "predicate_count": f"select count(*) filter (where age > 40 and sex = 'Female') from {src}",
+    "clipped_mean": f"select avg({hours}) from {src}",
+    "median": f"select quantile_disc({hours}, 0.5) from {src}",
+    "histogram": f"select case EDGES_CASE end as b, count(*) from {src} group by b",
+    "groupby_mean": f"select occupation, avg({hours}) from {src} group by occupation",
+}
+duckdb.connect().execute(sql[query]).fetchall()
+total = time.perf_counter() - t
+print(json.dumps({"s": total, "rss_mb": PEAK}))
+"""
+
+
+PEAK = "[int(line.split()[1]) / 1024 for line in open('/proc/self/status') if line.startswith('VmHWM')][0]"
+"""The child's own peak resident memory in MiB (VmHWM: reset by exec, unlike ru_maxrss, which
+on Linux carries the parent's peak across exec)."""
+
+
+def _duckdb_child() -> str:
+    cases = " ".join(f"when age >= {e} then {i}" for i, e in reversed(list(enumerate(AGE_EDGES[1:-1], 1))))
+    return DUCKDB.replace("EDGES_CASE", f"when age is null then -1 {cases} else 0")
+
+
+def _child(code: str, *args: str) -> dict | None:
+    done = subprocess.run(
+        [sys.executable, "-c", code.replace("PEAK", PEAK), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=3600,
+    )
+    if done.returncode != 0:
+        print(done.stderr[-2000:], file=sys.stderr)
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure(path: Path, queries: tuple[str, ...], engine: str = "polars", rivals: bool = True) -> dict:
+    out = {}
+    for q in queries:
+        row: dict = {"ours": None if q == "groupby_mean" else _child(OURS, str(path), q, engine)}
+        row["polars"] = _child(POLARS, str(path), q)
+        if rivals:
+            row["duckdb"] = _child(_duckdb_child(), str(path), q)
+        print(f"{engine} {path.suffix} {q}: {json.dumps(row)}", file=sys.stderr)
+        out[q] = row
+    return out
+
+
+def summarise(results: dict) -> dict:
+    """Ratios of ours (the answer on the opened dataset; and open + answer) to the faster rival."""
+    ratios, with_open, rss, order_rss = {}, {}, [], []
+    for fmt, per_query in results.items():
+        for q, row in per_query.items():
+            rivals = [row[k]["s"] for k in ("polars", "duckdb") if row.get(k)]
+            if row["ours"] and rivals:
+                ratios[f"{fmt}/{q}"] = round(row["ours"]["s"] / min(rivals), 2)
+                with_open[f"{fmt}/{q}"] = round((row["ours"]["s"] + row["ours"]["open_s"]) / min(rivals), 2)
+                (order_rss if q in ORDER else rss).append(row["ours"]["rss_mb"])
+    return {
+        "scale_worst_ratio": max(ratios.values()) if ratios else None,
+        "scale_ratios": ratios,
+        "scale_worst_ratio_with_open": max(with_open.values()) if with_open else None,
+        "scale_ratios_with_open": with_open,
+        "scale_peak_rss_mb": round(max(rss)) if rss else None,
+        "order_statistic_peak_rss_mb": round(max(order_rss)) if order_rss else None,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000_000)
+    parser.add_argument("--spark-rows", type=int, default=10_000_000)
+    parser.add_argument("--formats", default="parquet,csv")
+    parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    formats = tuple(f for f in args.formats.split(",") if f)
+    base = args.dir or Path(tempfile.mkdtemp(prefix="dpx-scale-"))
+    try:
+        files = generate(base / "main", args.rows, formats)
+        results = {fmt: measure(path, QUERIES) for fmt, path in files.items()}
+        report = {
+            "rows": args.rows,
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+            "file_mb": {fmt: round(p.stat().st_size / 2**20) for fmt, p in files.items()},
+            **summarise(results),
+            "results": results,
+        }
+        if args.spark_rows > 0:
+            spark_file = generate(base / "spark", args.spark_rows, ("parquet",))["parquet"]
+            spark = measure(spark_file, QUERIES[:-1], engine="spark", rivals=False)
+            report["spark"] = {"rows": args.spark_rows, "results": spark}
+    finally:
+        if not args.keep and args.dir is None:
+            shutil.rmtree(base, ignore_errors=True)
+    print(json.dumps(report, indent=None if args.json else 2))
+
+
+if __name__ == "__main__":
+    main()
