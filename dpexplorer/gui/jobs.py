@@ -127,13 +127,23 @@ class LoadedDataset:
     top_values: dict[str, list[str]]
 
 
-def load_dataset(path: str, top: int = 16) -> LoadedDataset:
-    """Load ``path`` and compute, off the main thread, everything the Data tab and the query
-    builder show about it (through the dataset's engine: dpexplorer.data.engine)."""
+def peek_dataset(path: str, share: float | None = None) -> Any:
+    """Schema and first rows of ``path`` (dpexplorer.data.engine.scan.peek): shown at once,
+    while :func:`load_dataset` scans the whole file."""
+    from dpexplorer.data.engine.scan import LAZY_SHARE, peek
+
+    return peek(path, share=LAZY_SHARE if share is None else share)
+
+
+def load_dataset(path: str, top: int = 16, share: float | None = None) -> LoadedDataset:
+    """Load ``path`` (streamed when larger than ``share`` of memory) and compute, off the main
+    thread, everything the Data tab and the query builder show about it (through the dataset's
+    engine: dpexplorer.data.engine)."""
     from dpexplorer.data.engine import engine_of
+    from dpexplorer.data.engine.scan import LAZY_SHARE, should_scan
     from dpexplorer.data.load import load_dataset as load
 
-    dataset = load(path)
+    dataset = load(path, lazy=should_scan(path, LAZY_SHARE if share is None else share))
     summary = engine_of(dataset).summary(dataset, top)  # cached columns: computed here, off the main thread
     _ = dataset.fingerprint  # likewise (SHA-256 of the file, for the ledger and sessions)
     return LoadedDataset(dataset, summary.ranges, summary.top_values)

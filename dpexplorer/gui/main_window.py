@@ -10,6 +10,7 @@ from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKe
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
+    QLabel,
     QMainWindow,
     QMessageBox,
     QProgressBar,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 
 OPEN_FILTER = "Data files (*.csv *.tsv *.txt *.gz *.parquet *.pq);;All files (*)"
 DATASET_VIEW = "dataset"
+PEEK_VIEW = "dataset-peek"
 BUSY_INDICATOR_DELAY_MS = 300
 """Work running longer than this shows a progress bar and a Cancel button."""
 
@@ -67,6 +69,13 @@ class MainWindow(QMainWindow):
         self.cancel_button.setShortcut(QKeySequence(Qt.Key.Key_Escape))
         self.cancel_button.clicked.connect(self.cancel_jobs)
         self.cancel_button.hide()
+        self._loading: str | None = None  # the file being read, until its load job ends
+        self.engine_label = QLabel()
+        self.engine_label.setToolTip(
+            "The engine computing true answers: polars in memory, or a streaming scan for files "
+            "larger than a quarter of memory (each answer is cached per query)"
+        )
+        self.statusBar().addPermanentWidget(self.engine_label)
         self.statusBar().addPermanentWidget(self.progress)
         self._show_busy = QTimer(self, singleShot=True, interval=BUSY_INDICATOR_DELAY_MS)
         self._show_busy.timeout.connect(lambda: self._set_busy_visible(True))
@@ -245,7 +254,10 @@ class MainWindow(QMainWindow):
     def open_file(self, path: str | Path) -> None:
         """Load ``path`` on a worker; the window shows it when done, or explains the error."""
         self.statusBar().showMessage(f"Loading {Path(path).name}…")
-        self.compute.submit(DATASET_VIEW, jobs.load_dataset, str(path))
+        self._loading = str(Path(path))
+        share = settings.lazy_share()
+        self.compute.submit(PEEK_VIEW, jobs.peek_dataset, str(path), share)
+        self.compute.submit(DATASET_VIEW, jobs.load_dataset, str(path), share=share)
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         if event.mimeData().hasUrls():
@@ -260,11 +272,22 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ compute results
     def _on_result(self, view: str, generation: int, result: object) -> None:
         if view == DATASET_VIEW:
+            self._loading = None
             self._show_dataset(result)  # type: ignore[arg-type]
+        elif view == PEEK_VIEW:
+            self._show_peek(result)
         elif view == "teaching":
             self.teaching_panel.show_draw(result)  # type: ignore[arg-type]
         elif view == "plan-rebuild" and self.workspace is not None:
             self.workspace.budget_view.set_plan(result)  # type: ignore[arg-type]
+
+    def _show_peek(self, peek: object) -> None:
+        """Schema and first rows while the file is still being read (not once it is in)."""
+        if self._loading is None or str(peek.path) != self._loading:  # type: ignore[attr-defined]
+            return
+        self.dataset_view.show_peek(peek)  # type: ignore[arg-type]
+        self.engine_label.setText(f"{peek.engine}: reading…")  # type: ignore[attr-defined]
+        self.statusBar().showMessage(f"Loading {peek.path.name} ({peek.engine})…")  # type: ignore[attr-defined]
 
     def _show_dataset(self, loaded: jobs.LoadedDataset) -> None:
         dataset = loaded.dataset
@@ -274,12 +297,19 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"dpexplorer — {dataset.path.name}")
         settings.add_recent_file(dataset.path)
         self.statusBar().showMessage(f"Loaded {dataset.path.name}: {dataset.n_rows:,} rows", 5000)
+        from dpexplorer.data.engine import engine_of
+
+        self.engine_label.setText(engine_of(dataset).label(dataset))
         self.dataset_loaded.emit(dataset)
         self.explorer.load_mechanisms()
 
     def _on_failure(self, view: str, generation: int, message: str) -> None:
         if view.startswith("release-"):  # the release dialog shows its own messages
             return
+        if view == PEEK_VIEW:  # the full load reports the same file's problem properly
+            return
+        if view == DATASET_VIEW:
+            self._loading = None
         if view in (DATASET_VIEW, "teaching", "plan-rebuild"):
             self.show_error(message)
         else:  # a view's computation: said in the status bar (and in the view), no modal dialog

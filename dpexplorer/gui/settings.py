@@ -27,3 +27,15 @@ def add_recent_file(path: str | Path) -> list[str]:
     files = files[:MAX_RECENT]
     settings().setValue("recent_files", files)
     return files
+
+
+def lazy_share() -> float:
+    """Files larger than this share of memory are streamed, not read into memory (setting
+    ``data/lazy_share``; default dpexplorer.data.engine.scan.LAZY_SHARE, a quarter)."""
+    from dpexplorer.data.engine.scan import LAZY_SHARE
+
+    try:
+        value = float(settings().value("data/lazy_share", LAZY_SHARE))
+    except (TypeError, ValueError):
+        return LAZY_SHARE
+    return value if value > 0 else LAZY_SHARE

@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 
 from dpexplorer.core.mechanisms.base import CentredMoments
+from dpexplorer.data.engine import scan
 from dpexplorer.data.engine.base import (
     BoundContributions,
     CellCounts,
@@ -31,7 +32,7 @@ from dpexplorer.data.engine.base import (
     as_moments,
 )
 from dpexplorer.data.errors import DataError
-from dpexplorer.data.load import Dataset
+from dpexplorer.data.load import ColumnInfo, Dataset, kind_of_dtype
 from dpexplorer.data.queries import Axis
 
 STREAMING = "streaming"
@@ -114,7 +115,7 @@ class PolarsEngine(Engine):
     }
 
     def label(self, dataset: Dataset) -> str:
-        return "polars, streaming scan" if dataset.lazy else "polars, in memory"
+        return scan.STREAMING if dataset.lazy else scan.IN_MEMORY
 
     # ------------------------------------------------------------ evaluation
     def _select(self, dataset: Dataset, steps: tuple[RowStep, ...], *exprs: pl.Expr) -> pl.DataFrame:
@@ -238,6 +239,11 @@ class PolarsEngine(Engine):
         return dataset.preview(rows)
 
     def summary(self, dataset: Dataset, top: int = 16) -> DatasetSummary:
+        """On a streamed file the distinct counts are HyperLogLog estimates (an exact count
+        would hold every distinct value of every column in memory at once); they prime the
+        dataset's ``columns``, so the window shows the same numbers."""
+        if dataset.lazy and "columns" not in vars(dataset):
+            vars(dataset)["columns"] = self._approximate_columns(dataset)
         columns = dataset.columns
         numeric = [c.name for c in columns if c.kind == "numeric"]
         ranges: dict[str, tuple[float, float]] = {}
@@ -252,6 +258,22 @@ class PolarsEngine(Engine):
             counts = dataset.select(pl.col(c).drop_nulls().cast(pl.String).value_counts(sort=True).head(top))
             top_values[c] = [str(s[c]) for s in counts[c].to_list()]
         return DatasetSummary(dataset.n_rows, columns, ranges, top_values)
+
+    @staticmethod
+    def _approximate_columns(dataset: Dataset) -> tuple[ColumnInfo, ...]:
+        """ColumnInfo per column in one streaming pass: exact missing counts, estimated distinct."""
+        schema = dataset.schema
+        names = list(schema.names())
+        row = dataset.select(
+            *(pl.col(c).null_count().alias(f"m{i}") for i, c in enumerate(names)),
+            *(pl.col(c).drop_nulls().approx_n_unique().alias(f"d{i}") for i, c in enumerate(names)),
+        )
+        return tuple(
+            ColumnInfo(
+                c, kind_of_dtype(schema[c]), str(schema[c]), int(row[f"m{i}"][0]), int(row[f"d{i}"][0])
+            )
+            for i, c in enumerate(names)
+        )
 
 
 def _ranges(numeric: list[str], bounds: Any) -> dict[str, tuple[float, float]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property, reduce
 from pathlib import Path
 from typing import Any, ClassVar
@@ -121,7 +121,6 @@ class SparkDataset:
     engine: SparkEngine
     warnings: tuple[str, ...] = ()
     format: str = "spark"
-    lazy: bool = field(default=True, repr=False)
 
     @property
     def path(self) -> Path:

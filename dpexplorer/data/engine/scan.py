@@ -1,0 +1,87 @@
+"""Large files: which engine reads a file, and a first look at it before any full scan.
+
+A file larger than a share of the machine's memory (:data:`LAZY_SHARE`, a quarter by default,
+configurable) is scanned lazily and streamed by polars; smaller ones are read into memory.
+:func:`peek` reads only the schema and the first rows (a Parquet file's metadata and first row
+group; a CSV file's first lines), so the window can show them at once while the row count, the
+column summaries and the true answers are computed on a worker."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from dpexplorer.data.errors import DataError
+
+LAZY_SHARE = 0.25
+"""Files larger than this share of physical memory are scanned lazily (streaming)."""
+HEAD_LINE_BYTES = 1 << 20
+"""At most this much of one line is read for the first look."""
+IN_MEMORY = "polars, in memory"
+STREAMING = "polars, streaming scan"
+
+
+def memory_bytes() -> int | None:
+    """Physical memory of the machine, or None where the OS does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def should_scan(path: str | os.PathLike[str], share: float = LAZY_SHARE) -> bool:
+    """True when ``path`` is larger than ``share`` of memory and can be scanned (not gzip)."""
+    p = Path(path)
+    memory = memory_bytes()
+    if memory is None or p.name.lower().endswith(".gz"):
+        return False
+    try:
+        return p.stat().st_size > memory * share
+    except OSError:
+        return False
+
+
+@dataclass(frozen=True, eq=False)
+class Peek:
+    """The first look at a file: its size, whether it will be streamed (and by which engine),
+    its columns as polars reads them and its first rows (NON-PRIVATE: the steward's view)."""
+
+    path: Path
+    size_bytes: int
+    lazy: bool
+    engine: str
+    schema: pl.Schema
+    preview: pl.DataFrame
+
+
+def peek(path: str | os.PathLike[str], rows: int = 200, share: float = LAZY_SHARE) -> Peek:
+    """Schema and first ``rows`` rows of a CSV/TSV/Parquet file without reading the rest.
+    DataError if polars cannot read even that (loading the file then says why in full)."""
+    p = Path(path)
+    lazy = should_scan(p, share)
+    try:
+        head = _head(p, rows)
+        size = p.stat().st_size
+    except (pl.exceptions.PolarsError, OSError, ValueError, EOFError) as exc:
+        raise DataError(f"{p.name} could not be read: {str(exc).strip().splitlines()[0]}") from exc
+    return Peek(p, size, lazy, STREAMING if lazy else IN_MEMORY, head.schema, head)
+
+
+def _head(p: Path, rows: int) -> pl.DataFrame:
+    with open(p, "rb") as fh:
+        magic = fh.read(4)
+    if magic == b"PAR1" or p.suffix.lower() in (".parquet", ".pq"):
+        return pl.scan_parquet(p).head(rows).collect()
+    opener = gzip.open if magic.startswith(b"\x1f\x8b") else open
+    with opener(p, "rb") as fh:  # only the header and ``rows`` lines are read (polars would parse ahead)
+        lines = [fh.readline(HEAD_LINE_BYTES) for _ in range(rows + 1)]
+    text = b"".join(lines)
+    first = lines[0].decode("utf-8", errors="replace")
+    tab = p.name.lower().endswith((".tsv", ".tsv.gz", ".tab"))
+    sep = "\t" if tab else max((",", "\t", ";", "|"), key=first.count)  # the loader's rule
+    return pl.read_csv(io.BytesIO(text), separator=sep, infer_schema_length=rows, truncate_ragged_lines=True)

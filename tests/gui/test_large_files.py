@@ -1,0 +1,33 @@
+"""A file streamed rather than read into memory: the first look at once, the engine named in
+the status bar, and a late first look never overwriting the loaded dataset."""
+
+from __future__ import annotations
+
+from conftest import wait_idle
+
+from dpexplorer.data.default import default_dataset_path
+from dpexplorer.data.engine.scan import STREAMING, peek
+from dpexplorer.gui import settings
+from dpexplorer.gui.main_window import MainWindow
+
+
+def test_streamed_file_names_its_engine_and_shows_the_first_look(qtbot, monkeypatch):
+    monkeypatch.setattr(settings, "lazy_share", lambda: 1e-12)  # every file counts as large
+    win = MainWindow(interactive=False, restore_layout=False)
+    qtbot.addWidget(win)
+    win.show()
+    path = default_dataset_path()
+    win.open_file(path)
+    look = peek(path, share=1e-12)
+    win._show_peek(look)  # as if the first look arrived before the load: shown at once
+    title = win.dataset_view.title.text()
+    assert "reading it (polars, streaming scan)" in title and "15 columns" in title
+    assert win.dataset_view.schema.item(0, 3).text() == "…"
+    assert win.dataset_view.preview_model.rowCount() == 200
+    wait_idle(qtbot, win)
+    assert win.dataset.lazy and win.engine_label.text() == STREAMING
+    loaded_title = win.dataset_view.title.text()
+    assert "48,842 rows" in loaded_title and "distinct counts are estimates" in loaded_title
+    win._show_peek(look)  # a first look arriving after the load is ignored
+    assert win.dataset_view.title.text() == loaded_title
+    win.grab().save(str(__import__("pathlib").Path("/tmp/eng_streamed.png")))
