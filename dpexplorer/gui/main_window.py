@@ -73,7 +73,7 @@ class MainWindow(QMainWindow):
         self.engine_label = QLabel()
         self.engine_label.setToolTip(
             "The engine computing true answers: polars in memory, or a streaming scan for files "
-            "larger than a quarter of memory (each answer is cached per query)"
+            "whose data would take more than an eighth of memory (each answer is cached per query)"
         )
         self.statusBar().addPermanentWidget(self.engine_label)
         self.statusBar().addPermanentWidget(self.progress)

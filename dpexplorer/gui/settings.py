@@ -31,7 +31,7 @@ def add_recent_file(path: str | Path) -> list[str]:
 
 def lazy_share() -> float:
     """Files larger than this share of memory are streamed, not read into memory (setting
-    ``data/lazy_share``; default dpexplorer.data.engine.scan.LAZY_SHARE, a quarter)."""
+    ``data/lazy_share``; default dpexplorer.data.engine.scan.LAZY_SHARE, an eighth)."""
     from dpexplorer.data.engine.scan import LAZY_SHARE
 
     try:

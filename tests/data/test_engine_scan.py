@@ -52,3 +52,14 @@ def test_a_streamed_dataset_gets_estimated_distinct_counts_in_one_pass():
         assert abs(approx.distinct - true.distinct) <= 0.15 * true.distinct  # HyperLogLog: 13% off on fnlwgt
     assert summary.ranges == exact.ranges and summary.top_values == exact.top_values
     assert POLARS.label(streamed) == STREAMING and POLARS.label(eager) == IN_MEMORY
+
+
+def test_a_parquet_file_is_judged_by_its_size_in_memory(tmp_path: Path):
+    from dpexplorer.data.engine.scan import in_memory_bytes
+
+    adult = default_dataset_path()
+    in_memory = load_dataset(adult, lazy=False).frame.estimated_size()
+    assert adult.stat().st_size < in_memory_bytes(adult) and abs(in_memory_bytes(adult) / in_memory - 1) < 0.2
+    p = tmp_path / "a.csv"
+    p.write_text("x\n1\n")
+    assert in_memory_bytes(p) == p.stat().st_size
