@@ -64,9 +64,17 @@ AGE_EDGES = (17, 25, 32, 40, 48, 56, 64, 72, 91)
 
 
 def generate(directory: Path, rows: int, formats: tuple[str, ...], seed: int = 17) -> dict[str, Path]:
-    """Chunks of 5M rows as Parquet parts, then one streaming sink per format."""
+    """Chunks of 5M rows as Parquet parts, then one streaming sink per format (files already
+    in ``directory`` from a ``--keep`` run of the same size are reused)."""
     import numpy as np
     import polars as pl
+
+    names = {fmt: directory / f"scale.{fmt}" for fmt in formats}
+    if all(p.exists() for p in names.values()) and all(
+        pl.scan_parquet(p).select(pl.len()).collect().item() == rows if fmt == "parquet" else True
+        for fmt, p in names.items()
+    ):
+        return names
 
     parts = directory / "parts"
     parts.mkdir(parents=True, exist_ok=True)
@@ -164,7 +172,9 @@ sql = {
     "histogram": f"select case EDGES_CASE end as b, count(*) from {src} group by b",
     "groupby_mean": f"select occupation, avg({hours}) from {src} group by occupation",
 }
-duckdb.connect().execute(sql[query]).fetchall()
+con = duckdb.connect()
+con.execute("PRAGMA disable_progress_bar")
+con.execute(sql[query]).fetchall()
 total = time.perf_counter() - t
 print(json.dumps({"s": total, "rss_mb": PEAK}))
 """
@@ -191,7 +201,7 @@ def _child(code: str, *args: str) -> dict | None:
     if done.returncode != 0:
         print(done.stderr[-2000:], file=sys.stderr)
         return None
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads([line for line in done.stdout.splitlines() if line.startswith("{")][-1])
 
 
 def measure(path: Path, queries: tuple[str, ...], engine: str = "polars", rivals: bool = True) -> dict:

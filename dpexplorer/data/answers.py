@@ -8,6 +8,7 @@ feed the exploration views and the release path's noise, never an export."""
 from __future__ import annotations
 
 import math
+import threading
 import weakref
 from typing import Any
 
@@ -58,9 +59,12 @@ from dpexplorer.data.queries import (
 Answer = float | np.ndarray | str | tuple[str, ...]
 ClippedQuery = Sum | Mean | Quantile | TrimmedMean
 CACHE_ENTRIES = 32
-"""Aggregates kept per dataset (oldest dropped first): re-asking a query never rescans."""
+CACHE_BYTES = 1 << 30
+"""Aggregates kept per dataset: at most this many, and arrays of at most this many bytes in all
+(oldest dropped first; a sorted column of 100M rows is 800 MB). Re-asking a query never rescans."""
 
 _cache: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
+_cache_lock = threading.Lock()  # the window's two workers may ask about one dataset at once
 
 
 def _checked(dataset: Any, query: Query) -> None:
@@ -72,16 +76,23 @@ def aggregate(dataset: Any, request: Request, steps: tuple[RowStep, ...] = ()) -
     """``request`` evaluated by the dataset's engine (dpexplorer.data.engine) after the row
     ``steps``, cached per dataset, request and steps; arrays come back read-only, so a cached
     answer cannot be altered."""
-    answers = _cache.setdefault(dataset, {})
     key = (request, steps) if steps else request
-    if key not in answers:
-        value = engine_of(dataset).aggregate(dataset, request, steps)
-        if isinstance(value, np.ndarray):
-            value.flags.writeable = False
-        if len(answers) >= CACHE_ENTRIES:
-            answers.pop(next(iter(answers)))
+    with _cache_lock:
+        answers = _cache.setdefault(dataset, {})
+        if key in answers:
+            return answers[key]
+    value = engine_of(dataset).aggregate(dataset, request, steps)  # outside the lock: may take long
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+    with _cache_lock:
         answers[key] = value
-    return answers[key]
+        while len(answers) > CACHE_ENTRIES or (len(answers) > 1 and _nbytes(answers) > CACHE_BYTES):
+            answers.pop(next(iter(answers)))
+    return value
+
+
+def _nbytes(answers: dict[Any, Any]) -> int:
+    return sum(v.nbytes for v in answers.values() if isinstance(v, np.ndarray))
 
 
 def clipped_sorted_values(dataset: Any, query: ClippedQuery) -> np.ndarray:

@@ -139,3 +139,14 @@ def load_dataset_small_lazy():
     from dpexplorer.data.default import default_dataset_path
 
     return load_dataset(default_dataset_path(), lazy=True)
+
+
+def test_the_cache_drops_the_oldest_arrays_past_its_byte_budget(small, recorded, monkeypatch):
+    monkeypatch.setattr(answers, "CACHE_BYTES", 50)  # room for one 5-value column (40 bytes)
+    first, second = Median("x", 0, 4), Median("x", 0, 3)
+    query_input(small, first)
+    query_input(small, second)
+    query_input(small, second)
+    assert len(recorded.asked) == 2  # the second is still cached ...
+    query_input(small, first)
+    assert len(recorded.asked) == 3  # ... the first was dropped to make room for it

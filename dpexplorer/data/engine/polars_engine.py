@@ -223,7 +223,9 @@ class PolarsEngine(Engine):
         return tuple(out)
 
     def _sorted(self, dataset: Dataset, request: SortedClipped, steps: tuple[RowStep, ...]) -> np.ndarray:
-        return self._select(dataset, steps, clipped_expr(request).sort())["v"].to_numpy().astype(float)
+        return np.asarray(
+            self._select(dataset, steps, clipped_expr(request).sort())["v"].to_numpy(), dtype=float
+        )
 
     def _cells(self, dataset: Dataset, request: CellCounts, steps: tuple[RowStep, ...]) -> np.ndarray:
         """Counted by ``value_counts`` (a hash aggregation, no sort): one row per non-empty cell."""
