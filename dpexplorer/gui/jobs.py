@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from dpexplorer.core.cancel import CancelToken, ProgressFn, checkpoint
 from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
@@ -135,17 +136,27 @@ def peek_dataset(path: str, share: float | None = None) -> Any:
     return peek(path, share=LAZY_SHARE if share is None else share)
 
 
-def load_dataset(path: str, top: int = 16, share: float | None = None) -> LoadedDataset:
+def load_dataset(
+    path: str,
+    top: int = 16,
+    share: float | None = None,
+    cancel: CancelToken | None = None,
+    progress: ProgressFn | None = None,
+) -> LoadedDataset:
     """Load ``path`` (streamed when larger than ``share`` of memory) and compute, off the main
     thread, everything the Data tab and the query builder show about it (through the dataset's
-    engine: dpexplorer.data.engine)."""
+    engine: dpexplorer.data.engine). Cancellable between its three passes, which it reports as
+    progress (each is one or more scans of a streamed file)."""
     from dpexplorer.data.engine import engine_of
     from dpexplorer.data.engine.scan import LAZY_SHARE, should_scan
     from dpexplorer.data.load import load_dataset as load
 
     dataset = load(path, lazy=should_scan(path, LAZY_SHARE if share is None else share))
+    checkpoint(cancel, progress, 1 / 3)
     summary = engine_of(dataset).summary(dataset, top)  # cached columns: computed here, off the main thread
+    checkpoint(cancel, progress, 2 / 3)
     _ = dataset.fingerprint  # likewise (SHA-256 of the file, for the ledger and sessions)
+    checkpoint(cancel, progress, 1.0)
     return LoadedDataset(dataset, summary.ranges, summary.top_values)
 
 

@@ -30,4 +30,19 @@ def test_streamed_file_names_its_engine_and_shows_the_first_look(qtbot, monkeypa
     assert "48,842 rows" in loaded_title and "distinct counts are estimates" in loaded_title
     win._show_peek(look)  # a first look arriving after the load is ignored
     assert win.dataset_view.title.text() == loaded_title
-    win.grab().save(str(__import__("pathlib").Path("/tmp/eng_streamed.png")))
+
+
+def test_loading_reports_progress_and_stops_when_cancelled():
+    import pytest
+
+    from dpexplorer.core.cancel import CancelToken
+    from dpexplorer.core.errors import CancelledError
+    from dpexplorer.gui import jobs
+
+    seen: list[float] = []
+    loaded = jobs.load_dataset(str(default_dataset_path()), progress=seen.append)
+    assert seen == [1 / 3, 2 / 3, 1.0] and loaded.dataset.n_rows == 48_842
+    token = CancelToken()
+    token.cancel()
+    with pytest.raises(CancelledError):
+        jobs.load_dataset(str(default_dataset_path()), cancel=token)
