@@ -80,6 +80,8 @@ GENERATED = [
     ArgMax("c", ("a", "b", "z")),
     TopK("k", (0, 1, 2, 3, 4), 2),
     range_workload(Axis("k", edges=(0, 2, 4, 6))),
+    Mean("odd name.k", 0, 5),  # a dot and a space in a name: a column, not a path into a struct
+    PredicateCount(where("odd name.k") >= 3),
 ]
 
 
@@ -99,6 +101,7 @@ def generated(path: Path) -> Path:
             "b": rng.random(n) < 0.3,
         }
     )
+    frame = frame.with_columns(pl.col("k").alias("odd name.k"))
     frame.write_parquet(path)
     return path
 
@@ -163,6 +166,26 @@ def test_the_generated_data_exercises_missing_and_clipping(sources):
     x = eager.frame["x"]
     assert x.null_count() > 100 and (x < -2).sum() > 100 and (x > 3.5).sum() > 100
     assert eager.frame["k"].null_count() > 100 and eager.frame["c"].null_count() > 100
+
+
+def test_the_steward_summary_agrees_on_spark(sources):
+    """Spark's summary (exact missing counts, ranges, common values; estimated distinct counts)
+    against the polars engine's on the same file."""
+    from dpexplorer.data.engine import engine_of
+
+    eager, _, spark = sources["generated"]
+    ours, theirs = engine_of(eager).summary(eager), engine_of(spark).summary(spark)
+    assert theirs.n_rows == ours.n_rows == 4_000
+    assert [(c.name, c.kind, c.missing) for c in theirs.columns] == [
+        (c.name, c.kind, c.missing) for c in ours.columns
+    ]
+    for approx, exact in zip(theirs.columns, ours.columns, strict=True):
+        assert abs(approx.distinct - exact.distinct) <= 0.1 * exact.distinct + 1
+    assert theirs.ranges == ours.ranges
+    assert {c: set(v) for c, v in theirs.top_values.items()} == {
+        c: set(v) for c, v in ours.top_values.items()
+    }
+    assert spark.preview(5).equals(eager.preview(5))
 
 
 def test_release_on_spark_charges_the_file_and_releases(tmp_path, spark, capsys):

@@ -69,11 +69,16 @@ def spark_session(master: str | None = None) -> SparkSession:
 
 
 # ---------------------------------------------------------------- translation of query values
+def _col(name: str) -> Column:
+    """Column ``name`` taken literally (a dot or a space in a name is not a path into a struct)."""
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
 def predicate_column(p: Predicate) -> Column:
     """``p`` as a Spark boolean column: null where a compared value is missing (Kleene logic
     in and/or, as polars), and ``Not`` maps null to false first."""
     if isinstance(p, Compare):
-        c = F.col(p.column)
+        c = _col(p.column)
         if p.op == "in":
             return c.isin(list(p.value))  # type: ignore[arg-type]
         v = F.lit(p.value)
@@ -90,7 +95,7 @@ def predicate_column(p: Predicate) -> Column:
 
 def axis_column(axis: Axis) -> Column:
     """The cell index of each row on ``axis`` (as :meth:`Axis.index_expr`)."""
-    c = F.col(axis.column)
+    c = _col(axis.column)
     if axis.categories is not None:
         out: Column = F.lit(len(axis.categories))
         for i, cat in reversed(list(enumerate(axis.categories))):
@@ -105,7 +110,7 @@ def axis_column(axis: Axis) -> Column:
 
 def clipped_column(request: ClippedMoments | SortedClipped) -> Column:
     """Cast to double, missing at the midpoint, clipped to [lower, upper] (as polars)."""
-    v = F.coalesce(F.col(request.column).cast("double"), F.lit(float(request.midpoint)))
+    v = F.coalesce(_col(request.column).cast("double"), F.lit(float(request.midpoint)))
     return F.least(F.greatest(v, F.lit(float(request.lower))), F.lit(float(request.upper)))
 
 
@@ -199,7 +204,7 @@ def _finite(frame: DataFrame) -> tuple[DataFrame, list[str]]:
     floats = [f.name for f in frame.schema.fields if isinstance(f.dataType, T.FloatType | T.DoubleType)]
     if not floats:
         return frame, []
-    bad = {c: F.isnan(F.col(c)) | F.col(c).isin(float("inf"), float("-inf")) for c in floats}
+    bad = {c: F.isnan(_col(c)) | _col(c).isin(float("inf"), float("-inf")) for c in floats}
     row = frame.agg(*(F.sum(F.when(b, 1).otherwise(0)).alias(c) for c, b in bad.items())).first()
     notes = [
         f"column {c!r}: NaN or infinity in {int(row[c]):,} rows; those values are treated as missing"
@@ -207,7 +212,7 @@ def _finite(frame: DataFrame) -> tuple[DataFrame, list[str]]:
         if row[c]
     ]
     fixed = [
-        F.when(bad[c], F.lit(None)).otherwise(F.col(c)).alias(c) if c in bad else F.col(c)
+        F.when(bad[c], F.lit(None)).otherwise(_col(c)).alias(c) if c in bad else _col(c)
         for c in frame.columns
     ]
     return (frame.select(*fixed) if notes else frame), notes
@@ -297,10 +302,12 @@ class SparkEngine(Engine):
         return _to_polars(dataset.frame.limit(rows))
 
     def column_infos(self, dataset: SparkDataset) -> tuple[ColumnInfo, ...]:
+        """Exact missing counts; distinct counts estimated (HyperLogLog++), as on a streamed
+        polars file: exact ones would need every column's distinct values at once."""
         names = dataset.column_names
         row = dataset.frame.agg(
-            *(F.sum(F.col(c).isNull().cast("long")).alias(f"m{i}") for i, c in enumerate(names)),
-            *(F.countDistinct(F.col(c)).alias(f"d{i}") for i, c in enumerate(names)),
+            *(F.sum(_col(c).isNull().cast("long")).alias(f"m{i}") for i, c in enumerate(names)),
+            *(F.approx_count_distinct(_col(c)).alias(f"d{i}") for i, c in enumerate(names)),
         ).first()
         schema = dataset.schema
         return tuple(
@@ -314,8 +321,8 @@ class SparkEngine(Engine):
         ranges: dict[str, tuple[float, float]] = {}
         if numeric:
             row = dataset.frame.agg(
-                *(F.min(c).alias(f"lo{i}") for i, c in enumerate(numeric)),
-                *(F.max(c).alias(f"hi{i}") for i, c in enumerate(numeric)),
+                *(F.min(_col(c)).alias(f"lo{i}") for i, c in enumerate(numeric)),
+                *(F.max(_col(c)).alias(f"hi{i}") for i, c in enumerate(numeric)),
             ).first()
             for i, c in enumerate(numeric):
                 low, high = row[f"lo{i}"], row[f"hi{i}"]
@@ -324,7 +331,7 @@ class SparkEngine(Engine):
         top_values: dict[str, list[str]] = {}
         for c in (c.name for c in columns if c.kind != "numeric"):
             counts = (
-                dataset.frame.where(F.col(c).isNotNull()).groupBy(F.col(c).cast("string").alias("v")).count()
+                dataset.frame.where(_col(c).isNotNull()).groupBy(_col(c).cast("string").alias("v")).count()
             )
             top_values[c] = [str(r["v"]) for r in counts.orderBy(F.desc("count"), "v").limit(top).collect()]
         return DatasetSummary(dataset.n_rows, columns, ranges, top_values)
