@@ -257,9 +257,26 @@ class PolarsEngine(Engine):
             ranges = _ranges(numeric, lambda c: (row[f"{c}_lo"][0], row[f"{c}_hi"][0]))
         top_values: dict[str, list[str]] = {}
         for c in (c.name for c in columns if c.kind != "numeric"):
-            counts = dataset.select(pl.col(c).drop_nulls().cast(pl.String).value_counts(sort=True).head(top))
-            top_values[c] = [str(s[c]) for s in counts[c].to_list()]
+            top_values[c] = self._top_values(dataset, c, top)
         return DatasetSummary(dataset.n_rows, columns, ranges, top_values)
+
+    @staticmethod
+    def _top_values(dataset: Dataset, column: str, top: int) -> list[str]:
+        """The ``top`` commonest non-missing values (ties by value), by a hash aggregation: a
+        streamed file keeps one count per distinct value, never the column."""
+        counts = (
+            dataset.frame.lazy()
+            .filter(pl.col(column).is_not_null())
+            .group_by(column)
+            .agg(pl.len().alias("__n"))
+            .sort(["__n", column], descending=[True, False])
+            .head(top)
+        )
+        try:
+            frame = counts.collect(engine=STREAMING if dataset.lazy else "auto")
+        except (pl.exceptions.PolarsError, OSError) as exc:
+            raise DataError(f"could not summarise {column!r} of {dataset.path.name}: {exc}") from exc
+        return [str(v) for v in frame[column].to_list()]
 
     @staticmethod
     def _approximate_columns(dataset: Dataset) -> tuple[ColumnInfo, ...]:
