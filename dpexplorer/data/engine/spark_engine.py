@@ -24,18 +24,24 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dpexplorer.core.mechanisms.base import CentredMoments
 from dpexplorer.data.engine.base import (
     CellCounts,
+    CentredSums,
     ClippedMoments,
     DatasetSummary,
+    DistinctCount,
     Engine,
     Filter,
+    GroupedCentredSums,
     Moments,
+    PersonContributions,
     RowCount,
     RowStep,
     SortedClipped,
     as_moments,
 )
+from dpexplorer.data.engine.polars_engine import centred_moments
 from dpexplorer.data.errors import DataError
 from dpexplorer.data.load import ColumnInfo, fingerprint_file, kind_of_dtype
 from dpexplorer.data.queries import And, Axis, Compare, Not, Or, Predicate
@@ -108,7 +114,33 @@ def axis_column(axis: Axis) -> Column:
     return F.when(c.isNull(), F.lit(len(edges) - 1)).otherwise(inner).cast("long")
 
 
-def clipped_column(request: ClippedMoments | SortedClipped) -> Column:
+def cell_column(axes: tuple[Axis, ...]) -> Column:
+    """Row-major cell index over ``axes`` (0 for no axis: one cell of all rows)."""
+    shape = tuple(len(a.labels) for a in axes)
+    strides = np.cumprod((1, *shape[:0:-1]))[::-1] if shape else ()
+    return reduce(
+        lambda a, b: a + b,
+        (axis_column(a) * int(s) for a, s in zip(axes, strides, strict=True)),
+        F.lit(0).cast("long"),
+    )
+
+
+def centred_columns(request: CentredSums | GroupedCentredSums) -> tuple[Column, ...]:
+    """The aggregates of :class:`CentredSums` (named as polars_engine.centred_exprs)."""
+    half = (request.upper - request.lower) / 2.0
+    raw = F.coalesce(_col(request.column).cast("double"), F.lit(float(request.midpoint)))
+    y = clipped_column(request) - F.lit(request.midpoint)
+    return (
+        F.count(F.lit(1)).alias("n"),
+        F.sum(y).alias("s"),
+        F.sum(y * y - F.lit(half * half / 2.0)).alias("q"),
+        F.sum((raw < F.lit(float(request.lower))).cast("long")).alias("low"),
+        F.sum((raw > F.lit(float(request.upper))).cast("long")).alias("high"),
+        F.avg(raw).alias("mean"),
+    )
+
+
+def clipped_column(request: ClippedMoments | SortedClipped | CentredSums | GroupedCentredSums) -> Column:
     """Cast to double, missing at the midpoint, clipped to [lower, upper] (as polars)."""
     v = F.coalesce(_col(request.column).cast("double"), F.lit(float(request.midpoint)))
     return F.least(F.greatest(v, F.lit(float(request.lower))), F.lit(float(request.upper)))
@@ -231,9 +263,17 @@ class SparkEngine(Engine):
     REQUESTS: ClassVar[dict[type, str]] = {
         RowCount: "_row_count",
         ClippedMoments: "_moments",
+        CentredSums: "_centred",
+        GroupedCentredSums: "_grouped_centred",
+        DistinctCount: "_distinct",
+        PersonContributions: "_persons",
         SortedClipped: "_sorted",
         CellCounts: "_cells",
     }
+    # Not (yet) here: BoundContributions (a privacy unit's random choice of rows). Its choice
+    # for one person must depend only on that person's rows and the randomness (stability);
+    # Spark's rand() depends on the partition a row lands in, so it needs a content hash with
+    # ties among identical rows, not a port of the polars row-number hash. Refused meanwhile.
 
     def __init__(self, session: SparkSession) -> None:
         self.session = session
@@ -242,6 +282,12 @@ class SparkEngine(Engine):
         return f"Spark, {self.session.sparkContext.master}"
 
     def aggregate(self, dataset: SparkDataset, request: Any, steps: tuple[RowStep, ...] = ()) -> Any:
+        for step in steps:
+            if type(step) not in self.STEPS:
+                raise DataError(
+                    f"the Spark engine cannot apply {type(step).__name__} yet (a privacy unit's "
+                    "bounding of each person's rows): use the polars engine for this query"
+                )
         try:
             return super().aggregate(dataset, request, steps)
         except (TypeError, DataError):
@@ -279,6 +325,45 @@ class SparkEngine(Engine):
         )
         return as_moments(int(row["n"]), row["s"], row["lo"], row["hi"])
 
+    def _centred(
+        self, dataset: SparkDataset, request: CentredSums, steps: tuple[RowStep, ...]
+    ) -> CentredMoments:
+        row = self._frame(dataset, steps).agg(*centred_columns(request)).first()
+        return centred_moments(row.asDict())
+
+    def _grouped_centred(
+        self, dataset: SparkDataset, request: GroupedCentredSums, steps: tuple[RowStep, ...]
+    ) -> tuple[CentredMoments, ...]:
+        frame = self._frame(dataset, steps)
+        rows = frame.groupBy(cell_column(request.axes).alias("cell")).agg(*centred_columns(request)).collect()
+        out = [CentredMoments(0, 0.0)] * int(np.prod(request.shape))
+        for r in rows:
+            out[int(r["cell"])] = centred_moments(r.asDict())
+        return tuple(out)
+
+    def _distinct(self, dataset: SparkDataset, request: DistinctCount, steps: tuple[RowStep, ...]) -> int:
+        frame = self._frame(dataset, steps)
+        return int(frame.agg(F.countDistinct(_col(request.column)).alias("n")).first()["n"])
+
+    def _persons(
+        self, dataset: SparkDataset, request: PersonContributions, steps: tuple[RowStep, ...]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """As the polars engine: one row per (person, cell) comes back (the mechanism's D'
+        removes the person contributing most, so it needs every person's totals)."""
+        y = clipped_column(request) - F.lit(request.midpoint) if request.column else F.lit(0.0)
+        grouped = (
+            self._frame(dataset, steps)
+            .where(_col(request.unit).isNotNull())
+            .groupBy(_col(request.unit).cast("string").alias("__id"), cell_column(request.axes).alias("cell"))
+            .agg(F.count(F.lit(1)).alias("n"), F.sum(y).alias("s"))
+        )
+        rows = _to_polars(grouped)
+        ids = rows["__id"]
+        codes = (ids.rank("dense").to_numpy() - 1).astype(np.int64)
+        names = ids.unique().sort().to_list()
+        sums = rows["s"].cast(pl.Float64).to_numpy()
+        return codes, rows["cell"].to_numpy(), rows["n"].to_numpy().astype(float), sums, names
+
     def _sorted(
         self, dataset: SparkDataset, request: SortedClipped, steps: tuple[RowStep, ...]
     ) -> np.ndarray:
@@ -287,11 +372,7 @@ class SparkEngine(Engine):
 
     def _cells(self, dataset: SparkDataset, request: CellCounts, steps: tuple[RowStep, ...]) -> np.ndarray:
         shape = request.shape
-        strides = np.cumprod((1, *shape[:0:-1]))[::-1]
-        index = reduce(
-            lambda a, b: a + b, (axis_column(a) * int(s) for a, s in zip(request.axes, strides, strict=True))
-        )
-        rows = self._frame(dataset, steps).groupBy(index.alias("cell")).count().collect()
+        rows = self._frame(dataset, steps).groupBy(cell_column(request.axes).alias("cell")).count().collect()
         out = np.zeros(int(np.prod(shape)), dtype=float)
         for r in rows:
             out[int(r["cell"])] = float(r["count"])
@@ -330,9 +411,8 @@ class SparkEngine(Engine):
                     ranges[c] = (float(low), float(high))
         top_values: dict[str, list[str]] = {}
         for c in (c.name for c in columns if c.kind != "numeric"):
-            counts = (
-                dataset.frame.where(_col(c).isNotNull()).groupBy(_col(c).cast("string").alias("v")).count()
-            )
+            counts = dataset.frame.where(_col(c).isNotNull()).groupBy(_col(c).alias("v")).count()
+            # the values as Python objects, shown as the polars engine shows them (True, not true)
             top_values[c] = [str(r["v"]) for r in counts.orderBy(F.desc("count"), "v").limit(top).collect()]
         return DatasetSummary(dataset.n_rows, columns, ranges, top_values)
 
