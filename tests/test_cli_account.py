@@ -9,7 +9,14 @@ import pytest
 
 from dpexplorer.commands import account
 from dpexplorer.core.accounting.compose import METHODS, epsilon_at
-from dpexplorer.core.accounting.guarantees import ZCDP, ApproxDP, GaussianNoise, LaplaceNoise, PureDP
+from dpexplorer.core.accounting.guarantees import (
+    ZCDP,
+    ApproxDP,
+    GaussianNoise,
+    LaplaceNoise,
+    PureDP,
+    Subsampled,
+)
 
 
 def run(argv: list[str]) -> int:
@@ -37,9 +44,15 @@ def test_methods_repeatable_and_comma_separated(capsys):
 
 
 def test_every_spec_kind_parses():
-    assert account.parse_spec("approx:epsilon=0.5:delta=1e-7:k=3") == [ApproxDP(0.5, 1e-7)] * 3
-    assert account.parse_spec("zcdp:rho=0.2") == [ZCDP(0.2)]
-    assert account.parse_spec("gaussian:sigma=3:sensitivity=2") == [GaussianNoise(3.0, 2.0)]
+    assert account.parse_spec("approx:epsilon=0.5:delta=1e-7:k=3") == (ApproxDP(0.5, 1e-7), 3)
+    assert account.parse_spec("zcdp:rho=0.2") == (ZCDP(0.2), 1)
+    assert account.parse_spec("gaussian:sigma=3:sensitivity=2") == (GaussianNoise(3.0, 2.0), 1)
+    assert account.parse_spec("gaussian:sigma=1:q=0.01:k=10") == (Subsampled(GaussianNoise(1.0), 0.01), 10)
+    assert account.parse_spec("pure:epsilon=1:sample=10/1000") == (
+        Subsampled(PureDP(1.0), 0.01, "without_replacement"),
+        1,
+    )
+    assert account.parse_spec("laplace:scale=2:q=1") == (LaplaceNoise(2.0), 1)  # q = 1: no sampling
 
 
 def test_table_output(capsys):
@@ -62,6 +75,15 @@ def test_table_output(capsys):
         ("laplace:scale=-1", "scale"),
         ("pure:epsilon=1:epsilon=2", "'epsilon'"),
         ("pure:epsilon=nan", "epsilon='nan'"),
+        ("laplace:scale=1:k=99999999999999999999", "k="),
+        ("laplace:scale=1:k=-5", "k="),
+        ("laplace:scale=1:q=0", "q=0"),
+        ("laplace:scale=1:q=1.5", "q=1.5"),
+        ("laplace:scale=1:q=0.1:sample=1/10", "not both"),
+        ("laplace:scale=1:sample=11/10", "sample='11/10'"),
+        ("laplace:scale=1:sample=0.5", "sample='0.5'"),
+        ("zcdp:rho=1:q=0.5", "'q'"),
+        ("approx:epsilon=1:delta=1e-6:q=0.5", "'q'"),
     ],
 )
 def test_bad_spec_one_line_on_stderr_exit_2(capsys, spec, named):
@@ -85,3 +107,27 @@ def test_through_the_cli_entry_point(capsys):
     assert main(["account", "--json", "--method", "basic", "laplace:scale=10:k=100"]) == 0
     assert json.loads(capsys.readouterr().out)["epsilon"]["basic"] == pytest.approx(10.0)
     assert main(["account", "laplace:scale=x"]) == 2
+
+
+def test_k_is_a_count_not_a_list_length(capsys):
+    # ten to the eight Laplace releases: every method answers from the count (a list that long
+    # would take gigabytes). Laplace(1) is dominated by randomized response with epsilon 1, whose
+    # k-fold composition KOV gives exactly: the PLD (even on its coarsest grid) stays below it.
+    assert run(["--json", "laplace:scale=1:k=100000000"]) == 0
+    out = json.loads(capsys.readouterr().out)["epsilon"]
+    assert out["basic"] == pytest.approx(1e8)
+    assert out["pld"] <= out["optimal"] < out["basic"]
+    assert out["rdp"] < out["zcdp"] < out["basic"]
+
+
+def test_mixing_poisson_and_without_replacement_is_refused(capsys):
+    assert run(["laplace:scale=1:q=0.1", "laplace:scale=1:sample=1/10"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "neighbouring relations" in err
+
+
+def test_subsampled_gaussian_matches_the_api(capsys):
+    assert run(["--json", "--method", "pld,rdp", "gaussian:sigma=1:q=0.01:k=1000"]) == 0
+    out = json.loads(capsys.readouterr().out)["epsilon"]
+    assert out["pld"] == pytest.approx(epsilon_at([(Subsampled(GaussianNoise(1.0), 0.01), 1000)], "pld", 1e-6))
+    assert out["pld"] < out["rdp"] < 3.0  # dp_accounting: 2.1245 (PLD)

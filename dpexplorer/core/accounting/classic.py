@@ -16,7 +16,7 @@ from scipy import special
 
 from dpexplorer.core.accounting.guarantees import Guarantee
 from dpexplorer.core.accounting.pld import epsilon_of_atoms
-from dpexplorer.core.accounting.single import epsilon_of, fixed_approx
+from dpexplorer.core.accounting.single import epsilon_of, fixed_approx, nudge_up
 from dpexplorer.core.errors import NotApplicableError
 
 Counts = Sequence[tuple[Guarantee, int]]
@@ -111,31 +111,83 @@ def homogeneous(counts: Counts) -> tuple[float, float, int]:
     return eps, d, sum(k for _, k in counts)
 
 
-def kov_delta(eps0: float, k: int, epsilon: float) -> float:
-    """Exact delta(epsilon) of k-fold randomized response with parameter eps0: the largest delta
-    of any k-fold composition of eps0-DP mechanisms (Kairouz, Oh & Viswanath 2015, Theorem 3.3).
-    delta = sum_l C(k,l) (p^(k-l) q^l - e^epsilon p^l q^(k-l))_+, p = e^eps0/(1+e^eps0)."""
-    l_values = np.arange(k + 1)
+KOV_SIGMAS = 40.0
+"""The KOV sum keeps the outcomes within KOV_SIGMAS standard deviations of the binomial's mean
+(plus everything with a positive loss when that is fewer); the rest is bounded (Chernoff) and
+counted as if its loss were infinite."""
+
+
+def _binomial_tail(k: int, q: float, at: float) -> float:
+    """Chernoff bound on P(X <= at) for at < kq, or P(X >= at) for at > kq, X ~ Bin(k, q):
+    exp(-k KL(at/k || q)) (Chernoff 1952; Hoeffding 1963, Theorem 1). An upper bound."""
+    a = min(max(at / k, 0.0), 1.0)
+    kl = sum(x * math.log(x / y) for x, y in ((a, q), (1 - a, 1 - q)) if x > 0)
+    return math.exp(-k * kl)
+
+
+def _kov_atoms(eps0: float, k: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """(losses, masses, mass moved to +inf) of k-fold randomized response with parameter eps0:
+    l flips (probability q = 1/(1 + e^eps0) each) give the loss (k - 2l) eps0 with mass
+    C(k,l) p^(k-l) q^l (Kairouz, Oh & Viswanath 2015, Theorem 3.3). Only l from the binomial's
+    lower tail up to k/2 matter (larger l: loss <= 0); for large k the range is cut and the
+    mass cut off is a Chernoff bound, put at +inf. Each mass is multiplied by a bound on the
+    relative error of its floating-point evaluation (gammaln of arguments up to k), so every
+    mass is an upper bound on the true one."""
+    q = float(special.expit(-eps0))
+    spread = KOV_SIGMAS * math.sqrt(k * q * (1 - q)) + 1
+    low = max(0, math.floor(k * q - spread))
+    high = min(k // 2, math.ceil(k * q + spread))
+    cut = (_binomial_tail(k, q, low - 1) if low > 0 else 0.0) + (
+        _binomial_tail(k, q, high + 1) if high < k // 2 else 0.0
+    )
+    l_values = np.arange(low, high + 1, dtype=float)
     log_binom = special.gammaln(k + 1) - special.gammaln(l_values + 1) - special.gammaln(k - l_values + 1)
-    log_p, log_q = -np.logaddexp(0.0, -eps0), -np.logaddexp(0.0, eps0)
-    under_p = np.exp(log_binom + (k - l_values) * log_p + l_values * log_q)
-    losses = (k - 2 * l_values) * eps0  # log(p-term / q-term); the term is p-term (1 - e^(eps-loss))
+    log_p, log_q = -math.log1p(math.exp(-eps0)), -math.log1p(math.exp(eps0))
+    logs = log_binom + (k - l_values) * log_p + l_values * log_q
+    # each of the ~6 terms is within a few ulps of its size: bound the absolute error of the sum
+    scale = 3 * abs(float(special.gammaln(k + 1))) + k * (abs(log_p) + abs(log_q)) + 1.0
+    error = 16 * FLOAT_EPS * scale
+    return (k - 2 * l_values) * eps0, np.exp(logs + error), cut
+
+
+FLOAT_EPS = float(np.finfo(float).eps)
+
+
+def _atoms_delta(losses: np.ndarray, masses: np.ndarray, epsilon: float) -> float:
+    """sum_j m_j (1 - e^(eps - l_j))_+ as a sum of positive terms (no cancellation)."""
     above = losses > epsilon
-    return float((under_p[above] * -np.expm1(epsilon - losses[above])).sum())
+    return float((masses[above] * -np.expm1(epsilon - losses[above])).sum())
+
+
+def kov_delta(eps0: float, k: int, epsilon: float) -> float:
+    """delta(epsilon) of k-fold randomized response with parameter eps0: the largest delta of any
+    k-fold composition of eps0-DP mechanisms (Kairouz, Oh & Viswanath 2015, Theorem 3.3),
+    delta = sum_l C(k,l) (p^(k-l) q^l - e^epsilon p^l q^(k-l))_+, p = e^eps0/(1+e^eps0).
+    An upper bound on that exact value (masses rounded up, far tails counted whole)."""
+    losses, masses, cut = _kov_atoms(eps0, k)
+    return min(1.0, _atoms_delta(losses, masses, epsilon) * (1 + 4 * FLOAT_EPS * losses.size) + cut)
 
 
 def optimal(counts: Counts, delta: float) -> Outcome:
     """Optimal composition of k identical (eps0, d0) guarantees (Kairouz, Oh & Viswanath 2015,
-    Theorem 3.3): the tight epsilon with 1 - (1 - d0)^k (1 - delta_RR(eps)) <= delta. Exact for the
-    worst case, hence an upper bound for any such mechanisms (not a discretisation)."""
+    Theorem 3.3): the tight epsilon with 1 - (1 - d0)^k (1 - delta_RR(eps)) <= delta. The worst
+    case is exact, hence an upper bound for any such mechanisms (not a discretisation); the
+    number shown is rounded outward: the delta of the returned epsilon, summed without
+    cancellation from masses rounded up, is checked to be <= delta (issue 15)."""
     eps0, d0, k = homogeneous(counts)
-    target = 1 - (1 - delta) / (1 - d0) ** k
+    # 1 - (1 - delta)/(1 - d0)^k, without cancellation, and shaded down by a few ulps
+    target = -math.expm1(math.log1p(-delta) - k * math.log1p(-d0)) * (1 - 1e-12)
     if target < 0:
         raise NotApplicableError(f"delta {delta:g} is below the delta the {k} guarantees already spend")
-    l_values = np.arange(k + 1)
-    log_binom = special.gammaln(k + 1) - special.gammaln(l_values + 1) - special.gammaln(k - l_values + 1)
-    log_p = -np.logaddexp(0.0, -eps0)
-    losses = (k - 2 * l_values) * eps0
-    masses = np.exp(log_binom + k * log_p - l_values * eps0)  # C(k,l) p^(k-l) q^l
-    eps = epsilon_of_atoms(losses.astype(float), masses, target)
+    losses, masses, cut = _kov_atoms(eps0, k)
+    goal = target - cut
+    if goal < 0:
+        raise NotApplicableError(f"delta {delta:g} is too small for optimal composition of {k} guarantees")
+    slack = 1 + 4 * FLOAT_EPS * losses.size  # rounding of the sum of positive terms
+
+    def fits(eps: float) -> bool:
+        return _atoms_delta(losses, masses, eps) * slack <= goal
+
+    eps = epsilon_of_atoms(losses, masses, goal / slack)
+    eps = nudge_up(eps, fits)
     return Outcome(eps, f"{k} identical ({eps0:g}, {d0:g})-DP guarantees (Kairouz-Oh-Viswanath)")

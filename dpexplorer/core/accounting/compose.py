@@ -32,13 +32,15 @@ import numpy as np
 
 from dpexplorer.core.accounting import classic
 from dpexplorer.core.accounting.guarantees import Guarantee, RDPCurve
-from dpexplorer.core.accounting.pld import PrivacyLossDistribution, compose_pld
+from dpexplorer.core.accounting.pld import PrivacyLossDistribution, TwoSided, compose_pld
 from dpexplorer.core.accounting.single import ORDERS, rdp_of, rdp_to_epsilon, rho_of, zcdp_to_epsilon
 from dpexplorer.core.accounting.validate import check_delta, check_epsilon, counted
 from dpexplorer.core.errors import InvalidParameterError, NotApplicableError
 
 METHODS: tuple[str, ...] = ("basic", "advanced", "optimal", "zcdp", "rdp", "pld")
 Counts = tuple[tuple[Guarantee, int], ...]
+Items = Sequence[Guarantee | tuple[Guarantee, int]]
+"""A list of guarantees, where an item may be a pair (guarantee, count): k is a count."""
 
 
 @dataclass(frozen=True)
@@ -82,11 +84,11 @@ def _check_method(method: str) -> None:
 
 
 @functools.lru_cache(maxsize=32)
-def _pld(counts: Counts) -> PrivacyLossDistribution:
+def _pld(counts: Counts) -> PrivacyLossDistribution | TwoSided:
     return compose_pld(counts)
 
 
-def pld_of(guarantees: Sequence[Guarantee]) -> PrivacyLossDistribution:
+def pld_of(guarantees: Items) -> PrivacyLossDistribution | TwoSided:
     """The composed pessimistic PLD of the list (cached per distinct list); NotApplicableError if
     some guarantee has none. Its ``delta(eps)``/``epsilon(delta)`` are upper bounds."""
     return _pld(counted(guarantees))
@@ -143,7 +145,7 @@ def _outcome(counts: Counts, method: str, delta: float) -> classic.Outcome:
     return outcome
 
 
-def epsilon_at(guarantees: Sequence[Guarantee], method: str, delta: float) -> float:
+def epsilon_at(guarantees: Items, method: str, delta: float) -> float:
     """epsilon of the composed list at ``delta`` under ``method`` (an upper bound, see module doc).
 
     Raises NotApplicableError (with the reason) when the method does not apply, and
@@ -153,9 +155,7 @@ def epsilon_at(guarantees: Sequence[Guarantee], method: str, delta: float) -> fl
     return _outcome(counted(guarantees), method, delta).epsilon
 
 
-def compose(
-    guarantees: Sequence[Guarantee], *, delta: float, methods: Sequence[str] = METHODS
-) -> CompositionReport:
+def compose(guarantees: Items, *, delta: float, methods: Sequence[str] = METHODS) -> CompositionReport:
     """Every method of ``methods`` at ``delta``, in that order; a method that does not apply gets
     epsilon None and the reason. Each epsilon is an upper bound under its theorem."""
     for method in methods:
@@ -193,7 +193,7 @@ def _delta_by_search(counts: Counts, method: str, epsilon: float) -> float:
     return math.exp(high)
 
 
-def delta_at(guarantees: Sequence[Guarantee], method: str, epsilon: float) -> float:
+def delta_at(guarantees: Items, method: str, epsilon: float) -> float:
     """delta of the composed list at ``epsilon`` under ``method`` (an upper bound). Exact profile
     for ``pld`` and ``optimal``; for the other methods the smallest delta at which their epsilon
     bound is <= ``epsilon`` (bisection). Returns 1.0 when no delta < 1 reaches ``epsilon``."""
@@ -206,13 +206,13 @@ def delta_at(guarantees: Sequence[Guarantee], method: str, epsilon: float) -> fl
         return min(_pld(counts).delta(epsilon), 1.0)
     if method == "optimal":
         eps0, d0, k = classic.homogeneous(counts)
-        return 1 - (1 - d0) ** k * (1 - classic.kov_delta(eps0, k, epsilon))
+        return min(1.0, -math.expm1(k * math.log1p(-d0) + math.log1p(-classic.kov_delta(eps0, k, epsilon))))
     if method in ("zcdp", "rdp"):
         _SOLVERS[method](counts, 0.5)  # raises NotApplicableError with the reason
     return _delta_by_search(counts, method, epsilon)
 
 
-def privacy_profile(guarantees: Sequence[Guarantee], method: str, deltas: np.ndarray) -> np.ndarray:
+def privacy_profile(guarantees: Items, method: str, deltas: np.ndarray) -> np.ndarray:
     """epsilon(delta) at each of ``deltas`` under ``method`` (upper bounds), NaN where the method
     does not apply (or no finite epsilon exists). Meant for plotting: for ``pld`` with Gaussian
     noise in the list the values come from one grid (see PrivacyLossDistribution.epsilons) and

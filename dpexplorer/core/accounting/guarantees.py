@@ -59,4 +59,22 @@ class GaussianNoise:
     sensitivity: float = 1.0
 
 
-Guarantee = PureDP | ApproxDP | ZCDP | RDPCurve | LaplaceNoise | GaussianNoise
+SCHEMES = ("poisson", "without_replacement")
+"""How a subsample is drawn: each row kept independently with probability ``rate`` (Poisson;
+neighbours differ by adding or removing a row), or ``rate`` = m/N, m rows drawn without
+replacement from N (neighbours differ by replacing a row)."""
+
+
+@dataclass(frozen=True)
+class Subsampled:
+    """``base`` (Laplace or Gaussian noise, or pure epsilon-DP) run on a secret random subsample
+    of the data drawn by ``scheme`` at ``rate`` (see SCHEMES). The amplification is a claim
+    about how the data were drawn: the accountant believes it; the steward must make it true.
+    For ``without_replacement`` the base is taken as its guarantee under the replace relation."""
+
+    base: LaplaceNoise | GaussianNoise | PureDP
+    rate: float
+    scheme: str = "poisson"
+
+
+Guarantee = PureDP | ApproxDP | ZCDP | RDPCurve | LaplaceNoise | GaussianNoise | Subsampled

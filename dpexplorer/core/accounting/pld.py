@@ -39,23 +39,26 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
 
+from dpexplorer.core.accounting import grid
 from dpexplorer.core.accounting.guarantees import (
     ApproxDP,
     GaussianNoise,
     Guarantee,
     LaplaceNoise,
     PureDP,
+    Subsampled,
 )
+from dpexplorer.core.accounting.losses import LossLaw, cached_law, rr_law
 from dpexplorer.core.accounting.single import gaussian_delta, gaussian_epsilon
 from dpexplorer.core.errors import InvalidParameterError, NotApplicableError
 
-GRID_POINTS = 1 << 16
+GRID_POINTS = 1 << 15
 """Target number of grid points over the support of the composed discretised loss."""
 COARSE_POINTS = 1 << 14
 """Points kept (after a further pessimistic spread) when a Gaussian part must be summed."""
@@ -64,101 +67,46 @@ ROUGH_POINTS = 1 << 9
 MAX_POINTS = 1 << 22
 """Largest composed grid accepted (a longer list is refused rather than exhausting memory)."""
 
-FLOAT_EPS = float(np.finfo(float).eps)
-Moments = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
-
-@dataclass(frozen=True)
-class _Bounded:
-    """A loss bounded in [-bound, bound], given by ``moments(x) = (F(x), G(x))`` with
-    F(x) = P(L <= x) and G(x) = E[e^-L; L <= x] for x in [-bound, bound) (both 0 below -bound and
-    1 from bound on), and the probability of an infinite loss, which sits outside them."""
-
-    bound: float
-    moments: Moments
-    infinity: float = 0.0
-
-
-def _laplace_moments(eps0: float) -> Moments:
-    # L = (|y - D| - |y|)/b, y ~ Lap(0, b): atom 1/2 e^-eps0 at -eps0, density 1/4 e^((l-eps0)/2)
-    # on (-eps0, eps0), atom 1/2 at eps0 (Koskela et al. 2020, Section 4.1). Integrating:
-    # F(x) = 1/2 e^((x - eps0)/2), G(x) = 1 - 1/2 e^(-(x + eps0)/2) on [-eps0, eps0).
-    def moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return 0.5 * np.exp((x - eps0) / 2), 1 - 0.5 * np.exp(-(x + eps0) / 2)
-
-    return moments
-
-
-def _rr_moments(eps: float) -> Moments:
-    # randomized response: loss -eps w.p. 1/(1+e^eps), +eps w.p. e^eps/(1+e^eps).
-    low, high = float(special.expit(-eps)), float(special.expit(eps))
-
-    def moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return np.full(x.shape, low), np.full(x.shape, high)
-
-    return moments
-
-
-def bounded_part(g: Guarantee) -> _Bounded | None:
-    """The bounded PLD of a discretisable guarantee, None for Gaussian noise (kept exact).
+def _law(g: Guarantee, direction: str) -> LossLaw | None:
+    """The loss law of a discretised guarantee in ``direction`` ("remove" or "add"; the same for
+    a mechanism that is not subsampled), None for Gaussian noise (kept exact).
 
     Pure epsilon-DP and (epsilon, delta)-DP are represented by their dominating pairs
     (randomized response; plus an atom of mass delta at +inf), Kairouz, Oh & Viswanath 2015,
-    Theorem 2.1; Zhu, Dong & Wang 2022, Section 3."""
+    Theorem 2.1; Zhu, Dong & Wang 2022, Section 3. Subsampled mechanisms: see :mod:`.losses`."""
     if isinstance(g, LaplaceNoise):
-        eps0 = g.sensitivity / g.scale
-        return _Bounded(eps0, _laplace_moments(eps0))
+        return cached_law("laplace", g.sensitivity / g.scale, 1.0, direction)
     if isinstance(g, PureDP):
-        return _Bounded(g.epsilon, _rr_moments(g.epsilon))
+        return cached_law("pure", g.epsilon, 1.0, direction)
     if isinstance(g, ApproxDP):
-        return _Bounded(g.epsilon, _rr_moments(g.epsilon), g.delta)
+        return rr_law(g.epsilon, g.delta)
+    if isinstance(g, Subsampled):
+        base = g.base
+        if isinstance(base, LaplaceNoise):
+            kind, parameter = "laplace", base.sensitivity / base.scale
+        elif isinstance(base, GaussianNoise):
+            kind, parameter = "gaussian", base.sensitivity / base.sigma
+        else:
+            kind, parameter = "pure", base.epsilon
+        return cached_law(kind, parameter, g.rate, direction)
     return None
+
+
+def bounded_part(g: Guarantee) -> LossLaw | None:
+    """The discretised loss law of ``g`` (removal direction), None for Gaussian noise."""
+    return _law(g, "remove")
 
 
 def not_applicable_reason(counts: Sequence[tuple[Guarantee, int]]) -> str | None:
     """Why the PLD accountant cannot take this list, or None if it can."""
     for g, _ in counts:
-        if not isinstance(g, GaussianNoise) and bounded_part(g) is None:
+        if not isinstance(g, GaussianNoise) and _law(g, "remove") is None:
             return (
                 f"{type(g).__name__} has no privacy-loss distribution (zCDP and RDP bounds do not "
                 "determine one); use the zcdp or rdp method"
             )
     return None
-
-
-def _discretise(part: _Bounded, step: float) -> tuple[int, np.ndarray]:
-    """Pessimistic pmf on the grid j * step ("connect the dots", Doroshenko et al. 2022): the mass
-    of L in each cell (x_{j-1}, x_j] is split between x_{j-1} and x_j so that both the mass and
-    E[e^-L] are kept. In Y = e^-L this is a mean-preserving spread, and delta(eps) =
-    E[(1 - e^eps Y)_+] is convex in Y (also after composing: Y is multiplied by an independent
-    factor), so by Jensen's inequality delta can only grow. Returns (first index, pmf)."""
-    slack = 1e-9  # a grid point within 1e-9 step of +-bound is taken as on it (float alignment)
-    first = math.floor(-part.bound / step + slack)
-    last = math.ceil(part.bound / step - slack)
-    x = np.arange(first, last + 1) * step
-    inside = (x > -part.bound) & (x < part.bound)
-    cdf, partial = part.moments(np.where(inside, x, -part.bound))
-    below = x < -part.bound - slack * step  # strictly below the support: nothing there yet
-    cdf, partial = np.where(below, 0.0, cdf), np.where(below, 0.0, partial)
-    cdf[-1], partial[-1] = 1.0, 1.0
-    mass, weighted = np.diff(cdf, prepend=0.0), np.diff(partial, prepend=0.0)
-    upper_y, lower_y = np.exp(-x[:-1]), np.exp(-x[1:])  # e^-L at the left and right ends of cells
-    to_left = np.clip((weighted[1:] - mass[1:] * lower_y) / (upper_y - lower_y), 0.0, mass[1:])
-    pmf = mass.copy()
-    pmf[1:] -= to_left
-    pmf[:-1] += to_left
-    return first, np.maximum(pmf, 0.0)
-
-
-def _grid_step(groups: Sequence[tuple[_Bounded, int]]) -> tuple[float, int]:
-    """(fine step, coarse factor): about GRID_POINTS fine and COARSE_POINTS coarse points over the
-    support, with the epsilon of the most repeated group a whole number of COARSE steps, so that
-    its atoms stay exact on both grids."""
-    span = sum(2 * part.bound * k for part, k in groups)
-    anchor = max(groups, key=lambda item: item[1])[0].bound
-    coarse_step = anchor / math.ceil(anchor / (span / COARSE_POINTS))
-    factor = math.ceil(coarse_step / (span / GRID_POINTS))
-    return coarse_step / factor, factor
 
 
 @dataclass(frozen=True)
@@ -386,56 +334,109 @@ def _newton(
     return high
 
 
-def _power(spectrum: np.ndarray, k: int) -> np.ndarray:
-    """spectrum ** k by repeated squaring in place (measured ~10x faster than numpy's complex
-    power, which goes through exp and log)."""
-    result: np.ndarray | None = None
-    base = spectrum
-    while k:
-        if k & 1:
-            result = base.copy() if result is None else np.multiply(result, base, out=result)
-        k >>= 1
-        if k:
-            base = base * base
-    assert result is not None
-    return result
+def _survive(mass: float, k: int) -> float:
+    """(1 - mass) ** k without losing a tiny mass to rounding (k may be huge)."""
+    return math.exp(k * math.log1p(-mass)) if mass < 1 else 0.0
 
 
-def compose_pld(counts: Sequence[tuple[Guarantee, int]]) -> PrivacyLossDistribution:
-    """Pessimistic PLD of the composition of ``counts`` ((guarantee, multiplicity) pairs).
-
-    Raises NotApplicableError if a guarantee has no PLD (zCDP, RDP curve)."""
-    from scipy import fft  # imported on first use (start-up cost)
-
-    reason = not_applicable_reason(counts)
-    if reason is not None:
-        raise NotApplicableError(reason)
-    mu2 = sum(k * (g.sensitivity / g.sigma) ** 2 for g, k in counts if isinstance(g, GaussianNoise))
-    groups = [(part, k) for g, k in counts if (part := bounded_part(g)) is not None]
-    infinity = 1.0 - math.prod((1.0 - part.infinity) ** k for part, k in groups)
+def _compose_laws(groups: Sequence[tuple[LossLaw, int]], mu: float) -> PrivacyLossDistribution:
+    """Pessimistic PLD of the groups (law, count) composed with an exact Gaussian of parameter
+    ``mu`` (see the module doc and :mod:`.grid`)."""
+    infinity = 1.0 - math.prod(_survive(law.infinity, k) for law, k in groups)
     if not groups:
-        return PrivacyLossDistribution(1.0, 0, np.ones(1), math.sqrt(mu2), infinity)
-    step, factor = _grid_step(groups)
-    if sum(2 * part.bound * k for part, k in groups) / step > MAX_POINTS:
+        return PrivacyLossDistribution(1.0, 0, np.ones(1), mu, infinity)
+    low, high = grid.window(groups)
+    span = max(high - low, max(law.high - law.low for law, _ in groups))
+    step, factor = grid.grid_step(groups, span, GRID_POINTS, COARSE_POINTS)
+    laws = [law for law, _ in groups]
+    pieces = [(*piece, k) for piece, (_, k) in zip(grid.discretise_all(laws, step), groups, strict=True)]
+    low, high = grid.window(groups, pieces, step)  # again on the pmfs: connecting the dots moves E[L]
+    first, last = math.floor(low / step + 1e-9), math.ceil(high / step - 1e-9)
+    size = fft_length(last - first + 1)
+    if size > MAX_POINTS:
         raise NotApplicableError(
             "the composed privacy loss spans too many grid points for the PLD accountant "
             "(too many repetitions of too large an epsilon); use the rdp or optimal method"
         )
-    pieces = [(*_discretise(part, step), k) for part, k in groups]
-    offset = sum(first * k for first, _, k in pieces)
-    length = sum((pmf.size - 1) * k for _, pmf, k in pieces) + 1
-    if len(pieces) == 1 and pieces[0][2] == 1:
-        pmf = pieces[0][1]
+    # mass moved to +inf: truncated tails of the laws, and what may wrap around from above
+    wrapped = grid.mass_above(groups, pieces, step, first + size)
+    kept = math.prod(_survive(law.above, k) for law, k in groups) * (1 - wrapped)
+    if len(pieces) == 1 and pieces[0][2] == 1 and pieces[0][1].size <= size:
+        start, pmf, _ = pieces[0]
+        first, tolerance = start, 0.0
     else:
-        size = fft.next_fast_len(length, real=True)
-        spectrum = np.ones(size // 2 + 1, dtype=complex)
-        for _, piece, k in pieces:
-            spectrum *= _power(fft.rfft(piece, size), k)
-        raw = fft.irfft(spectrum, size)[:length]
-        # Round-off of the FFT is absolute, about 1e-16 per point; its size shows in the negative
-        # excursions where the true mass is ~0. Adding ten times that to every mass keeps the
-        # profile an upper bound despite round-off (it matters only for delta below ~1e-10).
-        tolerance = 10 * max(-float(raw.min()), FLOAT_EPS)
-        pmf = np.maximum(raw, 0.0) + tolerance
+        pmf, roundoff = grid.convolve(pieces, first, size)
+        # ten times the worst round-off seen, added to every mass the sum can have, keeps the
+        # profile an upper bound despite it (it matters only for delta below ~1e-10)
+        top = sum(k * (start + piece.size - 1) for start, piece, k in pieces) - first
+        tolerance = np.zeros(size)
+        tolerance[: max(0, min(size, top + 1))] = 10 * roundoff
+    pmf = (pmf + tolerance) / kept if kept > 0 else pmf + tolerance
     pmf.flags.writeable = False  # shared through the cache: never modified
-    return PrivacyLossDistribution(step, offset, pmf, math.sqrt(mu2), infinity, factor)
+    infinity = 1 - (1 - infinity) * kept
+    return PrivacyLossDistribution(step, first, pmf, mu, infinity, factor)
+
+
+def fft_length(points: int) -> int:
+    """A fast FFT length of at least ``points``."""
+    from scipy import fft  # imported on first use (start-up cost)
+
+    return int(fft.next_fast_len(points, real=True))
+
+
+def compose_pld(counts: Sequence[tuple[Guarantee, int]]) -> PrivacyLossDistribution | TwoSided:
+    """Pessimistic PLD of the composition of ``counts`` ((guarantee, multiplicity) pairs); for a
+    list with subsampled mechanisms, both directions (:class:`TwoSided`). Every delta it gives
+    is an upper bound on the true one; multiplicities cost log k, distinct groups a balanced tree.
+
+    Raises NotApplicableError if a guarantee has no PLD (zCDP, RDP curve)."""
+    reason = not_applicable_reason(counts)
+    if reason is not None:
+        raise NotApplicableError(reason)
+    mu = math.sqrt(sum(k * (g.sensitivity / g.sigma) ** 2 for g, k in counts if isinstance(g, GaussianNoise)))
+    two_sided = any(isinstance(g, Subsampled) and g.rate < 1 for g, _ in counts)
+    directions = ("remove", "add") if two_sided else ("remove",)
+    plds = []
+    for direction in directions:
+        groups = [(law, k) for g, k in counts if (law := _law(g, direction)) is not None]
+        plds.append(_compose_laws(_merge(groups), mu))
+    return plds[0] if len(plds) == 1 else TwoSided(plds[0], plds[1])
+
+
+def _merge(groups: list[tuple[LossLaw, int]]) -> list[tuple[LossLaw, int]]:
+    """Groups whose laws are the same object (cached laws) merged, counts added."""
+    merged: dict[int, tuple[LossLaw, int]] = {}
+    for law, k in groups:
+        known = merged.get(id(law))
+        merged[id(law)] = (law, k + (known[1] if known else 0))
+    return list(merged.values())
+
+
+@dataclass(frozen=True)
+class TwoSided:
+    """The PLDs of the removal and the addition direction of one composed list; the profile is
+    the larger of the two at every epsilon (a neighbouring pair is one or the other for every
+    mechanism; Zhu, Dong & Wang 2022, Section 5). Upper bounds, like each side."""
+
+    remove: PrivacyLossDistribution
+    add: PrivacyLossDistribution
+
+    @property
+    def infinity(self) -> float:
+        return max(self.remove.infinity, self.add.infinity)
+
+    def delta(self, epsilon: float) -> float:
+        """delta at ``epsilon`` (an upper bound on the true value)."""
+        return max(self.remove.delta(epsilon), self.add.delta(epsilon))
+
+    def deltas(self, epsilons: np.ndarray) -> np.ndarray:
+        """delta at each of ``epsilons`` (upper bounds)."""
+        return np.maximum(self.remove.deltas(epsilons), self.add.deltas(epsilons))
+
+    def epsilon(self, delta: float) -> float:
+        """Smallest epsilon whose delta is <= ``delta`` in both directions (an upper bound)."""
+        return max(self.remove.epsilon(delta), self.add.epsilon(delta))
+
+    def epsilons(self, deltas: np.ndarray) -> np.ndarray:
+        """epsilon at each of ``deltas`` (upper bounds; NaN where none)."""
+        return np.fmax(self.remove.epsilons(deltas), self.add.epsilons(deltas))

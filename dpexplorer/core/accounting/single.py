@@ -9,6 +9,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import special
 
+from dpexplorer.core.accounting import amplify
 from dpexplorer.core.accounting.guarantees import (
     ZCDP,
     ApproxDP,
@@ -17,6 +18,7 @@ from dpexplorer.core.accounting.guarantees import (
     LaplaceNoise,
     PureDP,
     RDPCurve,
+    Subsampled,
 )
 
 ORDERS: np.ndarray = np.concatenate([1.0 + np.geomspace(1e-3, 1.0, 40)[:-1], np.geomspace(2.0, 1e5, 160)])
@@ -47,10 +49,10 @@ def gaussian_epsilon(delta: float, mu: float) -> float:
     while gaussian_delta(high, mu) > delta:
         high *= 2
     root = optimize.brentq(lambda e: float(gaussian_delta(e, mu)) - delta, 0.0, high, xtol=1e-14, rtol=1e-13)
-    return _nudge_up(root, lambda e: float(gaussian_delta(e, mu)) <= delta)
+    return nudge_up(root, lambda e: float(gaussian_delta(e, mu)) <= delta)
 
 
-def _nudge_up(value: float, ok: Callable[[float], bool]) -> float:
+def nudge_up(value: float, ok: Callable[[float], bool]) -> float:
     """Move ``value`` up by tiny relative steps until ``ok(value)`` holds (root-finder slack)."""
     step = 1e-13 * max(abs(value), 1e-12)
     while not ok(value):
@@ -139,7 +141,23 @@ def rdp_of(g: Guarantee, orders: np.ndarray) -> np.ndarray | None:
         return np.asarray(orders) * g.rho
     if isinstance(g, RDPCurve):
         return curve_rdp(orders, g)
+    if isinstance(g, Subsampled) and g.scheme == "poisson":
+        return _subsampled_rdp(g, orders)
     return None
+
+
+def _subsampled_rdp(g: Subsampled, orders: np.ndarray) -> np.ndarray | None:
+    """Poisson-subsampled Renyi curve (see :mod:`.amplify`); cached per guarantee and orders."""
+    if g.rate >= 1:
+        return rdp_of(g.base, orders)
+    key = (g, tuple(np.asarray(orders, dtype=float).tolist()))
+    if key not in _RDP_CACHE:
+        mu = g.base.sensitivity / g.base.sigma if isinstance(g.base, GaussianNoise) else None
+        _RDP_CACHE[key] = amplify.poisson_rdp(orders, g.rate, lambda a: rdp_of(g.base, a), mu)
+    return _RDP_CACHE[key]
+
+
+_RDP_CACHE: dict[tuple[Subsampled, tuple[float, ...]], np.ndarray] = {}
 
 
 def rho_of(g: Guarantee) -> float | None:
@@ -166,6 +184,9 @@ def fixed_approx(g: Guarantee) -> tuple[float, float] | None:
         return g.epsilon, g.delta
     if isinstance(g, LaplaceNoise):
         return g.sensitivity / g.scale, 0.0
+    if isinstance(g, Subsampled) and not isinstance(g.base, GaussianNoise):
+        eps, _ = fixed_approx(g.base)  # type: ignore[misc]
+        return amplify.amplified_epsilon(eps, g.rate), 0.0
     return None
 
 
@@ -184,6 +205,11 @@ def epsilon_of(g: Guarantee, delta: float) -> float:
     if isinstance(g, RDPCurve):
         orders = np.union1d(ORDERS, np.asarray(g.orders, dtype=float))
         return rdp_to_epsilon(orders, curve_rdp(orders, g), delta)
+    if isinstance(g, Subsampled) and isinstance(g.base, GaussianNoise):
+        # the base is (eps, delta/q)-DP, so the subsampled one is (amplified eps, delta)-DP
+        if delta / g.rate >= 1:
+            return 0.0
+        return amplify.amplified_epsilon(epsilon_of(g.base, delta / g.rate), g.rate)
     return _fixed_or_inf(g, delta)
 
 

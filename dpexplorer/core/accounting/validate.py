@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Sequence
 
 from dpexplorer.core.accounting.guarantees import (
+    SCHEMES,
     ZCDP,
     ApproxDP,
     GaussianNoise,
@@ -15,6 +15,7 @@ from dpexplorer.core.accounting.guarantees import (
     LaplaceNoise,
     PureDP,
     RDPCurve,
+    Subsampled,
 )
 from dpexplorer.core.errors import InvalidParameterError
 
@@ -41,6 +42,20 @@ def _check_rdp(curve: RDPCurve) -> None:
             raise InvalidParameterError(f"RDPCurve: every epsilon must be >= 0, got {eps!r}")
 
 
+def _check_subsampled(g: Subsampled) -> None:
+    if not isinstance(g.base, LaplaceNoise | GaussianNoise | PureDP):
+        raise InvalidParameterError(
+            f"Subsampled: the base must be Laplace or Gaussian noise or pure DP, got {type(g.base).__name__}"
+        )
+    check_guarantee(g.base)
+    if not (isinstance(g.rate, int | float) and math.isfinite(g.rate) and 0 < g.rate <= 1):
+        raise InvalidParameterError(f"Subsampled: rate must satisfy 0 < rate <= 1, got {g.rate!r}")
+    if g.scheme not in SCHEMES:
+        raise InvalidParameterError(
+            f"Subsampled: scheme must be one of {', '.join(SCHEMES)}, got {g.scheme!r}"
+        )
+
+
 def check_guarantee(g: Guarantee) -> None:
     """Raise InvalidParameterError if ``g`` holds a value outside its domain."""
     name = type(g).__name__
@@ -60,6 +75,8 @@ def check_guarantee(g: Guarantee) -> None:
         _positive("sensitivity", g.sensitivity, name)
     elif isinstance(g, RDPCurve):
         _check_rdp(g)
+    elif isinstance(g, Subsampled):
+        _check_subsampled(g)
     else:
         raise InvalidParameterError(f"not a guarantee: {g!r}")
 
@@ -75,12 +92,37 @@ def check_epsilon(epsilon: float) -> None:
         raise InvalidParameterError(f"target: epsilon must be a finite number >= 0, got {epsilon!r}")
 
 
-def counted(guarantees: Sequence[Guarantee]) -> tuple[tuple[Guarantee, int], ...]:
-    """Validate every guarantee and group identical ones: ((guarantee, how many times), ...)."""
+MAX_COUNT = 10**15
+"""Largest multiplicity accepted (a count, never a list length; beyond it no method is meaningful
+in double precision)."""
+
+
+def _check_count(k: object) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_COUNT:
+        raise InvalidParameterError(
+            f"a guarantee's count must be an integer in 1..{MAX_COUNT:.0e}, got {k!r}"
+        )
+    return k
+
+
+def counted(guarantees: Sequence[Guarantee | tuple[Guarantee, int]]) -> tuple[tuple[Guarantee, int], ...]:
+    """Validate every guarantee and group identical ones: ((guarantee, how many times), ...).
+
+    An item is a guarantee (once) or a pair (guarantee, count): a ledger of ten thousand
+    identical releases, or ``k=10**8`` on the command line, is one pair, never a list of k."""
+    counts: dict[Guarantee, int] = {}
     try:
-        counts = Counter(guarantees)
+        for item in guarantees:
+            g, k = (item[0], _check_count(item[1])) if isinstance(item, tuple) else (item, 1)
+            counts[g] = counts.get(g, 0) + k
     except TypeError:
         raise InvalidParameterError("guarantees must be guarantee values (PureDP, ApproxDP, ...)") from None
     for g in counts:
         check_guarantee(g)
+    schemes = {g.scheme for g in counts if isinstance(g, Subsampled) and g.rate < 1}
+    if len(schemes) > 1:
+        raise InvalidParameterError(
+            "Poisson subsampling (neighbours add or remove a row) and sampling without replacement "
+            "(neighbours replace a row) hold under different neighbouring relations: compose one kind"
+        )
     return tuple(counts.items())
