@@ -129,5 +129,7 @@ def test_mixing_poisson_and_without_replacement_is_refused(capsys):
 def test_subsampled_gaussian_matches_the_api(capsys):
     assert run(["--json", "--method", "pld,rdp", "gaussian:sigma=1:q=0.01:k=1000"]) == 0
     out = json.loads(capsys.readouterr().out)["epsilon"]
-    assert out["pld"] == pytest.approx(epsilon_at([(Subsampled(GaussianNoise(1.0), 0.01), 1000)], "pld", 1e-6))
+    assert out["pld"] == pytest.approx(
+        epsilon_at([(Subsampled(GaussianNoise(1.0), 0.01), 1000)], "pld", 1e-6)
+    )
     assert out["pld"] < out["rdp"] < 3.0  # dp_accounting: 2.1245 (PLD)

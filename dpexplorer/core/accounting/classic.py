@@ -111,7 +111,7 @@ def homogeneous(counts: Counts) -> tuple[float, float, int]:
     return eps, d, sum(k for _, k in counts)
 
 
-KOV_SIGMAS = 40.0
+KOV_SIGMAS = 24.0
 """The KOV sum keeps the outcomes within KOV_SIGMAS standard deviations of the binomial's mean
 (plus everything with a positive loss when that is fewer); the rest is bounded (Chernoff) and
 counted as if its loss were infinite."""

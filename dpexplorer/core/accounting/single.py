@@ -109,9 +109,8 @@ def rdp_to_epsilon(orders: np.ndarray, rdp: np.ndarray, delta: float) -> float:
 def zcdp_to_epsilon(rho: float, delta: float) -> float:
     """epsilon at delta for rho-zCDP (an upper bound): the improved RDP conversion of Canonne,
     Kamath & Steinke 2020 (Proposition 12) with D_a <= rho a (Bun & Steinke 2016, Definition 1.1),
-    minimised over a; never above Bun & Steinke's rho + 2 sqrt(rho log(1/delta)) (Lemma 3.5)."""
-    from scipy import optimize  # imported on first use: it costs ~0.3-1 s at start-up
-
+    minimised over a; never above Bun & Steinke's rho + 2 sqrt(rho log(1/delta)) (Lemma 3.5).
+    Every value tried is a valid bound, so the minimum found is one whatever the search does."""
     if delta <= 0:
         return math.inf
     classic = rho + 2 * math.sqrt(rho * math.log(1 / delta))
@@ -124,8 +123,28 @@ def zcdp_to_epsilon(rho: float, delta: float) -> float:
     values = [conversion(x) for x in grid]
     best = int(np.argmin(values))
     low, high = grid[max(best - 1, 0)], grid[min(best + 1, len(grid) - 1)]
-    refined = optimize.minimize_scalar(conversion, bounds=(low, high), method="bounded")
-    return max(min(classic, values[best], float(refined.fun)), 0.0)
+    refined = _golden_minimum(conversion, float(low), float(high))
+    return max(min(classic, values[best], refined), 0.0)
+
+
+def _golden_minimum(function: Callable[[float], float], low: float, high: float, steps: int = 60) -> float:
+    """The smallest value of ``function`` met by a golden-section search on [low, high] (pure
+    Python: scipy.optimize costs ~0.3 s to import, too much for the `account` command)."""
+    ratio = (math.sqrt(5) - 1) / 2
+    left, right = high - ratio * (high - low), low + ratio * (high - low)
+    f_left, f_right = function(left), function(right)
+    best = min(f_left, f_right)
+    for _ in range(steps):
+        if f_left <= f_right:
+            high, right, f_right = right, left, f_left
+            left = high - ratio * (high - low)
+            f_left = function(left)
+        else:
+            low, left, f_left = left, right, f_right
+            right = low + ratio * (high - low)
+            f_right = function(right)
+        best = min(best, f_left, f_right)
+    return best
 
 
 def rdp_of(g: Guarantee, orders: np.ndarray) -> np.ndarray | None:
