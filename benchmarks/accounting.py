@@ -1,12 +1,22 @@
-"""Tight accounting benchmark (issue 6): 100 Laplace (b = 10), 100 Gaussian (sigma = 5) and
-50 Gaussian (sigma = 1), epsilon at delta = 1e-6, dpexplorer's PLD against dp_accounting's
-PLDAccountant (if installed) in the same run.
+"""Tight accounting benchmark: dpexplorer's PLD against dp_accounting's PLDAccountant (if
+installed) on the same lists in the same run, epsilon at delta = 1e-6.
 
-    python benchmarks/accounting.py [--json] [--repeat N]
+Cases (issue 6 and issue 18):
+  mixed  100 x Laplace(b = 10), 100 x Gaussian(sigma = 5), 50 x Gaussian(sigma = 1)
+  b      10,000 x Gaussian(sigma = 50)                       (closed form)
+  b2     10,000 x Laplace(b = 1000)
+  c      1,000 distinct: Laplace(b = 100 + i) for even i, Gaussian(sigma = 20 + i) for odd i
+  c2     1,000 distinct Laplace(b = 100 + i), i = 0..999
+  d      Poisson-subsampled Gaussian, q = 0.01, sigma = 1, 1,000 steps (DP-SGD)
+
+    python benchmarks/accounting.py [--json] [--repeat N] [--cases mixed,b,...]
 
 Our time is the median of N cold calls (the PLD cache cleared before each; also their median
 CPU time, which is what a quiet machine would show when others load it); the reference is timed
-once per repeat up to 3 (it takes seconds)."""
+once (it takes up to seconds), with its pessimistic and its optimistic estimate
+(``pessimistic_estimate=False``). Keys: ``cases.<name>.eps``, ``.ms``, ``.cpu_ms``,
+``.reference_eps``, ``.reference_optimistic_eps``, ``.reference_ms``, ``.relative_above_reference``,
+``.speedup``, and ``.closed_form`` where one exists."""
 
 from __future__ import annotations
 
@@ -15,23 +25,55 @@ import json
 import os
 import statistics
 import time
+from collections.abc import Callable
 
 from dpexplorer.core.accounting import compose as compose_module
-from dpexplorer.core.accounting.guarantees import GaussianNoise, LaplaceNoise
+from dpexplorer.core.accounting.guarantees import GaussianNoise, Guarantee, LaplaceNoise, Subsampled
+from dpexplorer.core.accounting.single import gaussian_epsilon
 
 DELTA = 1e-6
-GUARANTEES = [LaplaceNoise(10.0)] * 100 + [GaussianNoise(5.0)] * 100 + [GaussianNoise(1.0)] * 50
+Item = Guarantee | tuple[Guarantee, int]
+
+CASES: dict[str, list[Item]] = {
+    "mixed": [(LaplaceNoise(10.0), 100), (GaussianNoise(5.0), 100), (GaussianNoise(1.0), 50)],
+    "b": [(GaussianNoise(50.0), 10_000)],
+    "b2": [(LaplaceNoise(1000.0), 10_000)],
+    "c": [LaplaceNoise(100.0 + i) if i % 2 == 0 else GaussianNoise(20.0 + i) for i in range(1000)],
+    "c2": [LaplaceNoise(100.0 + i) for i in range(1000)],
+    "d": [(Subsampled(GaussianNoise(1.0), 0.01), 1000)],
+}
 
 
-def ours() -> tuple[float, float, float]:
+def closed_form(name: str) -> float | None:
+    """The exact epsilon where one exists (Gaussians only: Balle & Wang 2018)."""
+    if name == "b":
+        return gaussian_epsilon(DELTA, (10_000 / 50.0**2) ** 0.5)
+    return None
+
+
+def ours(items: list[Item]) -> tuple[float, float, float]:
     """(epsilon, wall ms, CPU ms) of one cold call."""
     compose_module._pld.cache_clear()
     start, cpu = time.perf_counter(), time.process_time()
-    eps = compose_module.epsilon_at(GUARANTEES, "pld", DELTA)
+    eps = compose_module.epsilon_at(items, "pld", DELTA)
     return eps, (time.perf_counter() - start) * 1e3, (time.process_time() - cpu) * 1e3
 
 
-def reference() -> tuple[float, float] | None:
+def _event(item: Item) -> object:
+    import dp_accounting
+
+    g, k = item if isinstance(item, tuple) else (item, 1)
+    if isinstance(g, Subsampled):
+        event = dp_accounting.PoissonSampledDpEvent(g.rate, dp_accounting.GaussianDpEvent(g.base.sigma))
+    elif isinstance(g, LaplaceNoise):
+        event = dp_accounting.LaplaceDpEvent(g.scale)
+    else:
+        event = dp_accounting.GaussianDpEvent(g.sigma)
+    return dp_accounting.SelfComposedDpEvent(event, k) if k > 1 else event
+
+
+def reference(items: list[Item]) -> tuple[float, float] | None:
+    """(epsilon, ms) of dp_accounting's PLDAccountant (pessimistic), None if not installed."""
     try:
         import dp_accounting
         from dp_accounting.pld import pld_privacy_accountant
@@ -39,11 +81,35 @@ def reference() -> tuple[float, float] | None:
         return None
     start = time.perf_counter()
     accountant = pld_privacy_accountant.PLDAccountant()
-    accountant.compose(dp_accounting.LaplaceDpEvent(10.0), 100)
-    accountant.compose(dp_accounting.GaussianDpEvent(5.0), 100)
-    accountant.compose(dp_accounting.GaussianDpEvent(1.0), 50)
+    accountant.compose(dp_accounting.ComposedDpEvent([_event(item) for item in items]))
     eps = accountant.get_epsilon(DELTA)
     return eps, (time.perf_counter() - start) * 1e3
+
+
+def optimistic_reference(items: list[Item]) -> float | None:
+    """dp_accounting's optimistic estimate (``pessimistic_estimate=False``, the same 1e-4 grid):
+    a lower bound on the true epsilon up to its truncation."""
+    try:
+        from dp_accounting.pld import privacy_loss_distribution as pld_module
+    except ImportError:
+        return None
+    import logging
+
+    logging.getLogger().setLevel(logging.ERROR)  # it warns once per mechanism
+    total = None
+    for item in items:
+        g, k = item if isinstance(item, tuple) else (item, 1)
+        if isinstance(g, LaplaceNoise):
+            one = pld_module.from_laplace_mechanism(g.scale, pessimistic_estimate=False)
+        elif isinstance(g, GaussianNoise):
+            one = pld_module.from_gaussian_mechanism(g.sigma, pessimistic_estimate=False)
+        else:
+            one = pld_module.from_gaussian_mechanism(
+                g.base.sigma, pessimistic_estimate=False, sampling_prob=g.rate
+            )
+        one = one.self_compose(k) if k > 1 else one
+        total = one if total is None else total.compose(one)
+    return total.get_epsilon_for_delta(DELTA)
 
 
 def _reference_version() -> str | None:
@@ -55,34 +121,52 @@ def _reference_version() -> str | None:
         return None
 
 
+def run_case(name: str, repeat: int, timed: Callable[[list[Item]], tuple[float, float, float]]) -> dict:
+    items = CASES[name]
+    timed(items)  # warm-up: imports, FFT plans, cached loss laws
+    runs = [timed(items) for _ in range(repeat)]
+    result: dict[str, object] = {
+        "eps": runs[0][0],
+        "ms": statistics.median(t for _, t, _ in runs),
+        "ms_min": min(t for _, t, _ in runs),
+        "cpu_ms": statistics.median(c for _, _, c in runs),
+    }
+    exact = closed_form(name)
+    if exact is not None:
+        result["closed_form"] = exact
+        result["relative_to_closed_form"] = runs[0][0] / exact - 1
+    pessimistic = reference(items)
+    if pessimistic is not None:
+        result["reference_eps"], result["reference_ms"] = pessimistic
+        result["reference_optimistic_eps"] = optimistic_reference(items)
+        result["relative_above_reference"] = runs[0][0] / pessimistic[0] - 1
+        result["speedup"] = pessimistic[1] / result["ms"]  # type: ignore[operator]
+    return result
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--cases", default=",".join(CASES))
     args = parser.parse_args()
-    ours()  # warm-up: imports, FFT plans
-    runs = [ours() for _ in range(args.repeat)]
-    refs = [r for r in (reference() for _ in range(min(args.repeat, 3))) if r is not None]
-    result: dict[str, object] = {
-        "pld_eps": runs[0][0],
-        "pld_ms": statistics.median(t for _, t, _ in runs),
-        "pld_ms_min": min(t for _, t, _ in runs),
-        "pld_cpu_ms": statistics.median(c for _, _, c in runs),
+    cases = {name: run_case(name, args.repeat, ours) for name in args.cases.split(",")}
+    result = {
+        "cases": cases,
+        "delta": DELTA,
         "load_average_1min": os.getloadavg()[0],
-        "reference_eps": refs[0][0] if refs else None,
-        "reference_ms": statistics.median(t for _, t in refs) if refs else None,
-        "reference": f"dp_accounting {_reference_version()} PLDAccountant" if refs else None,
+        "reference": f"dp_accounting {_reference_version()} PLDAccountant",
         "cpu_count": os.cpu_count(),
     }
-    if refs:
-        tighter = min(runs[0][0], refs[0][0])
-        result["relative_above_tighter"] = runs[0][0] / tighter - 1
-        result["speedup"] = result["reference_ms"] / result["pld_ms"]  # type: ignore[operator]
     if args.json:
         print(json.dumps(result))
-    else:
-        for key, value in result.items():
-            print(f"{key:>24}: {value}")
+        return
+    for name, case in cases.items():
+        print(name)
+        for key, value in case.items():
+            print(f"  {key:>28}: {value}")
 
 
 if __name__ == "__main__":

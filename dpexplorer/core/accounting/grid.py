@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from collections.abc import Sequence
@@ -145,40 +146,56 @@ def _hoeffding(mean: float, width_squared: float, lambdas: np.ndarray) -> np.nda
     return lambdas * mean + lambdas**2 * width_squared / 8
 
 
-def _fine_cumulants(law: LossLaw, lambdas: np.ndarray) -> np.ndarray:
-    """Cumulants of a heavy law discretised on its own grid of 2048 cells (window only)."""
+@functools.lru_cache(maxsize=1024)
+def _fine_cumulants(law: LossLaw, sign: int) -> np.ndarray:
+    """Cumulants at sign * LAMBDAS of a heavy law discretised on its own grid of 2048 cells:
+    only where the grid is placed depends on them (cached per law)."""
     step = (law.high - law.low) / 2048
     first, pmf = discretise(law, step)
-    return _exact_cumulants((first + np.arange(pmf.size)) * step, pmf, lambdas)
+    return _exact_cumulants((first + np.arange(pmf.size)) * step, pmf, sign * LAMBDAS)
+
+
+def _light_summary(
+    groups: Sequence[tuple[LossLaw, int]], pieces: Sequence[Piece] | None, step: float
+) -> tuple[float, float, float]:
+    """(sum of k * mean, sum of k * width^2, sum of k * log mass) over the bounded (not heavy)
+    laws: of their pmfs when ``pieces`` are given (in one vectorised pass), else of the laws."""
+    light = [index for index, (law, _) in enumerate(groups) if not law.heavy]
+    if not light:
+        return 0.0, 0.0, 0.0
+    counts = np.array([groups[i][1] for i in light], dtype=float)
+    if pieces is None:
+        laws = [groups[i][0] for i in light]
+        means = np.array([law.mean for law in laws])
+        widths = np.array([law.high - law.low for law in laws])
+        return float(counts @ means), float(counts @ widths**2), 0.0
+    pmfs = [pieces[i][1] for i in light]
+    firsts = np.array([pieces[i][0] for i in light])
+    sizes = np.array([pmf.size for pmf in pmfs])
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    flat = np.concatenate(pmfs)
+    positions = np.arange(flat.size) - np.repeat(starts - firsts, sizes)
+    mass = np.add.reduceat(flat, starts)
+    means = np.add.reduceat(flat * positions, starts) / mass * step
+    widths = (sizes - 1) * step
+    return (
+        float((counts * means).sum()),
+        float((counts * widths**2).sum()),
+        float((counts * np.log(mass)).sum()),
+    )
 
 
 def _cumulants(
-    groups: Sequence[tuple[LossLaw, int]], pieces: Sequence[Piece] | None, step: float, lambdas: np.ndarray
+    groups: Sequence[tuple[LossLaw, int]], light: tuple[float, float, float], sign: int
 ) -> np.ndarray:
-    """An upper bound on the cumulant function log E[e^(lambda S)] of the sum S at each lambda:
-    exact cumulants for heavy laws, Hoeffding's lemma for the others; of the discretised pmfs
-    when ``pieces`` are given (a rigorous bound on them), of the laws otherwise (an estimate
-    used to size the grid: a discretised law's mean may differ a little)."""
-    mean = width_squared = log_mass = 0.0
-    total = np.zeros(lambdas.size)
-    for index, (law, k) in enumerate(groups):
-        if pieces is None:
-            if law.heavy:
-                total += k * _fine_cumulants(law, lambdas)
-            else:
-                mean += k * law.mean
-                width_squared += k * (law.high - law.low) ** 2
-            continue
-        first, pmf, _ = pieces[index]
-        x = (first + np.arange(pmf.size)) * step
+    """Cumulants log E[e^(lambda S)] of the sum S at lambda = sign * LAMBDAS, for placing the
+    grid: Hoeffding's lemma for bounded laws (``light``, from :func:`_light_summary`), heavy
+    laws' own fine discretisation."""
+    total = _hoeffding(light[0], light[1], sign * LAMBDAS) + light[2]
+    for law, k in groups:
         if law.heavy:
-            total += k * _exact_cumulants(x, pmf, lambdas)
-            continue
-        mass = float(pmf.sum())  # 1 up to round-off
-        mean += k * float((pmf * x).sum()) / mass
-        width_squared += k * ((pmf.size - 1) * step) ** 2
-        log_mass += k * math.log(mass)
-    return total + _hoeffding(mean, width_squared, lambdas) + log_mass
+            total = total + k * _fine_cumulants(law, sign)
+    return total
 
 
 def window(
@@ -187,8 +204,8 @@ def window(
     """(low, high): where the composed loss lies but for ~e^-TAIL_LOG on each side (Chernoff
     bounds from :func:`_cumulants`), within the support. Only the grid's placement depends on it:
     what lies outside is accounted for by :func:`mass_above` and the wrap-around."""
-    up = _cumulants(groups, pieces, step, LAMBDAS)
-    down = _cumulants(groups, pieces, step, -LAMBDAS)
+    light = _light_summary(groups, pieces, step)
+    up, down = _cumulants(groups, light, 1), _cumulants(groups, light, -1)
     if pieces is None:
         support_low = sum(k * law.low for law, k in groups)
         support_high = sum(k * law.high for law, k in groups)
@@ -206,12 +223,21 @@ def mass_above(
     groups: Sequence[tuple[LossLaw, int]], pieces: Sequence[Piece], step: float, threshold: int
 ) -> float:
     """An upper bound on P(sum of the discretised losses >= threshold * step): Chernoff's bound
-    min over lambda of E[e^(lambda S)] e^(-lambda t) (Chernoff 1952), with the cumulants of
-    :func:`_cumulants` on the pmfs themselves; 0 if the support ends below the threshold."""
+    E[e^(lambda S)] e^(-lambda t) (Chernoff 1952), valid at every lambda > 0, here at the best of
+    a few; E[e^(lambda S)] is bounded by the exact moment generating function of heavy laws'
+    pmfs and by Hoeffding's lemma (with each pmf's own mean and width) for the others. 0 if the
+    support ends below the threshold."""
     if sum(k * (first + pmf.size - 1) for first, pmf, k in pieces) < threshold:
         return 0.0
-    exponent = (_cumulants(groups, pieces, step, LAMBDAS) - LAMBDAS * threshold * step).min()
-    return float(math.exp(min(exponent, 0.0)))
+    t = threshold * step
+    light = _light_summary(groups, pieces, step)
+    best = int(np.argmin(_cumulants(groups, light, 1) - LAMBDAS * t))  # where to look
+    lambdas = LAMBDAS[max(best - 2, 0) : best + 3]
+    total = _hoeffding(light[0], light[1], lambdas) + light[2]
+    for (law, _), (first, pmf, k) in zip(groups, pieces, strict=True):
+        if law.heavy:
+            total = total + k * _exact_cumulants((first + np.arange(pmf.size)) * step, pmf, lambdas)
+    return math.exp(min(float((total - lambdas * t).min()), 0.0))
 
 
 class _Sum:

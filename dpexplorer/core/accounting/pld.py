@@ -58,8 +58,12 @@ from dpexplorer.core.accounting.losses import LossLaw, cached_law, rr_law
 from dpexplorer.core.accounting.single import gaussian_delta, gaussian_epsilon
 from dpexplorer.core.errors import InvalidParameterError, NotApplicableError
 
-GRID_POINTS = 1 << 15
-"""Target number of grid points over the support of the composed discretised loss."""
+GRID_POINTS = 1 << 14
+"""Target number of grid points over the window of the composed discretised loss."""
+HEAVY_GRID_POINTS = 1 << 15
+"""The same when a subsampled (heavy-tailed) law is in the list: its mass sits in a small part of
+its support, so it needs a finer grid (measured: 1.2e-4 above dp_accounting at 2^14, 2.7e-5 at
+2^15 for DP-SGD's 1000 steps at q = 0.01)."""
 COARSE_POINTS = 1 << 14
 """Points kept (after a further pessimistic spread) when a Gaussian part must be summed."""
 ROUGH_POINTS = 1 << 9
@@ -347,7 +351,8 @@ def _compose_laws(groups: Sequence[tuple[LossLaw, int]], mu: float) -> PrivacyLo
         return PrivacyLossDistribution(1.0, 0, np.ones(1), mu, infinity)
     low, high = grid.window(groups)
     span = max(high - low, max(law.high - law.low for law, _ in groups))
-    step, factor = grid.grid_step(groups, span, GRID_POINTS, COARSE_POINTS)
+    points = HEAVY_GRID_POINTS if any(law.heavy for law, _ in groups) else GRID_POINTS
+    step, factor = grid.grid_step(groups, span, points, COARSE_POINTS)
     laws = [law for law, _ in groups]
     pieces = [(*piece, k) for piece, (_, k) in zip(grid.discretise_all(laws, step), groups, strict=True)]
     low, high = grid.window(groups, pieces, step)  # again on the pmfs: connecting the dots moves E[L]
