@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from dpexplorer.core.accounting.guarantees import Guarantee
+from dpexplorer.core.accounting.guarantees import GaussianNoise, Guarantee
 from dpexplorer.core.accounting.pld import epsilon_of_atoms
-from dpexplorer.core.accounting.single import epsilon_of, fixed_approx, nudge_up
+from dpexplorer.core.accounting.single import epsilon_of, fixed_approx, gaussian_epsilons, nudge_up
 from dpexplorer.core.errors import NotApplicableError
 
 Counts = Sequence[tuple[Guarantee, int]]
@@ -32,22 +32,29 @@ class Outcome:
 
 def _split(counts: Counts, delta: float, share: float) -> tuple[list[tuple[float, float, int]], float]:
     """Pairs (eps_i, delta_i, k_i) using ``share`` of the free delta for the non-fixed guarantees;
-    returns them and the delta left over (for advanced composition's delta')."""
-    fixed = [(fixed_approx(g), k) for g, k in counts]
-    spent = sum(pair[1] * k for pair, k in fixed if pair is not None)
+    returns them and the delta left over (for advanced composition's delta'). The Gaussian ones
+    are solved together (one vectorised bisection), the others one by one."""
+    fixed = [fixed_approx(g) for g, _ in counts]
+    spent = sum(pair[1] * k for pair, (_, k) in zip(fixed, counts, strict=True) if pair is not None)
     free = delta - spent
     if free < 0:
         raise NotApplicableError(
             f"delta {delta:g} is below the {spent:.3g} the (epsilon, delta) guarantees already spend"
         )
-    flexible = sum(k for pair, k in fixed if pair is None)
+    flexible = sum(k for pair, (_, k) in zip(fixed, counts, strict=True) if pair is None)
     per_item = free * share / flexible if flexible else 0.0
+    gaussian = [i for i, (g, _) in enumerate(counts) if isinstance(g, GaussianNoise)]
+    solved: dict[int, float] = {}
+    if gaussian and per_item > 0:
+        mus = np.array([counts[i][0].sensitivity / counts[i][0].sigma for i in gaussian])  # type: ignore[union-attr]
+        solved = dict(zip(gaussian, gaussian_epsilons(per_item, mus).tolist(), strict=True))
     pairs = []
-    for (g, k), (pair, _) in zip(counts, fixed, strict=True):
-        eps_i, delta_i = pair if pair is not None else (epsilon_of(g, per_item), per_item)
-        pairs.append((eps_i, delta_i, k))
-    used = per_item * flexible
-    return pairs, free - used
+    for index, ((g, k), pair) in enumerate(zip(counts, fixed, strict=True)):
+        if pair is None:
+            eps_i = solved[index] if index in solved else epsilon_of(g, per_item)
+            pair = (eps_i, per_item)
+        pairs.append((pair[0], pair[1], k))
+    return pairs, free - per_item * flexible
 
 
 def basic(counts: Counts, delta: float) -> Outcome:
@@ -67,6 +74,11 @@ def drv_epsilon(pairs: Sequence[tuple[float, float, int]], delta_prime: float) -
 
 SHARES = np.concatenate([[1e-6, 1e-4, 1e-3], np.linspace(0.025, 0.975, 39)])
 """Fractions of the free delta given to the non-fixed guarantees when searching the best delta'."""
+FEW_SHARES = np.array([1e-6, 1e-3, 0.025, 0.1, 0.25, 0.4, 0.55, 0.7, 0.85, 0.975])
+"""The fractions tried when more than MANY_FLEXIBLE distinct guarantees need their epsilon solved
+for each one (a ledger of thousands of Gaussian releases): every fraction gives a valid bound, so
+fewer only makes the best one a little less tight."""
+MANY_FLEXIBLE = 64
 
 
 def advanced(counts: Counts, delta: float) -> Outcome:
@@ -75,7 +87,9 @@ def advanced(counts: Counts, delta: float) -> Outcome:
     base = basic(counts, delta)
     has_flexible = any(fixed_approx(g) is None for g, _ in counts)
     best: tuple[float, float, float] | None = None  # (eps, delta', share)
-    for share in SHARES if has_flexible else [0.0]:
+    distinct = sum(1 for g, _ in counts if fixed_approx(g) is None)
+    shares = (SHARES if distinct <= MANY_FLEXIBLE else FEW_SHARES) if has_flexible else [0.0]
+    for share in shares:
         pairs, delta_prime = _split(counts, delta, share)
         if delta_prime <= 0:
             continue

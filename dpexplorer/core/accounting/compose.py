@@ -94,16 +94,24 @@ def pld_of(guarantees: Items) -> PrivacyLossDistribution | TwoSided:
     return _pld(counted(guarantees))
 
 
-def _zcdp(counts: Counts, delta: float) -> classic.Outcome:
+@functools.lru_cache(maxsize=64)
+def _rho_total(counts: Counts) -> float:
+    """Total zCDP rho of the list (cached: the profile asks at many deltas)."""
     rhos = [(rho_of(g), g, k) for g, k in counts]
     for rho, g, _ in rhos:
         if rho is None:
             raise NotApplicableError(f"{type(g).__name__} {_describe(g)} has no zCDP bound")
-    total = sum(rho * k for rho, _, k in rhos)  # type: ignore[operator]
+    return sum(rho * k for rho, _, k in rhos)  # type: ignore[operator]
+
+
+def _zcdp(counts: Counts, delta: float) -> classic.Outcome:
+    total = _rho_total(counts)
     return classic.Outcome(zcdp_to_epsilon(total, delta), f"rho = {total:.6g} (Bun-Steinke), CKS conversion")
 
 
-def _rdp(counts: Counts, delta: float) -> classic.Outcome:
+@functools.lru_cache(maxsize=64)
+def _rdp_total(counts: Counts) -> tuple[np.ndarray, np.ndarray]:
+    """(orders, total Renyi curve) of the list (cached: the profile asks at many deltas)."""
     extra = [o for g, _ in counts if isinstance(g, RDPCurve) for o in g.orders]
     orders = np.union1d(ORDERS, np.asarray(extra, dtype=float))
     total = np.zeros_like(orders)
@@ -112,6 +120,12 @@ def _rdp(counts: Counts, delta: float) -> classic.Outcome:
         if curve is None:
             raise NotApplicableError(f"{type(g).__name__} {_describe(g)} has no Renyi-DP bound")
         total += k * curve
+    total.flags.writeable = False
+    return orders, total
+
+
+def _rdp(counts: Counts, delta: float) -> classic.Outcome:
+    orders, total = _rdp_total(counts)
     return classic.Outcome(
         rdp_to_epsilon(orders, total, delta), f"{orders.size} Renyi orders, improved conversion (CKS 2020)"
     )
@@ -136,7 +150,11 @@ _SOLVERS: dict[str, Callable[[Counts, float], classic.Outcome]] = {
 }
 
 
+@functools.lru_cache(maxsize=512)
 def _outcome(counts: Counts, method: str, delta: float) -> classic.Outcome:
+    """One method's outcome, cached per (list, method, delta): the budget view asks for the
+    released list's total and for released + planned, which is the same list when nothing is
+    planned, and redraws often."""
     if not counts:
         return classic.Outcome(0.0, "empty list: nothing spent")
     outcome = _SOLVERS[method](counts, delta)
