@@ -115,13 +115,19 @@ _GUARANTEE_TYPES: dict[str, type] = {
 
 
 def guarantee_to_dict(guarantee: g.Guarantee) -> dict[str, Any]:
-    """``{"type": "PureDP", "epsilon": 0.5}`` etc.; floats survive a JSON round trip exactly."""
+    """``{"type": "PureDP", "epsilon": 0.5}`` etc.; floats survive a JSON round trip exactly.
+    A subsampled guarantee nests its base: ``{"type": "Subsampled", "base": {...}, ...}``."""
+    if isinstance(guarantee, g.Subsampled):
+        base = guarantee_to_dict(guarantee.base)
+        return {"type": "Subsampled", "base": base, "rate": guarantee.rate, "scheme": guarantee.scheme}
     return {"type": type(guarantee).__name__, **dataclasses.asdict(guarantee)}
 
 
 def guarantee_from_dict(data: Mapping[str, Any]) -> g.Guarantee:
     """Inverse of :func:`guarantee_to_dict`."""
     fields = dict(data)
+    if fields["type"] == "Subsampled":
+        return g.Subsampled(guarantee_from_dict(fields["base"]), fields["rate"], fields["scheme"])  # type: ignore[arg-type]
     cls = _GUARANTEE_TYPES[fields.pop("type")]
     return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
 

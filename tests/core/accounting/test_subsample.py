@@ -6,6 +6,7 @@ the test's own (Zhu, Dong & Wang 2022, Theorem 11: the pairs (qP + (1-q)Q, Q) fo
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -186,3 +187,14 @@ def test_cross_check_against_dp_accounting():
     reference = accountant.get_epsilon(1e-6)
     ours = epsilon_at([(Subsampled(GaussianNoise(1.0), 0.01), 1000)], "pld", 1e-6)
     assert ours == pytest.approx(reference, rel=1e-4)
+
+
+def test_a_subsampled_guarantee_survives_the_ledger_round_trip():
+    from dpexplorer.release.ledger import guarantee_from_dict, guarantee_to_dict
+
+    for g in (
+        Subsampled(GaussianNoise(1.5, 2.0), 0.01),
+        Subsampled(LaplaceNoise(3.0), 0.125, "without_replacement"),
+        Subsampled(PureDP(0.7), 1 / 3),
+    ):
+        assert guarantee_from_dict(json.loads(json.dumps(guarantee_to_dict(g)))) == g
