@@ -65,12 +65,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def read_plan(path: str | Path) -> list[dict[str, Any]]:
     """The plan's entries, each with ``query`` (dict), ``mechanism`` (str), ``parameters``
     (dict, may be absent); PlanError says which entry is wrong and how."""
+    return read_plan_file(path)[0]
+
+
+def read_plan_file(path: str | Path) -> tuple[list[dict[str, Any]], float | None]:
+    """(entries, declared Poisson sampling rate or None). A plan is a JSON list of entries, or an
+    object ``{"sampling": {"rate": Q}, "measurements": [...]}`` whose ``sampling`` is the steward's
+    claim that the data are a secret Poisson sample of rate Q of a population."""
     try:
         plan = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise PlanError(f"cannot read the plan {path}: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise PlanError(f"the plan {path} is not valid JSON: {exc}") from None
+    rate = None
+    if isinstance(plan, dict):
+        sampling = plan.get("sampling")
+        if (
+            set(plan) - {"sampling", "measurements"}
+            or not isinstance(sampling, dict)
+            or set(sampling) != {"rate"}
+        ):
+            raise PlanError('a plan object must be {"sampling": {"rate": Q}, "measurements": [...]}')
+        rate = sampling["rate"]
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate <= 1:
+            raise PlanError(f"the plan's sampling rate must satisfy 0 < rate <= 1, got {rate!r}")
+        plan = plan["measurements"]
     if not isinstance(plan, list) or not plan:
         raise PlanError("the plan must be a non-empty JSON list of {query, mechanism, parameters}")
     entries = []
@@ -83,20 +103,20 @@ def read_plan(path: str | Path) -> list[dict[str, Any]]:
                 f"plan entry {number} needs a query object, a mechanism name and a parameters object"
             )
         entries.append({"query": query, "mechanism": mechanism, "parameters": params})
-    return entries
+    return entries, None if rate is None else float(rate)
 
 
 def _prepare_all(args: argparse.Namespace, dataset: Any) -> list[Any]:
     from dpexplorer.data.queries import query_from_dict
-    from dpexplorer.release.release import prepare
+    from dpexplorer.release.release import prepare, with_sampling_rate
 
     prepared = []
-    for number, entry in enumerate(read_plan(args.plan), start=1):
+    entries, rate = read_plan_file(args.plan)
+    for number, entry in enumerate(entries, start=1):
         try:
             query = query_from_dict(entry["query"])
-            prepared.append(
-                prepare(dataset, query, entry["mechanism"], entry["parameters"], ci_level=args.ci_level)
-            )
+            item = prepare(dataset, query, entry["mechanism"], entry["parameters"], ci_level=args.ci_level)
+            prepared.append(item if rate is None else with_sampling_rate(item, rate))
         except (DPExplorerError, KeyError, TypeError, ValueError) as exc:
             raise PlanError(f"plan entry {number}: {exc}") from None
     return prepared

@@ -8,6 +8,7 @@ noise from the exact samplers with the OS CSPRNG, (3) writes the files atomicall
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import dpexplorer
-from dpexplorer.core.accounting.guarantees import ApproxDP, Guarantee
+from dpexplorer.core.accounting.guarantees import (
+    ApproxDP,
+    GaussianNoise,
+    Guarantee,
+    LaplaceNoise,
+    PureDP,
+    Subsampled,
+)
 from dpexplorer.core.errors import DPExplorerError, InvalidParameterError, NotApplicableError
 from dpexplorer.core.mechanisms import registry
 from dpexplorer.core.mechanisms.base import NumericInput, QueryInput, Relation, SelectionInput
@@ -44,6 +52,28 @@ class PreparedRelease:
     exact: ExactRelease
     public_facts: dict[str, Any]
     ci_level: float
+    sampling_rate: float | None = None
+    """The steward's declaration that the data are a secret Poisson sample of a population (each
+    person kept with this probability): the ledger is charged the amplified guarantee."""
+
+
+def with_sampling_rate(prepared: PreparedRelease, rate: float) -> PreparedRelease:
+    """``prepared`` under the steward's claim that the data are a secret Poisson sample of rate
+    ``rate`` (add/remove neighbours): it is charged ``Subsampled(guarantee, rate)`` (Zhu, Dong &
+    Wang 2022; see :mod:`dpexplorer.core.accounting.losses`) and the claim goes to the provenance.
+    InvalidParameterError for a rate outside (0, 1], another relation, or a path whose guarantee
+    has no amplification here (only Laplace or Gaussian noise and pure epsilon-DP)."""
+    if not (isinstance(rate, int | float) and 0 < rate <= 1):
+        raise InvalidParameterError(f"sampling rate must satisfy 0 < rate <= 1, got {rate!r}")
+    if prepared.relation != "add_remove":
+        raise InvalidParameterError("a Poisson sampling rate holds for neighbours that add or remove a row")
+    base = prepared.exact.guarantee
+    if not isinstance(base, LaplaceNoise | GaussianNoise | PureDP):
+        raise InvalidParameterError(
+            f"{prepared.mechanism} charges {type(base).__name__}, which has no subsampling amplification "
+            "here (Laplace or Gaussian noise and pure epsilon-DP have)"
+        )
+    return dataclasses.replace(prepared, sampling_rate=float(rate))
 
 
 @dataclass(frozen=True)
@@ -141,6 +171,8 @@ def charged_guarantee(prepared: PreparedRelease, ledger: Ledger) -> Guarantee:
     (``pld`` and ``optimal`` take no zCDP), the path's (epsilon, delta) statement
     (:attr:`ExactRelease.approx`), which is implied by it."""
     exact = prepared.exact
+    if prepared.sampling_rate is not None and prepared.sampling_rate < 1:
+        return Subsampled(exact.guarantee, prepared.sampling_rate)  # type: ignore[arg-type]
     budget = ledger.budget(prepared.fingerprint)
     if budget is not None and budget.method in ZCDP_INCAPABLE and exact.approx is not None:
         return ApproxDP(*exact.approx)
@@ -210,6 +242,13 @@ def _sidecar(
         "delta": exact.delta,
         "rho": exact.rho,
         "guarantee_charged": guarantee_to_dict(charged),
+        "sampling_claim": None
+        if prepared.sampling_rate is None
+        else {
+            "poisson_rate": prepared.sampling_rate,
+            "claim": "declared by the steward: the data are a secret sample of a population, each "
+            "person kept independently with this probability; the amplification holds only if so",
+        },
         **prepared.public_facts,
         "confidence_interval": result["ci"],
         "confidence_level": prepared.ci_level if result["ci"] is not None else None,
