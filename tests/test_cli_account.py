@@ -133,3 +133,11 @@ def test_subsampled_gaussian_matches_the_api(capsys):
         epsilon_at([(Subsampled(GaussianNoise(1.0), 0.01), 1000)], "pld", 1e-6)
     )
     assert out["pld"] < out["rdp"] < 3.0  # dp_accounting: 2.1245 (PLD)
+
+
+def test_the_largest_count_answers_or_says_why(capsys):
+    assert run(["--json", "pure:epsilon=0.5:k=1000000000000000"]) == 0
+    out = json.loads(capsys.readouterr().out)["epsilon"]
+    assert out["basic"] == pytest.approx(5e14)
+    assert out["optimal"] is None and out["pld"] is None  # too many outcomes: refused, not swapped
+    assert out["rdp"] < out["basic"]

@@ -131,6 +131,11 @@ KOV_SIGMAS = 24.0
 counted as if its loss were infinite."""
 
 
+FLOAT_EPS = float(np.finfo(float).eps)
+KOV_MAX_ATOMS = 1 << 23
+"""Largest number of outcomes the KOV sum takes (memory: a few arrays of this length)."""
+
+
 def _binomial_tail(k: int, q: float, at: float) -> float:
     """Chernoff bound on P(X <= at) for at < kq, or P(X >= at) for at > kq, X ~ Bin(k, q):
     exp(-k KL(at/k || q)) (Chernoff 1952; Hoeffding 1963, Theorem 1). An upper bound."""
@@ -151,6 +156,10 @@ def _kov_atoms(eps0: float, k: int) -> tuple[np.ndarray, np.ndarray, float]:
     spread = KOV_SIGMAS * math.sqrt(k * q * (1 - q)) + 1
     low = max(0, math.floor(k * q - spread))
     high = min(k // 2, math.ceil(k * q + spread))
+    if high - low > KOV_MAX_ATOMS:
+        raise NotApplicableError(
+            f"optimal composition of {k} guarantees needs {high - low + 1:.3g} outcomes; use rdp or pld"
+        )
     cut = (_binomial_tail(k, q, low - 1) if low > 0 else 0.0) + (
         _binomial_tail(k, q, high + 1) if high < k // 2 else 0.0
     )
@@ -162,9 +171,6 @@ def _kov_atoms(eps0: float, k: int) -> tuple[np.ndarray, np.ndarray, float]:
     scale = 3 * abs(float(special.gammaln(k + 1))) + k * (abs(log_p) + abs(log_q)) + 1.0
     error = 16 * FLOAT_EPS * scale
     return (k - 2 * l_values) * eps0, np.exp(logs + error), cut
-
-
-FLOAT_EPS = float(np.finfo(float).eps)
 
 
 def _atoms_delta(losses: np.ndarray, masses: np.ndarray, epsilon: float) -> float:
