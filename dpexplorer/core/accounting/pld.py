@@ -101,11 +101,6 @@ def _law(g: Guarantee, direction: str) -> LossLaw | None:
     return None
 
 
-def bounded_part(g: Guarantee) -> LossLaw | None:
-    """The discretised loss law of ``g`` (removal direction), None for Gaussian noise."""
-    return _law(g, "remove")
-
-
 def not_applicable_reason(counts: Sequence[tuple[Guarantee, int]]) -> str | None:
     """Why the PLD accountant cannot take this list, or None if it can."""
     for g, _ in counts:
