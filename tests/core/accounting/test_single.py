@@ -79,3 +79,14 @@ def test_approximate_zcdp_epsilon_accounts_for_its_delta():
     assert single.epsilon_of(g, 1e-7) == math.inf
     expected = single.zcdp_to_epsilon(0.1, 1e-6 - 1e-7) - math.log1p(-1e-7)
     assert single.epsilon_of(g, 1e-6) == pytest.approx(expected)
+
+
+def test_vectorised_gaussian_epsilons_fit_and_match_the_scalar_solver():
+    from dpexplorer.core.accounting.single import gaussian_delta, gaussian_epsilon, gaussian_epsilons
+
+    mus = np.concatenate([np.geomspace(1e-4, 40.0, 60), [0.3, 0.3]])
+    for delta in (1e-15, 1e-6, 1e-3, 0.3):
+        ours = gaussian_epsilons(delta, mus)
+        for eps, mu in zip(ours, mus, strict=True):
+            assert gaussian_delta(eps, mu) <= delta  # an upper bound: its delta fits
+            assert eps == pytest.approx(gaussian_epsilon(delta, mu), rel=1e-9, abs=1e-300)
