@@ -16,10 +16,9 @@ q (each row kept independently with probability q) is dominated, under add/remov
 * addition: (Q, q P + (1 - q) Q), loss L = -log(1 - q + q e^-l') with l' distributed as l;
 
 and the profile of a composition is the larger of the two directions, each composed on its own
-(a neighbouring pair is an addition for every mechanism, or a removal for every one). Sampling m
-rows of N without replacement, under the replace (substitution) relation, is dominated by the same
-two pairs with q = m/N (Zhu, Dong & Wang 2022, Theorem 11(2); Balle, Barthe & Gaboardi 2018,
-Theorem 10): the base pair must then be the base mechanism's pair under replacement.
+(a neighbouring pair is an addition for every mechanism, or a removal for every one). Sampling
+without replacement is not given a law here (the PLD accountant refuses it; the classic methods
+use the amplified (epsilon, delta) pair, Balle, Barthe & Gaboardi 2018, Theorem 10).
 
 Unbounded losses (subsampled Gaussian noise) are truncated pessimistically: the mass above
 ``high`` is moved to +inf (``above``) and the mass below ``low`` onto ``low``; both moves raise

@@ -89,6 +89,8 @@ def _law(g: Guarantee, direction: str) -> LossLaw | None:
         return cached_law("pure", g.epsilon, 1.0, direction)
     if isinstance(g, ApproxDP):
         return rr_law(g.epsilon, g.delta)
+    if isinstance(g, Subsampled) and g.scheme != "poisson" and g.rate < 1:
+        return None  # see not_applicable_reason
     if isinstance(g, Subsampled):
         base = g.base
         if isinstance(base, LaplaceNoise):
@@ -104,6 +106,12 @@ def _law(g: Guarantee, direction: str) -> LossLaw | None:
 def not_applicable_reason(counts: Sequence[tuple[Guarantee, int]]) -> str | None:
     """Why the PLD accountant cannot take this list, or None if it can."""
     for g, _ in counts:
+        if isinstance(g, Subsampled) and g.scheme != "poisson" and g.rate < 1:
+            return (
+                "sampling without replacement has no privacy-loss distribution here (its dominating "
+                "pairs under replacement were not checked against a source); use basic, advanced or "
+                "optimal, which take the amplified (epsilon, delta) of Balle, Barthe & Gaboardi 2018"
+            )
         if not isinstance(g, GaussianNoise) and _law(g, "remove") is None:
             return (
                 f"{type(g).__name__} has no privacy-loss distribution (zCDP and RDP bounds do not "

@@ -170,11 +170,14 @@ def test_rate_one_is_no_subsampling():
     assert plain > 0
 
 
-def test_without_replacement_uses_the_same_pairs_and_no_renyi_bound():
-    poisson = epsilon_at([(Subsampled(LaplaceNoise(1.0), 0.01), 100)], "pld", 1e-6)
-    wor = epsilon_at([(Subsampled(LaplaceNoise(1.0), 0.01, "without_replacement"), 100)], "pld", 1e-6)
-    assert wor == poisson
-    assert rdp_of(Subsampled(LaplaceNoise(1.0), 0.01, "without_replacement"), ORDERS) is None
+def test_without_replacement_takes_the_amplified_pair_and_no_pld_or_renyi_bound():
+    g = Subsampled(LaplaceNoise(1.0), 0.01, "without_replacement")
+    report = compose([(g, 100)], delta=1e-6)
+    amplified = math.log1p(0.01 * math.expm1(1.0))  # Balle, Barthe & Gaboardi 2018, Theorem 10
+    assert report.get("basic").epsilon == pytest.approx(100 * amplified)
+    assert report.get("pld").epsilon is None and "without replacement" in report.get("pld").reason
+    assert report.get("rdp").epsilon is None
+    assert rdp_of(g, ORDERS) is None
 
 
 def test_cross_check_against_dp_accounting():
