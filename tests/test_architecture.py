@@ -66,3 +66,12 @@ def test_cli_does_not_import_qt_at_module_level() -> None:
     for node in top_level:
         module = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
         assert not _forbidden(module or "", ("dpexplorer.gui", *QT_LIKE))
+
+
+def test_report_pdf_is_qt_outside_gui_and_release_does_not_import_it() -> None:
+    """The PDF writer (Qt) sits outside release (no Qt there) and outside gui (the CLI uses it
+    without a window); release never reaches for it."""
+    names = _imports(PACKAGE / "report_pdf.py")
+    assert not any(_forbidden(n, ("dpexplorer.gui", "PySide6.QtWidgets")) for n in names)
+    for path in _modules("release"):
+        assert "dpexplorer.report_pdf" not in _imports(path), path.name

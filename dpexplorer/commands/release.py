@@ -60,6 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="composition method of a budget set here: basic, advanced, optimal, zcdp, rdp, pld",
     )
     parser.add_argument("--ci-level", type=float, default=0.95, help="confidence level of the intervals")
+    parser.add_argument(
+        "--report", action="store_true", help="also write report.html and report.pdf (for readers) in DIR"
+    )
 
 
 def read_plan(path: str | Path) -> list[dict[str, Any]]:
@@ -141,13 +144,36 @@ def _release_all(args: argparse.Namespace) -> int:
             ledger.set_budget(fingerprint, args.budget_epsilon, delta, args.accountant)
         ledger.check(fingerprint, [charged_guarantee(item, ledger) for item in prepared])
         remove_partial_files(args.out)
+        before = [m.guarantee for m in ledger.measurements(fingerprint)]
+        released = []
         for item in prepared:
             result = execute(item, ledger=ledger, out_dir=args.out)
+            released.append((item, result))
             shown = ", ".join(f"{k} = {v}" for k, v in zip(result.labels, result.values, strict=True))
             print(f"{result.files['provenance'].name}: {shown}")
         left = ledger.remaining(fingerprint)
+        if args.report:
+            _write_report(args, dataset, ledger, before, released)
     print(f"epsilon left for this dataset: {left:.6g}")
     return 0
+
+
+def _write_report(
+    args: argparse.Namespace, dataset: Any, ledger: Any, before: list[Any], released: list[Any]
+) -> None:
+    """report.html and report.pdf in DIR: released values only (dpexplorer/release/report.py)."""
+    from dpexplorer.release.report import build_report, write_html
+    from dpexplorer.report_pdf import write_pdf  # Qt, loaded only for --report
+
+    report = build_report(
+        dataset=Path(args.data).name,
+        fingerprint=dataset.fingerprint,
+        released=released,
+        ledger=ledger,
+        before=before,
+        plan=read_plan(args.plan),
+    )
+    print(f"report: {write_html(report, args.out)}, {write_pdf(report, Path(args.out) / 'report.pdf')}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,213 @@
+"""The release report (issue 21): every statistic, released value and epsilon charged appears in
+the HTML, no true answer does; the plots are well-formed SVG; the PDF has a page per few
+statistics and every page renders with ink on it; `dpexplorer release --report` writes both."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pypdfium2 as pdfium
+import pytest
+
+from dpexplorer.cli import main
+from dpexplorer.data.answers import query_input
+from dpexplorer.data.load import load_dataset
+from dpexplorer.data.queries import query_from_dict
+from dpexplorer.release.ledger import Ledger
+from dpexplorer.release.release import execute, prepare
+from dpexplorer.release.report import (
+    Report,
+    build_report,
+    render_html,
+    svg_plot,
+    value_text,
+    write_html,
+)
+from dpexplorer.release.samplers import SeededBitSource
+
+N = 4321
+PLAN = [
+    {"query": {"type": "count"}, "mechanism": "laplace", "parameters": {"epsilon": 0.3}},
+    {
+        "query": {"type": "sum", "column": "income", "lower": 0, "upper": 100},
+        "mechanism": "laplace",
+        "parameters": {"epsilon": 0.25},
+    },
+    {
+        "query": {"type": "mean", "column": "income", "lower": 0, "upper": 100},
+        "mechanism": "gaussian",
+        "parameters": {"epsilon": 0.5, "delta": 1e-7},
+    },
+    {
+        "query": {"type": "histogram", "axis": {"column": "city", "categories": ["north", "south", "east"]}},
+        "mechanism": "laplace",
+        "parameters": {"epsilon": 0.2},
+    },
+    {
+        "query": {"type": "argmax", "column": "city", "categories": ["north", "south", "east"]},
+        "mechanism": "exponential",
+        "parameters": {"epsilon": 0.15},
+    },
+]
+
+
+class _Text(HTMLParser):
+    """The text a reader sees (SVG <text> included), and every <svg> element's source span."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.chunks: list[str] = []
+        self.svgs = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.svgs += tag == "svg"
+
+    def handle_data(self, data: str) -> None:
+        self.chunks.append(data)
+
+
+def _text(page: str) -> tuple[str, int]:
+    parser = _Text()
+    parser.feed(page)
+    return " ".join(parser.chunks), parser.svgs
+
+
+def _numbers(text: str) -> set[str]:
+    return set(re.findall(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", text))
+
+
+def _spellings(value: float) -> set[str]:
+    """Ways a number might be printed (the report's own formats among them)."""
+    out = {value_text(value), f"{value:.6g}", f"{value:.4g}", repr(float(value))}
+    if float(value).is_integer():
+        out.add(str(int(value)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    root = tmp_path_factory.mktemp("report")
+    rng = np.random.default_rng(21)
+    income = np.round(rng.uniform(0, 100, N), 3)
+    cities = rng.choice(["north", "south", "east"], N, p=[0.5, 0.3, 0.2])
+    data = root / "people.csv"
+    data.write_text("income,city\n" + "".join(f"{x},{c}\n" for x, c in zip(income, cities, strict=True)))
+    dataset = load_dataset(data)
+    bits = SeededBitSource(7)
+    truths = []
+    with Ledger(root / "ledger.sqlite") as ledger:
+        ledger.set_budget(dataset.fingerprint, 3.0, 1e-6, "basic")
+        before = [m.guarantee for m in ledger.measurements(dataset.fingerprint)]
+        pairs = []
+        for entry in PLAN:
+            query = query_from_dict(entry["query"])
+            answer = query_input(dataset, query, "add_remove")
+            truths += [float(v) for v in getattr(answer, "value_d", [])]
+            prepared = prepare(dataset, query, entry["mechanism"], entry["parameters"])
+            pairs.append((prepared, execute(prepared, ledger=ledger, out_dir=root / "out", bits=bits)))
+        spent = ledger.spent(dataset.fingerprint)
+        report = build_report(
+            dataset=data.name, fingerprint=dataset.fingerprint, released=pairs, ledger=ledger, before=before
+        )
+    truths += [N, float(np.clip(income, 0, 100).mean())]
+    truths += [int((cities == c).sum()) for c in ("north", "south", "east")]
+    return {"report": report, "pairs": pairs, "truths": truths, "root": root, "spent": spent}
+
+
+def test_every_statistic_value_and_epsilon_appears(released: dict) -> None:
+    report: Report = released["report"]
+    text, svgs = _text(render_html(report))
+    numbers = _numbers(text)
+    assert svgs == len(PLAN)
+    for item, (prepared, result) in zip(report.items, released["pairs"], strict=True):
+        assert item.description[1:] in text  # the heading capitalises the first letter
+        for label, value in zip(result.labels, result.values, strict=True):
+            assert label in text
+            assert value_text(value) in text
+        assert f"ε = {result.epsilon:.6g}" in text
+        if result.confidence_intervals:
+            for low, high in result.confidence_intervals:
+                assert f"[{value_text(low)}, {value_text(high)}]" in text
+        assert prepared.mechanism in text
+    assert report.fingerprint in text
+    ledger_line = report.budget_lines[0]
+    assert ledger_line.method == "basic"
+    assert math.isclose(ledger_line.after, released["spent"], rel_tol=1e-9)
+    assert f"{ledger_line.after:.6g}" in numbers
+
+
+def test_no_true_answer_appears(released: dict) -> None:
+    text, _ = _text(render_html(released["report"]))
+    numbers = _numbers(text)
+    # 0 and small counts are spelled by axis ticks and deltas too; every other truth is checked
+    for truth in [t for t in released["truths"] if abs(t) >= 100 or not float(t).is_integer()]:
+        leaked = _spellings(truth) & numbers
+        assert not leaked, f"the true answer {truth} appears in the report as {leaked}"
+
+
+def test_the_leak_check_sees_a_true_answer(released: dict) -> None:
+    """The check above can fail: a report whose first value is the true count is caught."""
+    report: Report = released["report"]
+    first = report.items[0]
+    leaky = Report(
+        **{**report.__dict__, "items": (first.__class__(**{**first.__dict__, "values": (float(N),)}),)}
+    )
+    numbers = _numbers(_text(render_html(leaky))[0])
+    assert _spellings(N) & numbers
+
+
+def test_plots_are_well_formed_svg_with_one_mark_per_value(released: dict) -> None:
+    for item in released["report"].items:
+        root = ET.fromstring(svg_plot(item))
+        assert root.tag.endswith("svg")
+        marks = [e for e in root.iter() if e.tag.endswith(("circle", "rect"))]
+        if item.statistic == "histogram":
+            assert len([m for m in marks if m.get("fill-opacity")]) == len(item.labels)
+        elif item.numeric:
+            assert len([m for m in marks if m.tag.endswith("circle")]) == len(item.labels)
+
+
+def test_pdf_pages_render(released: dict, qapp: object) -> None:
+    from dpexplorer.report_pdf import write_pdf
+
+    path = write_pdf(released["report"], released["root"] / "report.pdf")
+    pdf = pdfium.PdfDocument(str(path))
+    # a title page with the budget, about two statistics a page, the reproducibility page
+    assert 2 <= len(pdf) <= math.ceil(len(PLAN) / 2) + 4
+    text = "".join(pdf[i].get_textpage().get_text_range() for i in range(len(pdf)))
+    assert "Release report" in text and "Reproducibility" in text
+    for index in range(len(pdf)):
+        pixels = pdf[index].render(scale=0.5).to_numpy()
+        ink = (pixels[..., :3] < 128).any(axis=-1).mean()
+        assert 1e-5 < ink < 0.5, f"page {index + 1}: {ink:.4f} of its pixels are ink"
+
+
+def test_cli_release_report(tmp_path: Path, qapp: object) -> None:
+    data = tmp_path / "people.csv"
+    data.write_text("income,city\n" + "".join(f"{i % 97},{'ab'[i % 2]}\n" for i in range(200)))
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(PLAN[:2]))
+    out = tmp_path / "out"
+    code = main(
+        [
+            "release", str(plan), "--data", str(data), "--out", str(out),
+            "--ledger", str(tmp_path / "l.sqlite"), "--budget-epsilon", "1", "--report",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    assert len(pdfium.PdfDocument(str(out / "report.pdf"))) >= 1
+    text, svgs = _text((out / "report.html").read_text(encoding="utf-8"))
+    assert svgs == 2 and "The sum of income" in text
+
+
+def test_write_html_is_atomic_and_self_contained(released: dict, tmp_path: Path) -> None:
+    path = write_html(released["report"], tmp_path)
+    page = path.read_text(encoding="utf-8")
+    assert not list(tmp_path.glob(".*tmp*"))
+    assert "http" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
