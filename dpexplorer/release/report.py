@@ -18,6 +18,7 @@ import html
 import json
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,8 +31,10 @@ from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.release.export import atomic_write
 from dpexplorer.release.ledger import METHODS, Budget, Ledger, guarantee_to_dict, total_epsilon
 
-STATISTICS_PER_PAGE = 2
-"""Statistics on one PDF page (each has a table and a plot)."""
+STATISTICS_PER_PAGE = 3
+"""At most this many statistics on one PDF page (each has two tables and a plot)."""
+PAGE_HEIGHT = 940
+"""Height of an A4 page within 15 mm margins, in Qt rich-text pixels (267 mm at 96 per inch, less what the layout adds around images)."""
 
 COUNT_STATISTICS = frozenset({"count"})
 
@@ -531,18 +534,44 @@ def _reproducibility(report: Report) -> str:
     )
 
 
+def _plot_height(item: ReportItem) -> int:
+    """Height of the item's SVG plot, in SVG units."""
+    return int(re.search(r'height="(\d+)"', svg_plot(item)).group(1))  # type: ignore[union-attr]
+
+
+def _estimated_height(item: ReportItem) -> float:
+    """Rough height of one statistic in the PDF, in Qt rich-text pixels at 8 pt (heading, values
+    table, plot, facts table): used only to decide where pages break."""
+    rows = 28 * (len(item.labels) + 1)
+    plot = _plot_height(item) * PDF_PLOT_WIDTH / WIDTH + 40
+    return 50 + rows + plot + 170
+
+
+def page_starts(items: Sequence[ReportItem], per_page: int = STATISTICS_PER_PAGE) -> set[int]:
+    """Indices of the statistics that start a PDF page: at most ``per_page`` a page, fewer when
+    their estimated height would overflow one (so a plot and its tables stay together)."""
+    starts, used, on_page = set(), 0.0, 0
+    for index, item in enumerate(items):
+        height = _estimated_height(item)
+        if index and (on_page == per_page or used + height > PAGE_HEIGHT):
+            starts.add(index)
+            used, on_page = 0.0, 0
+        used += height
+        on_page += 1
+    return starts
+
+
 def render_html(report: Report, *, pdf: bool = False, per_page: int = STATISTICS_PER_PAGE) -> str:
     """The report as one HTML document. With ``pdf`` the plots are ``<img>`` tags naming
-    :meth:`Report.plots` (for Qt's rich text, which draws no inline SVG) and a page break comes
-    before every ``per_page``-th statistic; otherwise the SVG is inline (self-contained page)."""
+    :meth:`Report.plots` (for Qt's rich text, which draws no inline SVG) and pages break before
+    the statistics :func:`page_starts` picks; otherwise the SVG is inline (self-contained page)."""
     plots = report.plots()
+    starts = page_starts(report.items, per_page)
     sections = []
     for number, item in enumerate(report.items, start=1):
         name = _plot_name(item)
         plot = f'<img src="{name}" width="{PDF_PLOT_WIDTH}"/>' if pdf else plots[name]
-        sections.append(
-            _item_section(number, item, plot, page_break=number > 1 and (number - 1) % per_page == 0)
-        )
+        sections.append(_item_section(number, item, plot, page_break=number - 1 in starts))
     total = sum(i.epsilon for i in report.items)
     title = f"Release report: {report.dataset}"
     return (
@@ -550,8 +579,9 @@ def render_html(report: Report, *, pdf: bool = False, per_page: int = STATISTICS
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>{html.escape(title)}</h1>"
         f"<p>{len(report.items)} statistics released with differential privacy on "
-        f"{html.escape(report.time)} by {html.escape(report.software)} (ε of the releases sums to "
-        f"{_num(total)}; the budget section composes them). Every number below is a released "
+        f"{html.escape(report.time)} by {html.escape(report.software)}. Their own ε add up to "
+        f"{_num(total)}; the budget section gives what they cost composed under each accountant. "
+        "Every number below is a released "
         "(noisy) value or a declared fact; no value computed on the data without noise appears.</p>"
         + _dataset_section(report)
         + _budget_section(report)

@@ -1,0 +1,72 @@
+"""Release the README's example plan on the default dataset with `--report` into docs/report/
+(a throw-away ledger), and render the PDF's first page to docs/report/report-page1.png.
+
+    python docs/make_report.py [OUT_DIR]
+
+The values differ at every run: they are drawn from the OS CSPRNG like any release."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import numpy as np
+import pypdfium2 as pdfium
+from PySide6.QtGui import QGuiApplication, QImage
+
+from dpexplorer.cli import main as cli
+from dpexplorer.data.default import default_dataset_path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def readme_plan() -> list[dict]:
+    """The JSON plan shown under "A **plan** is a JSON list" in the README."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"A \*\*plan\*\* is a JSON list.*?```json\n(.*?)```", text, re.S)
+    if match is None:
+        raise SystemExit("no example plan found in README.md")
+    return json.loads(match.group(1))
+
+
+def render_page(pdf_path: Path, png_path: Path, index: int = 0, scale: float = 1.5) -> None:
+    """Page ``index`` of the PDF as a PNG (PDFium renders, Qt writes the PNG)."""
+    bitmap = pdfium.PdfDocument(str(pdf_path))[index].render(scale=scale, rev_byteorder=True)
+    pixels = np.ascontiguousarray(bitmap.to_numpy())
+    height, width = pixels.shape[:2]
+    fmt = QImage.Format.Format_RGB888 if pixels.shape[2] == 3 else QImage.Format.Format_RGBX8888
+    QImage(pixels.data, width, height, pixels.strides[0], fmt).save(str(png_path))
+
+
+def main() -> None:
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "report"
+    with tempfile.TemporaryDirectory() as scratch:
+        plan = Path(scratch) / "plan.json"
+        plan.write_text(json.dumps(readme_plan()), encoding="utf-8")
+        released = Path(scratch) / "released"
+        app = QGuiApplication.instance() or QGuiApplication([])
+        code = cli(
+            [
+                "release", str(plan), "--data", str(default_dataset_path()), "--out", str(released),
+                "--ledger", str(Path(scratch) / "ledger.sqlite"), "--budget-epsilon", "2",
+                "--budget-delta", "1e-6", "--accountant", "basic", "--report",
+            ]
+        )  # fmt: skip
+        if code:
+            raise SystemExit(code)
+        out.mkdir(parents=True, exist_ok=True)
+        for name in ("report.html", "report.pdf"):
+            (out / name).write_bytes((released / name).read_bytes())
+        render_page(out / "report.pdf", out / "report-page1.png")
+        del app
+    print(out)
+
+
+if __name__ == "__main__":
+    main()
