@@ -188,13 +188,31 @@ def set_budget(ledger_path: str, fingerprint: str, epsilon: float, delta: float,
         ledger.set_budget(fingerprint, epsilon, delta, method)
 
 
-def run_release(prepared: Any, ledger_path: str, out_dir: str) -> Any:
-    """Charge, sample with the exact samplers (OS CSPRNG), write: :func:`release.execute`."""
+def run_release(prepared: Any, ledger_path: str, out_dir: str, dataset_name: str = "") -> Any:
+    """Charge, sample with the exact samplers (OS CSPRNG), write: :func:`release.execute`; then
+    the release's report (``report-<ledger row>.html`` and ``.pdf``), listed in its files."""
+    import dataclasses
+    from pathlib import Path
+
     from dpexplorer.release.ledger import Ledger
     from dpexplorer.release.release import execute
+    from dpexplorer.release.report import build_report, write_html
+    from dpexplorer.report_pdf import write_pdf
 
     with Ledger(ledger_path) as ledger:
-        return execute(prepared, ledger=ledger, out_dir=out_dir)
+        before = [m.guarantee for m in ledger.measurements(prepared.fingerprint)]
+        result = execute(prepared, ledger=ledger, out_dir=out_dir)
+        report = build_report(
+            dataset=dataset_name or prepared.fingerprint[:12],
+            fingerprint=prepared.fingerprint,
+            released=[(prepared, result)],
+            ledger=ledger,
+            before=before,
+        )
+    stem = f"report-{result.row_id:06d}"
+    html = write_html(report, out_dir, f"{stem}.html")
+    pdf = write_pdf(report, Path(out_dir) / f"{stem}.pdf")
+    return dataclasses.replace(result, files={**result.files, "report": html, "report_pdf": pdf})
 
 
 @dataclass(frozen=True)

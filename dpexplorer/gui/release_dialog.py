@@ -62,6 +62,7 @@ class ReleaseDialog(QDialog):
         self.compute = compute
         self.request = (dataset, query, mechanism, dict(params), relation, str(ledger_path))
         self.ledger_path = ledger_path
+        self.dataset_name = dataset.path.name
         self.preview: jobs.ReleasePreview | None = None
         self.result: Any = None
         settings = ", ".join(
@@ -152,7 +153,12 @@ class ReleaseDialog(QDialog):
         Path(self.out_dir.text()).mkdir(parents=True, exist_ok=True)
         self.message.setText("Charging the ledger, drawing exact noise, writing files…")
         self.compute.submit(
-            RELEASE_JOB, jobs.run_release, self.preview.prepared, str(self.ledger_path), self.out_dir.text()
+            RELEASE_JOB,
+            jobs.run_release,
+            self.preview.prepared,
+            str(self.ledger_path),
+            self.out_dir.text(),
+            self.dataset_name,
         )
 
     def _on_result(self, view: str, generation: int, result: object) -> None:

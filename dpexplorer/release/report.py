@@ -34,7 +34,8 @@ from dpexplorer.release.ledger import METHODS, Budget, Ledger, guarantee_to_dict
 STATISTICS_PER_PAGE = 3
 """At most this many statistics on one PDF page (each has two tables and a plot)."""
 PAGE_HEIGHT = 940
-"""Height of an A4 page within 15 mm margins, in Qt rich-text pixels (267 mm at 96 per inch, less what the layout adds around images)."""
+"""Height of an A4 page within 15 mm margins in Qt rich-text pixels (267 mm at 96 per inch),
+less what the layout adds around images."""
 
 COUNT_STATISTICS = frozenset({"count"})
 

@@ -41,7 +41,9 @@ def test_release_within_budget_writes_files_and_charges_the_ledger(qtbot, window
     qtbot.waitUntil(lambda: dialog.result is not None, timeout=10_000)
     written = {p.name for p in out.iterdir()}
     assert written == {p.name for p in dialog.result.files.values()}, "only the release's files"
-    assert {"csv", "json", "provenance"} <= set(dialog.result.files)
+    assert {"csv", "json", "provenance", "report", "report_pdf"} <= set(dialog.result.files)
+    report = dialog.result.files["report"].read_text(encoding="utf-8")
+    assert all(f"{v:.10g}" in report for v in dialog.result.values), "the report shows the release"
     with Ledger(ledger_path) as ledger:
         rows = ledger.measurements(window.dataset.fingerprint)
     assert len(rows) == 1 and rows[0].status == "released" and rows[0].id == dialog.result.row_id
