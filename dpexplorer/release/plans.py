@@ -21,6 +21,7 @@ The release pipeline (:mod:`.release`) charges the ledger first and calls ``draw
 | blr | error level by lazy-uniform inversion, then a uniform candidate of it | PureDP(eps) |
 | mwem | exact exponential selections, discrete Laplace measurements | PureDP(eps' <= eps) |
 | noisy_mean | discrete Laplace on the centred sum and the count, clamped ratio | PureDP(eps' <= eps) |
+| dp_quantile | exact exponential mechanism over the declared grid | PureDP(eps) |
 
 Refused (NotApplicableError says so): any mechanism added later until it gets a path here. Details and
 citations: :mod:`.numeric_paths`, :mod:`.selection_paths`, :mod:`.svt_paths`, :mod:`.exact`."""
@@ -92,6 +93,7 @@ PATHS: dict[str, Path] = {
     "blr": synthetic_paths.blr_release,
     "mwem": synthetic_paths.mwem_release,
     "noisy_mean": ratio_paths.noisy_mean_release,
+    "dp_quantile": selection_paths.dp_quantile_release,
 }
 """Mechanism name -> exact path (module docstring)."""
 

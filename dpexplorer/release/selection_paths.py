@@ -12,6 +12,9 @@ Theorem 3.10) is recomputed in rationals, so the sampled law is exactly the mech
   uniform indices), stop at r with probability exp(-(u* - u_r) / sigma).
 * Top-k, both methods (equal in law; Durfee & Rogers 2019, Lemma 4.2): peeling, k exact
   exponential mechanisms with epsilon / k, each over the candidates not yet taken.
+* DP quantile over a declared grid (:mod:`dpexplorer.core.mechanisms.dp_quantile`): the same
+  exact exponential mechanism over the grid's candidates, its scores (1 - q) L - q G and
+  Delta_u = max(q, 1 - q) (or 1 under replace) recomputed in rationals.
 * Dist2Instability of the most common category: the discrete distance test
   (:class:`.exact.DistanceTest`), then the mode itself.
 Each is charged the mechanism's own guarantee (pure epsilon, or (epsilon, delta) for
@@ -147,4 +150,36 @@ def d2i_mode_release(mechanism: Mechanism, params: Mapping[str, Any], query: Sel
         labels=("most common",),
         draw=draw,
         provenance={"candidates": list(query.candidates), **test.describe()},
+    )
+
+
+DP_QUANTILE_SAMPLER = f"{EXPONENTIAL_SAMPLER} over the declared grid"
+
+
+def dp_quantile_release(
+    mechanism: Mechanism, params: Mapping[str, Any], query: Any, level: float
+) -> ExactRelease:
+    """The DP quantile's exact path: candidates from the declared bounds and bins (public), the
+    score of each in rationals, one exact exponential-mechanism draw; PureDP(epsilon)."""
+    points = mechanism.points(params, query)  # type: ignore[attr-defined]
+    q = Fraction(query.quantile)
+    data = np.asarray(query.sorted_values_d, dtype=float)
+    below = np.searchsorted(data, points, side="left")
+    above = data.size - np.searchsorted(data, points, side="right")
+    scores = [-abs((1 - q) * int(lo) - q * int(hi)) for lo, hi in zip(below, above, strict=True)]
+    sensitivity = max(q, 1 - q) if query.relation == "add_remove" else Fraction(1)
+    epsilon = float(params["epsilon"])
+    gap = gaps(scores, 2 * sensitivity / Fraction(epsilon))
+    values = [float(p) for p in points]
+    low, high = query.bounds
+    return ExactRelease.pure(
+        epsilon,
+        sampler=DP_QUANTILE_SAMPLER,
+        labels=(f"quantile {float(q):g}",),
+        draw=lambda bits: [values[exponential_pick(gap, bits)]],
+        provenance={
+            "candidates": f"{len(values)} equally spaced points from {low:g} to {high:g}",
+            "bins": int(params["bins"]),
+            "score_sensitivity": float(sensitivity),
+        },
     )
