@@ -1,0 +1,179 @@
+"""The clipping trade-off view (issue 21, item 2): for a sum, mean, quantile or trimmed mean,
+the error of a Laplace release split into clipping bias and noise, against the lower and the
+upper bound, with the current bounds marked and the error-minimising bounds shown.
+
+Exploration only: the bias is computed on the true data (``dpexplorer.data.clipping``), so the
+view says it must not be used to choose a release's bounds, and offers the private estimate
+(``private_bounds_requested``). :func:`job` runs on the compute service; the view only draws."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+from superqt import QLabeledDoubleRangeSlider
+
+from dpexplorer.core.clipping import ClippingTradeOff, trade_off
+from dpexplorer.gui.compute import ComputeService
+from dpexplorer.gui.views.base import BLUE, GREEN, GREY, ORANGE, View, dashed_line, new_plot
+
+JOB = "clipping"
+GRID_POINTS = 81
+WARNING = (
+    "<b>Exploration only.</b> The bias is computed on the true data: choosing a release's bounds "
+    "from this view leaks the data. Estimate them privately instead (DP quantiles, charged to the "
+    "budget)."
+)
+
+
+@dataclass(frozen=True, eq=False)
+class ClippingResult:
+    """What the view draws: the trade-off on a grid around the data, the current bounds."""
+
+    tradeoff: ClippingTradeOff
+    statistic: str
+    column: str
+    epsilon: float
+    lower: float
+    upper: float
+    n: int
+
+
+def bound_grid(values: np.ndarray, lower: float, upper: float, points: int = GRID_POINTS) -> np.ndarray:
+    """Candidate bounds covering the data with 10 % margins, the current bounds among them."""
+    low = min(float(values[0]), lower)
+    high = max(float(values[-1]), upper)
+    margin = 0.1 * (high - low or 1.0)
+    return np.union1d(np.linspace(low - margin, high + margin, points), [lower, upper])
+
+
+def job(
+    dataset: Any, query: Any, epsilon: float, relation: str = "add_remove", lower: float | None = None,
+    upper: float | None = None,
+) -> ClippingResult:  # fmt: skip
+    """Bias on the true data (data layer) and Laplace noise (core) on a grid of bounds."""
+    from dpexplorer.data.clipping import bias_grid, column_values
+
+    statistic = getattr(query, "statistic", query.kind)
+    q = float(getattr(query, "q", 0.5))
+    trim = float(getattr(query, "trim_fraction", 0.0))
+    low = float(query.lower if lower is None else lower)
+    high = float(query.upper if upper is None else upper)
+    values = column_values(dataset, query.column)
+    grid = bound_grid(values, low, high)
+    bias = bias_grid(values, statistic, grid, grid, q=q, trim_fraction=trim)
+    tradeoff = trade_off(statistic, relation, grid, grid, bias, epsilon, n=values.size, trim_fraction=trim)  # type: ignore[arg-type]
+    return ClippingResult(tradeoff, statistic, query.column, epsilon, low, high, values.size)
+
+
+def _positive(values: np.ndarray) -> np.ndarray:
+    """NaN where a value is not positive (a log axis cannot show it)."""
+    return np.where(values > 0, values, np.nan)
+
+
+class ClippingView(View):
+    """Two plots: error against the upper bound (lower held) and against the lower bound (upper
+    held); a range slider moves the bounds; the best bounds on the grid are marked."""
+
+    private_bounds_requested = Signal(str)
+    """The column whose bounds the steward wants estimated privately."""
+
+    def __init__(self, compute: ComputeService, parent: QWidget | None = None) -> None:
+        super().__init__("Where to clip: bias against noise", parent)
+        self.compute = compute
+        self.result: ClippingResult | None = None
+        self.context: tuple[Any, Any, float, str] | None = None
+        self.warning = QLabel(WARNING)
+        self.warning.setWordWrap(True)
+        self.warning.setStyleSheet("background: #fff3cd; padding: 4px;")
+        self.slider = QLabeledDoubleRangeSlider(Qt.Orientation.Horizontal)
+        self.slider.setToolTip("The declared lower and upper bounds")
+        self.slider.valueChanged.connect(self._bounds_moved)
+        self.private_button = QPushButton("Estimate bounds privately…")
+        self.private_button.setToolTip("Release a low and a high DP quantile (charged to the ledger)")
+        self.private_button.clicked.connect(
+            lambda: self.private_bounds_requested.emit(self.result.column if self.result else "")
+        )
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Bounds:"))
+        row.addWidget(self.slider, 1)
+        row.addWidget(self.private_button)
+        self.summary = QLabel()
+        self.summary.setWordWrap(True)
+        self.upper_plot = new_plot("upper bound U", "error (units of the statistic)")
+        self.lower_plot = new_plot("lower bound L", "error (units of the statistic)")
+        for plot in (self.upper_plot, self.lower_plot):
+            plot.setLogMode(False, True)
+        plots = QHBoxLayout()
+        plots.addWidget(self.upper_plot)
+        plots.addWidget(self.lower_plot)
+        self.body.addWidget(self.warning)
+        self.body.addLayout(row)
+        self.body.addWidget(self.summary)
+        self.body.addLayout(plots, 1)
+        self.explanation.setText(
+            "Expected error of a Laplace release of the clipped statistic: √(bias² + noise²). "
+            "Wider bounds clip less (less bias) but need more noise."
+        )
+        compute.finished.connect(self._on_result)
+
+    def set_context(self, dataset: Any, query: Any, epsilon: float, relation: str = "add_remove") -> None:
+        """Compute the trade-off for ``query`` (a clipped statistic) at ``epsilon``."""
+        self.context = (dataset, query, epsilon, relation)
+        self.compute.submit(JOB, job, dataset, query, epsilon, relation)
+
+    def _bounds_moved(self, value: tuple[float, float]) -> None:
+        if self.result is not None:
+            self.draw(self.result, *value)
+
+    def _on_result(self, view: str, generation: int, result: object) -> None:
+        if view == JOB and isinstance(result, ClippingResult):
+            self.result = result
+            grid = result.tradeoff.lows
+            self.slider.blockSignals(True)
+            self.slider.setRange(float(grid[0]), float(grid[-1]))
+            self.slider.setValue((result.lower, result.upper))
+            self.slider.blockSignals(False)
+            self.draw(result, result.lower, result.upper)
+
+    def draw(self, result: ClippingResult, lower: float, upper: float) -> None:
+        """Curves through the current bounds, the current and the best bounds marked."""
+        t = result.tradeoff
+        i, j = t.at(lower, upper)
+        best_low, best_high, best_rmse = t.best()
+        self.columns = {"bound": t.highs.tolist()}
+        for plot, axis, row, current, best, narrow in (
+            (self.upper_plot, t.highs, (i, slice(None)), upper, best_high, 0),
+            (self.lower_plot, t.lows, (slice(None), j), lower, best_low, -1),
+        ):
+            plot.clear()
+            # log scale: bias and noise differ by orders of magnitude; a zero bias leaves a gap
+            bias, noise, rmse = (
+                _positive(np.abs(t.bias[row])),
+                _positive(t.noise[row]),
+                _positive(t.rmse[row]),
+            )
+            plot.plot(axis, rmse, pen=pg.mkPen(GREEN, width=4), name="total error √(bias² + noise²)")
+            plot.plot(axis, bias, pen=pg.mkPen(ORANGE, width=2), name="|clipping bias|", connect="finite")
+            plot.plot(axis, noise, pen=pg.mkPen(BLUE, width=2), name="noise (standard deviation)")
+            plot.addItem(dashed_line(GREY, f"current {current:.4g}", 0.25, pos=current))
+            plot.addItem(dashed_line(GREEN, f"best pair [{best_low:.4g}, {best_high:.4g}]", 0.6, pos=best))
+            # the smallest error along this slice; among ties the narrowest bounds
+            k = int(np.flatnonzero(t.rmse[row] <= np.nanmin(t.rmse[row]) * (1 + 1e-9))[narrow])
+            plot.plot(
+                [axis[k]], [t.rmse[row][k]], pen=None, symbol="o", symbolBrush=GREEN, symbolSize=10,
+                name="smallest error on this curve",
+            )  # fmt: skip
+        now = t.rmse[i, j]
+        self.set_text(
+            self.summary,
+            f"{result.statistic.replace('_', ' ')} of <b>{result.column}</b> at ε = {result.epsilon:g}: "
+            f"at [{t.lows[i]:.4g}, {t.highs[j]:.4g}] bias {t.bias[i, j]:.4g}, noise "
+            f"{t.noise[i, j]:.4g}, error {now:.4g}. Smallest error on the grid: <b>{best_rmse:.4g}</b> "
+            f"at [{best_low:.4g}, {best_high:.4g}] (clipping both ends can cancel the bias of a sum or "
+            "mean).",
+        )
