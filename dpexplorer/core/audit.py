@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from dpexplorer.core.cancel import CancelToken, ProgressFn, checkpoint
 from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
 
@@ -194,6 +195,30 @@ def _validate(delta: float, n_draws: int, confidence: float) -> None:
         raise InvalidParameterError(f"confidence must be in (0, 1); got {confidence}")
 
 
+_CHUNKS = 20
+
+
+def _draw(
+    sampler: Sampler,
+    rng: np.random.Generator,
+    size: int,
+    cancel: CancelToken | None,
+    progress: ProgressFn | None,
+    span: tuple[float, float],
+) -> np.ndarray:
+    """``size`` draws in one call, or in chunks with a checkpoint between when the caller can
+    cancel or watches progress (``span``: the fraction of the whole audit this covers)."""
+    if cancel is None and progress is None:
+        return np.asarray(sampler(rng, size))
+    parts, done = [], 0
+    step = -(-size // _CHUNKS)
+    while done < size:
+        checkpoint(cancel, progress, span[0] + (span[1] - span[0]) * done / size)
+        parts.append(np.asarray(sampler(rng, min(step, size - done))))
+        done += parts[-1].size
+    return np.concatenate(parts)
+
+
 def audit(
     sample_d: Sampler,
     sample_d_prime: Sampler,
@@ -203,15 +228,19 @@ def audit(
     n_draws: int = 1_000_000,
     confidence: float = 0.95,
     categorical: bool = False,
+    cancel: CancelToken | None = None,
+    progress: ProgressFn | None = None,
 ) -> AuditResult:
     """A lower confidence bound on epsilon at ``delta`` from ``n_draws`` outputs per side.
 
     Guarantee: if the mechanism is (epsilon, delta)-DP on this pair, then
     P[result.epsilon_lb > epsilon] <= 1 - confidence (Clopper-Pearson, Bonferroni over the
-    2 x (events per direction) events tested on the held-out half). Lower bound, not estimate."""
+    2 x (events per direction) events tested on the held-out half). Lower bound, not estimate.
+    With ``cancel`` or ``progress`` the draws are made in chunks, with a checkpoint between."""
     _validate(delta, n_draws, confidence)
-    draws_d = np.asarray(sample_d(rng, n_draws))
-    draws_dp = np.asarray(sample_d_prime(rng, n_draws))
+    draws_d = _draw(sample_d, rng, n_draws, cancel, progress, (0.0, 0.45))
+    draws_dp = _draw(sample_d_prime, rng, n_draws, cancel, progress, (0.45, 0.9))
+    checkpoint(cancel, progress, 0.9)
     half = n_draws // 2
     first_d, held_d = draws_d[:half], draws_d[half:]
     first_dp, held_dp = draws_dp[:half], draws_dp[half:]
@@ -245,6 +274,8 @@ def audit_mechanism(
     rng: np.random.Generator,
     n_draws: int = 1_000_000,
     confidence: float = 0.95,
+    cancel: CancelToken | None = None,
+    progress: ProgressFn | None = None,
 ) -> AuditResult:
     """:func:`audit` of ``mechanism`` on the query's pair (D, D'), through ``mechanism.simulate``,
     at the delta the mechanism claims (``epsilon_delta``). Compare ``epsilon_lb`` with the
@@ -266,4 +297,6 @@ def audit_mechanism(
         n_draws=n_draws,
         confidence=confidence,
         categorical=mechanism.output_kind == "categorical",
+        cancel=cancel,
+        progress=progress,
     )

@@ -35,6 +35,7 @@ from dpexplorer.gui.session import Session, load_session, save_session
 from dpexplorer.gui.teaching import RELEASE_BLOCKED, TeachingPanel
 from dpexplorer.gui.theory_views import TheoryViews
 from dpexplorer.gui.views.accuracy import AccuracyView
+from dpexplorer.gui.views.audit_panel import AuditPanel
 from dpexplorer.gui.views.neighbours import NeighboursView
 
 if TYPE_CHECKING:
@@ -113,6 +114,10 @@ class MainWindow(QMainWindow):
             self.compute, self.mechanism_panel, self.neighbours_view, self.accuracy_view, self
         )
         self.query_panel.changed.connect(self.explorer.set_query)
+        # the audit button under the neighbours plot (issue 21): the mechanism on screen
+        self.audit_panel = AuditPanel(self.compute)
+        self.neighbours_view.body.addWidget(self.audit_panel)
+        self.explorer.inputs_changed.connect(self.audit_panel.set_inputs)
         self.explorer.query_ready.connect(lambda _q: self._restore_session_mechanism())
         self.explorer.registry_ready.connect(self._build_workspace)
         self.tabs.currentChanged.connect(lambda _i: self._submit_visible())
