@@ -36,6 +36,7 @@ from dpexplorer.gui.teaching import RELEASE_BLOCKED, TeachingPanel
 from dpexplorer.gui.theory_views import TheoryViews
 from dpexplorer.gui.views.accuracy import AccuracyView
 from dpexplorer.gui.views.audit_panel import AuditPanel
+from dpexplorer.gui.views.clipping import CLIPPED_KINDS, ClippingView
 from dpexplorer.gui.views.neighbours import NeighboursView
 
 if TYPE_CHECKING:
@@ -118,6 +119,11 @@ class MainWindow(QMainWindow):
         self.audit_panel = AuditPanel(self.compute)
         self.neighbours_view.body.addWidget(self.audit_panel)
         self.explorer.inputs_changed.connect(self.audit_panel.set_inputs)
+        # where to clip (issue 21): a tab for clipped statistics, and the private bounds
+        self.clipping_view = ClippingView(self.compute)
+        self.tabs.insertTab(self.tabs.indexOf(self.dataset_view), self.clipping_view, "Where to clip")
+        self.explorer.inputs_changed.connect(self._clipping_context)
+        self.clipping_view.private_bounds_requested.connect(self.open_private_bounds_dialog)
         self.explorer.query_ready.connect(lambda _q: self._restore_session_mechanism())
         self.explorer.registry_ready.connect(self._build_workspace)
         self.tabs.currentChanged.connect(lambda _i: self._submit_visible())
@@ -129,6 +135,39 @@ class MainWindow(QMainWindow):
             self._restore_layout()
         else:
             self.resize(1440, 900)
+
+    def _clipping_context(self, mechanism: object, params: dict, query_input: object, _seed: int) -> None:
+        query = self.explorer.query
+        if self.dataset is None or getattr(query, "kind", "") not in CLIPPED_KINDS:
+            self.clipping_view.clear("Choose a sum, mean, quantile or trimmed mean to see where to clip.")
+            return
+        epsilon = float(params.get("epsilon", 1.0))
+        self.clipping_view.set_context(self.dataset, query, epsilon, self.explorer.relation)
+
+    def open_private_bounds_dialog(self, column: str) -> None:
+        """Release DP quantiles of ``column`` as bounds, then put them in the query."""
+        query = self.explorer.query
+        if self.dataset is None or query is None or not column:
+            return
+        from dpexplorer.gui.private_bounds_dialog import PrivateBoundsDialog
+
+        self.private_bounds_dialog = PrivateBoundsDialog(
+            self.compute,
+            dataset=self.dataset,
+            column=column,
+            declared=(float(query.lower), float(query.upper)),  # type: ignore[attr-defined]
+            ledger_path=self.ledger_path(),
+            out_dir=Path.home() / "dpexplorer-releases",
+            parent=self,
+        )
+        self.private_bounds_dialog.bounds_chosen.connect(self._use_bounds)
+        self.private_bounds_dialog.finished.connect(lambda _code: self.reload_ledger())
+        self.private_bounds_dialog.open()
+
+    def _use_bounds(self, lower: float, upper: float) -> None:
+        self.query_panel.lower.setValue(lower)
+        self.query_panel.upper.setValue(upper)
+        self.query_panel.emit_query()
 
     def _submit_visible(self) -> None:
         self.explorer.submit_visible()

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 from superqt import QLabeledDoubleRangeSlider
 
@@ -22,6 +23,8 @@ from dpexplorer.gui.compute import ComputeService
 from dpexplorer.gui.views.base import BLUE, GREEN, GREY, ORANGE, View, dashed_line, new_plot
 
 JOB = "clipping"
+CLIPPED_KINDS = frozenset({"sum", "mean", "quantile", "trimmed_mean"})
+"""Query kinds (``query.kind``) the view explains."""
 GRID_POINTS = 81
 WARNING = (
     "<b>Exploration only.</b> The bias is computed on the true data: choosing a release's bounds "
@@ -87,6 +90,7 @@ class ClippingView(View):
         self.compute = compute
         self.result: ClippingResult | None = None
         self.context: tuple[Any, Any, float, str] | None = None
+        self._stale = False
         self.warning = QLabel(WARNING)
         self.warning.setWordWrap(True)
         self.warning.setStyleSheet("background: #fff3cd; padding: 4px;")
@@ -122,9 +126,32 @@ class ClippingView(View):
         compute.finished.connect(self._on_result)
 
     def set_context(self, dataset: Any, query: Any, epsilon: float, relation: str = "add_remove") -> None:
-        """Compute the trade-off for ``query`` (a clipped statistic) at ``epsilon``."""
-        self.context = (dataset, query, epsilon, relation)
-        self.compute.submit(JOB, job, dataset, query, epsilon, relation)
+        """Compute the trade-off for ``query`` (a clipped statistic) at ``epsilon``, now if the
+        view is on screen, else when it is next shown."""
+        context = (dataset, query, epsilon, relation)
+        if context == self.context:
+            return
+        self.context = context
+        self._stale = True
+        if self.isVisible():
+            self._submit()
+
+    def clear(self, message: str) -> None:
+        """No clipped statistic: say why the view is empty."""
+        self.context, self.result, self._stale = None, None, False
+        self.compute.cancel(JOB)
+        for plot in (self.upper_plot, self.lower_plot):
+            plot.clear()
+        self.set_text(self.summary, message)
+
+    def _submit(self) -> None:
+        if self.context is not None and self._stale:
+            self._stale = False
+            self.compute.submit(JOB, job, *self.context)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self._submit()
 
     def _bounds_moved(self, value: tuple[float, float]) -> None:
         if self.result is not None:
