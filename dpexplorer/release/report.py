@@ -446,7 +446,6 @@ def _budget_section(report: Report) -> str:
     budget = report.budget
     if budget is None:
         return "<h2>Budget</h2><p>No budget is set for this dataset in the ledger.</p>"
-    this_run = [f"<li>ledger row {i.row_id}: {html.escape(_charged(i.guarantee))}</li>" for i in report.items]
     rows = []
     for line in report.budget_lines:
         name = f"<b>{line.method}</b> (the ledger's)" if line.method == budget.method else line.method
@@ -455,8 +454,8 @@ def _budget_section(report: Report) -> str:
     return (
         "<h2>Budget</h2>"
         f"<p>Total budget for this dataset: ε = {_num(budget.epsilon)}, δ = {_num(budget.delta, 3)}, "
-        f"composed under <b>{budget.method}</b>, which decides refusals. Charged by this report:</p>"
-        f"<ul>{''.join(this_run)}</ul>"
+        f"composed under <b>{budget.method}</b>, which decides refusals. This report's ledger rows: "
+        f"{', '.join(str(i.row_id) for i in report.items)} (each statistic below shows its charge).</p>"
         f"<p>ε spent at δ = {_num(budget.delta, 3)} before and after this report, under every "
         "accountant (each an upper bound under its theorem; the ledger's decides):</p>"
         + _table(["accountant", "ε before", "ε after", "ε left", "note"], rows, numeric=(1, 2, 3))
