@@ -1,22 +1,30 @@
 """The clipping bias of a statistic on the TRUE data, for the clipping trade-off view (issue 21):
 bias(L, U) = f(clip(D, L, U)) - f(D) on a grid of bounds, exactly, from the sorted column and its
-cumulative sums (O(n log n + grid)). This is not private: it is for exploration, and
-``dpexplorer.core.clipping`` combines it with the noise."""
+cumulative sums (O(n log n + grid)); rows come through the engine. This is not private: it is
+for exploration, and ``dpexplorer.core.clipping`` combines it with the noise."""
 
 from __future__ import annotations
 
 import numpy as np
-import polars as pl
 
 from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.core.sensitivity import quantile_rank, trim_count
+from dpexplorer.data.engine import Filter, SortedClipped
 from dpexplorer.data.load import Dataset
+from dpexplorer.data.queries import Compare
+
+WIDE = 1e300
+"""Bounds that clip nothing (finite, as the engine's requests require)."""
 
 
 def column_values(dataset: Dataset, column: str) -> np.ndarray:
-    """The column's non-missing values as floats, sorted, unclipped."""
-    expr = pl.col(column).cast(pl.Float64).drop_nulls().drop_nans().sort()
-    return dataset.select(expr.alias("v"))["v"].to_numpy()
+    """The column's non-missing values as floats, sorted, unclipped: the engine's sorted column
+    (dpexplorer.data.engine.SortedClipped) after a filter that drops missing values (a comparison
+    is false on them)."""
+    from dpexplorer.data.answers import aggregate
+
+    present = Filter(Compare(column, ">=", -WIDE))
+    return aggregate(dataset, SortedClipped(column, -WIDE, WIDE), (present,))
 
 
 def _clipped_sums(x: np.ndarray, lows: np.ndarray, highs: np.ndarray) -> np.ndarray:
