@@ -113,6 +113,10 @@ def report_item(prepared: Any, result: Any) -> ReportItem:
     """The published parts of one release: ``prepared`` a PreparedRelease, ``result`` its
     ReleaseResult. Reads the released values, never ``prepared.exact.draw``."""
     exact = prepared.exact
+    intervals = result.confidence_intervals
+    if intervals is None and exact.dp_outputs.get("confidence_intervals"):
+        # intervals computed after the charge from released values (e.g. a noisy mean)
+        intervals = tuple((float(lo), float(hi)) for lo, hi in exact.dp_outputs["confidence_intervals"])
     return ReportItem(
         row_id=result.row_id,
         description=_describe_query(prepared.query),
@@ -122,8 +126,8 @@ def report_item(prepared: Any, result: Any) -> ReportItem:
         parameters=dict(prepared.parameters),
         labels=tuple(result.labels),
         values=tuple(result.values),
-        intervals=result.confidence_intervals,
-        ci_level=result.ci_level,
+        intervals=intervals,
+        ci_level=float(exact.dp_outputs.get("confidence_level", result.ci_level)),
         epsilon=result.epsilon,
         delta=result.delta,
         rho=result.rho,
@@ -218,11 +222,12 @@ def guarantee_words(item: ReportItem) -> str:
     """What the charged guarantee means for one person, in words (Dwork & Roth 2014, Def. 2.4;
     Bun & Steinke 2016, Def. 1.1 for zCDP)."""
     g = item.guarantee
-    unit = (
-        "adding or removing one person's row"
-        if item.relation == "add_remove"
-        else ("changing one person's row")
-    )
+    if isinstance(item.query.get("unit"), dict):
+        unit = "adding or removing one person with all their rows"
+    elif item.relation == "add_remove":
+        unit = "adding or removing one person's row"
+    else:
+        unit = "changing one person's row"
     if isinstance(g, PureDP | LaplaceNoise):
         eps = g.epsilon if isinstance(g, PureDP) else g.sensitivity / g.scale
         return (
@@ -293,7 +298,8 @@ def _dots(item: ReportItem) -> str:
 
 
 def _rows(item: ReportItem, *, bars: bool) -> str:
-    left, right, row = 170, WIDTH - 20, 22
+    left = min(320, max(90, 12 + 7 * max(len(label) for label in item.labels)))
+    right, row = WIDTH - 20, 22
     height = 40 + row * len(item.labels) + 30
     low, high = _span(item)
 
@@ -370,11 +376,30 @@ def _legend(item: ReportItem, y: int, *, bars: bool = False) -> str:
     return f'<text x="20" y="{y}" fill="{_MUTED}">{html.escape(text)}</text>'
 
 
+def _plotted(item: ReportItem) -> ReportItem:
+    """For a group-by whose release carries helper parts ("GP: count (noisy)", "GP: centred sum
+    (noisy)" beside "GP: mean"), the statistic's own values only: one scale per plot."""
+    statistic = str(item.query.get("statistic", ""))
+    if item.query.get("type") != "group_by" or not statistic:
+        return item
+    keep = [i for i, label in enumerate(item.labels) if label.endswith(f": {statistic}")]
+    if not keep or len(keep) == len(item.labels):
+        return item
+    pick = {
+        "labels": tuple(item.labels[i].removesuffix(f": {statistic}") for i in keep),
+        "values": tuple(item.values[i] for i in keep),
+        "intervals": tuple(item.intervals[i] for i in keep) if item.intervals else None,
+    }
+    return ReportItem(**{**item.__dict__, **pick})
+
+
 def svg_plot(item: ReportItem) -> str:
     """The statistic's plot: bars with intervals for a histogram, a dot plot with intervals for
-    other numbers, the candidates with the released one marked for a selection or ⊥."""
+    other numbers (a group-by's values by group), the candidates with the released one marked
+    for a selection or ⊥."""
     if not item.numeric:
         return _choices(item)
+    item = _plotted(item)
     if item.statistic == "histogram" and len(item.labels) > 1:
         return _bars(item)
     return _dots(item)
@@ -424,21 +449,36 @@ def _released_rows(report: Report) -> str:
     )
 
 
+def unit_of(item: ReportItem) -> tuple[str, str]:
+    """(privacy unit, contribution bound) of one statistic, in words: the declared privacy unit
+    of a steward statistic (query ``unit``), else one row per person."""
+    unit = item.query.get("unit")
+    if isinstance(unit, dict) and unit.get("column"):
+        return (
+            f"rows sharing a value of {unit['column']} are one person; neighbouring datasets add or "
+            "remove one person with all their rows",
+            f"at most {unit.get('max_rows', 1)} row(s) in each of at most {unit.get('max_groups', 1)} "
+            "group(s) per person, chosen at random",
+        )
+    if item.relation == "add_remove":
+        return "one row is one person; neighbouring datasets add or remove one row", "one row per person"
+    return "one row is one person; neighbouring datasets differ in one row", "one row per person"
+
+
 def _dataset_section(report: Report) -> str:
-    relation = {i.relation for i in report.items} or {"add_remove"}
-    unit = "; ".join(
-        "one row is one person; neighbouring datasets differ by adding or removing one row"
-        if r == "add_remove"
-        else "one row is one person; neighbouring datasets differ by changing one row"
-        for r in sorted(relation)
-    )
+    units: dict[tuple[str, str], list[int]] = {}
+    for number, item in enumerate(report.items, start=1):
+        units.setdefault(unit_of(item), []).append(number)
     rows = [
         ["Dataset", html.escape(report.dataset)],
         ["Fingerprint (SHA-256)", f"<code>{html.escape(report.fingerprint)}</code>"],
         ["Rows", html.escape(_released_rows(report))],
-        ["Privacy unit", html.escape(unit)],
-        ["Contribution bound", "each person contributes at most one row"],
     ]
+    for (unit, bound), numbers in units.items():
+        plural = "s" if len(numbers) > 1 else ""
+        which = "" if len(units) == 1 else f" (statistic{plural} {', '.join(map(str, numbers))})"
+        rows.append([f"Privacy unit{which}", html.escape(unit)])
+        rows.append([f"Contribution bound{which}", html.escape(bound)])
     return "<h2>Dataset</h2>" + _table(["", ""], rows)
 
 
@@ -450,6 +490,8 @@ def _budget_section(report: Report) -> str:
     for line in report.budget_lines:
         name = f"<b>{line.method}</b> (the ledger's)" if line.method == budget.method else line.method
         left = "—" if line.after is None else _num(budget.epsilon - line.after)
+        if line.after is not None and line.after > budget.epsilon:
+            left = f"over by {_num(line.after - budget.epsilon)}"
         rows.append([name, _num(line.before), _num(line.after), left, html.escape(line.note)])
     return (
         "<h2>Budget</h2>"
@@ -493,8 +535,11 @@ def _item_section(number: int, item: ReportItem, plot: str, page_break: bool) ->
     ]
     if item.public_facts.get("bounds"):
         facts.append(["Declared bounds", html.escape(str(item.public_facts["bounds"]))])
-    if item.dp_outputs:
-        facts.append(["DP outputs used", f"<code>{html.escape(json.dumps(item.dp_outputs))}</code>"])
+    shown = {
+        k: v for k, v in item.dp_outputs.items() if k not in ("confidence_intervals", "confidence_level")
+    }
+    if shown:
+        facts.append(["DP outputs used", f"<code>{html.escape(json.dumps(shown))}</code>"])
     style = ' style="page-break-before: always"' if page_break else ""
     return (
         f"<h3{style}>{number}. {html.escape(item.description[:1].upper() + item.description[1:])}</h3>"

@@ -211,3 +211,41 @@ def test_write_html_is_atomic_and_self_contained(released: dict, tmp_path: Path)
     page = path.read_text(encoding="utf-8")
     assert not list(tmp_path.glob(".*tmp*"))
     assert "http" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+
+
+def test_group_by_report_shows_the_unit_and_intervals(tmp_path: Path) -> None:
+    """A steward statistic (issue 16): the privacy unit and contribution bounds appear, the
+    intervals computed after the charge (dp_outputs) are in the table, and the plot draws the
+    means by group only (the noisy counts and sums sit on another scale)."""
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "visits.csv"
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps(
+            [
+                {
+                    "query": {
+                        "type": "group_by",
+                        "keys": [{"column": "department", "categories": ["GP", "Cardiology"]}],
+                        "statistic": "mean", "column": "cost", "lower": 0, "upper": 500,
+                        "unit": {"column": "patient_id", "max_groups": 2, "max_rows": 3},
+                    },
+                    "mechanism": "noisy_mean",
+                    "parameters": {"epsilon": 1.0},
+                }
+            ]
+        )
+    )  # fmt: skip
+    out = tmp_path / "out"
+    args = ["release", str(plan), "--data", str(fixture), "--out", str(out), "--ledger"]
+    assert main([*args, str(tmp_path / "l.sqlite"), "--budget-epsilon", "2", "--report"]) == 0
+    page = (out / "report.html").read_text(encoding="utf-8")
+    text, _ = _text(page)
+    assert "rows sharing a value of patient_id are one person" in text
+    assert "at most 3 row(s) in each of at most 2 group(s) per person" in text
+    assert "one person with all their rows" in text
+    provenance = json.loads(next(out.glob("*.provenance.json")).read_text())
+    for low, high in provenance["dp_outputs"]["confidence_intervals"]:
+        assert f"[{value_text(low)}, {value_text(high)}]" in text
+    svg = ET.fromstring(page[page.index("<svg") : page.index("</svg>") + 6])
+    labels = [e.text for e in svg.iter() if e.tag.endswith("text") and e.text and "department" in e.text]
+    assert labels == ["department = GP", "department = Cardiology", "department = other"]
