@@ -100,10 +100,19 @@ class Grid:
     k: int
     sensitivity: int
     centres: tuple[int, ...]
+    exact: bool = False
+    """The true answers lie on the grid (an integer statistic, spacing 2^k with k <= 0): the
+    rounding to it is exact, so an interval needs no half step for it. Decided from the query's
+    kind and the grid, both public."""
 
     @property
     def spacing(self) -> Fraction:
         return Fraction(2) ** self.k
+
+    @property
+    def rounding(self) -> Fraction:
+        """The largest distance from a true answer to its grid point, in grid steps."""
+        return Fraction(0) if self.exact else Fraction(1, 2)
 
     def values(self, noise: np.ndarray) -> list[Value]:
         """Released values: (rounded answer + integer noise) * spacing, exact as floats."""
@@ -147,7 +156,7 @@ def make_grid(
     else:
         on_grid = ceil_fraction(scaled) + math.isqrt(d - 1) + 1
     centres = tuple(math.floor(v / spacing + Fraction(1, 2)) for v in values)
-    return Grid(k, on_grid, centres)
+    return Grid(k, on_grid, centres, exact=integral and k <= 0)
 
 
 def discrete_scale(target: Fraction) -> tuple[int, int]:

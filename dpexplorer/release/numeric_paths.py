@@ -81,8 +81,9 @@ class _LaplaceOnGrid:
         return samplers.discrete_laplace_array(self.t, self.s, size, bits)
 
     def ci_halfwidth(self, level: float) -> float:
-        """Half-width for the true (unrounded) answer: noise quantile plus half a grid step."""
-        return float((laplace_ci_steps(self.t, self.s, level) + Fraction(1, 2)) * self.grid.spacing)
+        """Half-width for the true (unrounded) answer: noise quantile plus the rounding to the
+        grid (half a step, none for a count on an integer grid)."""
+        return float((laplace_ci_steps(self.t, self.s, level) + self.grid.rounding) * self.grid.spacing)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -200,7 +201,7 @@ def gaussian_release(
     epsilon = (rho + 2 * math.sqrt(rho * math.log(1 / delta))) * (1 + 1e-12)
     if len(grid.centres) == 1:  # the exact curve of Theorem 7 is for one coordinate
         epsilon = min(epsilon, discrete_gaussian_epsilon(grid.sensitivity, float(sigma2), delta, epsilon))
-    half = (discrete_gaussian_ci_steps(float(sigma2), ci_level) + 0.5) * float(grid.spacing)
+    half = float((discrete_gaussian_ci_steps(float(sigma2), ci_level) + grid.rounding) * grid.spacing)
     return ExactRelease(
         guarantee=ZCDP(rho),
         epsilon=epsilon,

@@ -68,3 +68,25 @@ def test_a_planned_target_error_is_what_the_release_publishes(target: float) -> 
     prepared = prepare_input(count, "gaussian", {**params, "epsilon": epsilon}, fingerprint="f", query={})
     spacing = prepared.exact.provenance["grid_spacing"]
     assert target - spacing <= prepared.exact.ci_halfwidth <= target + 0.5 * spacing + 1e-9
+
+
+@pytest.mark.parametrize(("mechanism", "params"), [("laplace", {}), ("gaussian", {"delta": 1e-6})])
+def test_a_count_on_the_integer_grid_needs_no_half_step(mechanism: str, params: dict) -> None:
+    """A count lies on its integer grid (no rounding), so its interval is the noise's alone and
+    still covers as promised; a mean, rounded onto its grid, keeps the half step."""
+    from dpexplorer.core.mechanisms.base import NumericInput
+    from dpexplorer.release.release import prepare_input
+
+    count = NumericInput(np.array([5000.0]), np.array([5001.0]), 1.0, 1.0, 5000, "count")
+    prepared = prepare_input(count, mechanism, {**params, "epsilon": 0.5}, fingerprint="f", query={})
+    exact = prepared.exact
+    assert exact.provenance["grid_spacing"] == 1.0
+    assert float(exact.ci_halfwidth).is_integer()
+    draws = exact.simulate(SeededBitSource(8), 20_000)
+    inside = np.mean(np.abs(draws - 5000.0) <= exact.ci_halfwidth)
+    assert inside >= 0.95 - 5 * math.sqrt(0.95 * 0.05 / draws.size)
+
+    mean = NumericInput(np.array([38.6]), np.array([38.7]), 36.5, 36.5, 5000, "mean", bounds=(17.0, 90.0))
+    prepared = prepare_input(mean, mechanism, {**params, "epsilon": 0.5}, fingerprint="f", query={})
+    steps = prepared.exact.ci_halfwidth / prepared.exact.provenance["grid_spacing"]
+    assert steps % 1 == 0.5
