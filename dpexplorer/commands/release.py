@@ -165,13 +165,15 @@ def _write_report(
     from dpexplorer.release.report import build_report, write_html
     from dpexplorer.report_pdf import write_pdf  # Qt, loaded only for --report
 
+    entries, rate = read_plan_file(args.plan)
+    plan = entries if rate is None else [{"sampling": {"rate": rate}}, *entries]
     report = build_report(
         dataset=Path(args.data).name,
         fingerprint=dataset.fingerprint,
         released=released,
         ledger=ledger,
         before=before,
-        plan=read_plan(args.plan),
+        plan=plan,
     )
     print(f"report: {write_html(report, args.out)}, {write_pdf(report, Path(args.out) / 'report.pdf')}")
 
