@@ -1,7 +1,12 @@
 """`dpexplorer [FILE]` opens the window; `dpexplorer account|calibrate|release ...` are tools.
 
 Each tool lives in ``dpexplorer.commands.<name>`` and is imported only when asked for, so that
-opening the window never pays for them (and the window's code is never imported by a tool)."""
+opening the window never pays for them (and the window's code is never imported by a tool).
+
+One error path: whatever a tool is given, it ends with a code of
+:data:`dpexplorer.commands.errors.DOCUMENTED` and at most one line on stderr. A usage error is
+one line (exit 2), Ctrl+C exits 130, and an exception no tool anticipated (a bug) is one line
+saying so (exit 70), never a traceback."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from dpexplorer import __version__
 
@@ -38,12 +44,30 @@ def _app_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line on stderr (exit 2), not a usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        from dpexplorer.commands.errors import EXIT_BAD_INPUT, one_line
+
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {one_line(message)} (see --help)\n")
+
+
 def _run_command(name: str, argv: Sequence[str]) -> int:
-    module = importlib.import_module(f"dpexplorer.commands.{name}")
-    parser = argparse.ArgumentParser(prog=f"dpexplorer {name}", description=COMMANDS[name])
-    module.add_arguments(parser)
-    args = parser.parse_args(list(argv))
-    return int(module.run(args))
+    from dpexplorer.commands.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, fail
+
+    try:
+        module = importlib.import_module(f"dpexplorer.commands.{name}")
+        parser = _OneLineParser(prog=f"dpexplorer {name}", description=COMMANDS[name])
+        module.add_arguments(parser)
+        args = parser.parse_args(list(argv))
+        return int(module.run(args))
+    except KeyboardInterrupt:
+        return fail(name, "interrupted", EXIT_INTERRUPTED)
+    except SystemExit:
+        raise
+    except Exception as exc:  # a bug: still one line and a documented code, never a traceback
+        return fail(name, f"internal error ({type(exc).__name__}: {exc}); please report it", EXIT_INTERNAL)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

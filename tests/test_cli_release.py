@@ -55,7 +55,7 @@ def _run(files: dict[str, Path], *extra: str, plan: Path | None = None) -> int:
 
 
 def _charged(files: dict[str, Path]) -> int:
-    fingerprint = load_dataset(files["data"]).fingerprint
+    fingerprint = load_dataset(files["data"]).content_fingerprint
     with Ledger(files["ledger"]) as ledger:
         return len(ledger.measurements(fingerprint))
 
@@ -68,7 +68,7 @@ def test_plan_is_released(files, capsys) -> None:
     assert len(list(files["out"].glob("*.csv"))) == 3 and _charged(files) == 3
     assert "epsilon left" in out.out
     sidecar = json.loads(next(files["out"].glob("*exponential.provenance.json")).read_text())
-    assert sidecar["dataset_fingerprint"] == load_dataset(files["data"]).fingerprint
+    assert sidecar["dataset_fingerprint"] == load_dataset(files["data"]).content_fingerprint
     assert sidecar["query"]["type"] == "argmax"
 
 

@@ -3,15 +3,19 @@
 Prints the noise standard deviation of the Gaussian mechanism under the classical calibration
 (Dwork & Roth 2014, Theorem A.1; proven only for epsilon < 1) and the analytic one (Balle &
 Wang 2018, exact). Bad input (epsilon <= 0, delta outside (0, 1), sensitivity <= 0, a value
-that is not a number): one line on stderr, exit code 2."""
+that is not a number, or values so extreme that sigma cannot be computed): one line on stderr,
+exit code 2. A sigma that overflows (e.g. the classical one at delta = 5e-324) is printed as
+``inf`` in text and ``null`` in JSON (which has no infinity)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import math
-import sys
 
+import numpy as np
+
+from dpexplorer.commands.errors import fail
 from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.core.mechanisms.gaussian import gaussian_sigma_analytic, gaussian_sigma_classical
 
@@ -48,14 +52,30 @@ def _gaussian(args: argparse.Namespace) -> dict[str, float | bool]:
     epsilon = _number("epsilon", args.epsilon)
     delta = _number("delta", args.delta)
     sensitivity = _number("sensitivity", args.sensitivity)
+    try:
+        with np.errstate(all="ignore"):  # overflow is handled below, not printed as a warning
+            classical = gaussian_sigma_classical(epsilon, delta, sensitivity)
+            analytic = gaussian_sigma_analytic(epsilon, delta, sensitivity)
+    except DPExplorerError:
+        raise
+    except (ArithmeticError, ValueError) as exc:  # e.g. epsilon 1e308: no bracket for the root
+        raise DPExplorerError(
+            f"sigma cannot be computed at epsilon={epsilon:g}, delta={delta:g}, sensitivity="
+            f"{sensitivity:g} ({type(exc).__name__}: {exc}); choose less extreme values"
+        ) from None
     return {
         "epsilon": epsilon,
         "delta": delta,
         "sensitivity": sensitivity,
-        "sigma_classical": gaussian_sigma_classical(epsilon, delta, sensitivity),
-        "sigma_analytic": gaussian_sigma_analytic(epsilon, delta, sensitivity),
+        "sigma_classical": classical,
+        "sigma_analytic": analytic,
         "classical_proven": epsilon < 1,
     }
+
+
+def _json_safe(result: dict[str, float | bool]) -> dict[str, float | bool | None]:
+    """Non-finite numbers as null: JSON has no infinity."""
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in result.items()}
 
 
 def _print_text(result: dict[str, float | bool]) -> None:
@@ -71,10 +91,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = _gaussian(args)
     except DPExplorerError as error:
-        print(f"dpexplorer calibrate: error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return fail("calibrate", f"error: {error}", EXIT_BAD_INPUT)
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps(_json_safe(result), allow_nan=False))
     else:
         _print_text(result)
     return 0

@@ -15,6 +15,7 @@ import hashlib
 import io
 import os
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -35,6 +36,12 @@ SAMPLE_ROWS = 10_000
 NUMERIC_SHARE = 0.95
 """A text column is read as numeric when at least this share of a sample of its values are numbers."""
 SEPARATORS = (",", "\t", ";", "|")
+WHITESPACE = " "
+"""Separator value meaning "any run of spaces or tabs" (such files are turned into CSV first)."""
+SEPARATOR_NAMES = {",": "commas", "\t": "tabs", ";": "semicolons", "|": "pipes", WHITESPACE: "whitespace"}
+ENCODING_NAMES = {"cp1252": "Windows-1252 (cp1252)", "latin-1": "Latin-1 (ISO-8859-1)"}
+SNIFF_LINES = 20
+"""Lines (header included) the delimiter is sniffed from."""
 
 
 @dataclass(frozen=True)
@@ -57,8 +64,9 @@ class Dataset:
     file too large for memory, which still answers queries by streaming.
 
     ``warnings`` say which rows or values were set aside and why, each with its count.
-    ``columns`` (NON-PRIVATE summaries, for the steward only) and ``fingerprint`` (SHA-256 of
-    the file's bytes) are computed on first use; the fingerprint checks the file is unchanged."""
+    ``columns`` (NON-PRIVATE summaries, for the steward only), ``fingerprint`` (SHA-256 of the
+    file's bytes) and ``content_fingerprint`` (of the parsed table, the dataset's identity in the
+    ledger) are computed on first use; both fingerprints check the file is unchanged."""
 
     path: Path
     frame: pl.DataFrame | pl.LazyFrame
@@ -108,6 +116,15 @@ class Dataset:
         if _stamp(self.path) != self._stamp:
             raise DataError(f"{self.path} changed since it was loaded: load it again before releasing")
         return fingerprint_file(self.path)
+
+    @cached_property
+    def content_fingerprint(self) -> str:
+        """The dataset's identity: :func:`content_fingerprint` of the parsed table (the same for
+        the same data as CSV with any line endings, .csv.gz or Parquet, in any row order).
+        DataError if the file changed since loading."""
+        if _stamp(self.path) != self._stamp:
+            raise DataError(f"{self.path} changed since it was loaded: load it again before releasing")
+        return content_fingerprint(self.frame)
 
     def select(self, *exprs: pl.Expr) -> pl.DataFrame:
         """``frame.select(*exprs)``, collected (streaming when lazy); DataError if it fails
@@ -179,6 +196,46 @@ def fingerprint_file(path: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
+CONTENT_SCHEME = "content-v1"
+"""Version of :func:`content_fingerprint`'s canonical form (part of the fingerprint)."""
+
+
+def _canonical(name: str, dtype: pl.DataType) -> pl.Expr:
+    """One column's values as canonical text: numbers as Float64 (so 39, 39.0, int32 and int64
+    agree), everything else cast to text, length-prefixed (no separator can be forged), missing
+    values as ``-``."""
+    expr = pl.col(name)
+    if dtype.is_numeric():
+        expr = expr.cast(pl.Float64)
+    expr = expr.cast(pl.String)
+    return (expr.str.len_bytes().cast(pl.String) + ":" + expr).fill_null("-")
+
+
+def content_fingerprint(frame: pl.DataFrame | pl.LazyFrame) -> str:
+    """SHA-256 hex of the parsed table: the column names with their kinds (sorted by name), then
+    the SUM modulo 2^256 of every row's SHA-256 over its canonical text (:func:`_canonical`), a
+    multiset hash: independent of file format, line endings, column order and row order, while
+    any changed, added or removed row or column changes it. Streams a lazy frame in batches."""
+    schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
+    names = sorted(schema.names())
+    header = "\x1e".join(f"{len(c)}:{c}:{kind_of_dtype(schema[c])}" for c in names)
+    rows = frame.select(pl.concat_str([_canonical(c, schema[c]) for c in names], separator=",").alias("r"))
+    if isinstance(rows, pl.LazyFrame):  # streamed in batches where this polars can
+        batches = rows.collect_batches() if hasattr(rows, "collect_batches") else [_collect(rows)]
+    else:
+        batches = [rows]
+    total = 0
+    try:
+        for batch in batches:
+            for text in batch["r"]:
+                total += int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest(), "big")
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise DataError(f"could not read the data to fingerprint it: {_first_line(exc)}") from exc
+    digest = hashlib.sha256(f"{CONTENT_SCHEME}\x1d{header}\x1d".encode())
+    digest.update((total % (1 << 256)).to_bytes(32, "big"))
+    return digest.hexdigest()
+
+
 # ---------------------------------------------------------------- file kind, head, header
 def _format_of(path: Path, magic: bytes) -> Format:
     name = path.name.lower()
@@ -189,30 +246,76 @@ def _format_of(path: Path, magic: bytes) -> Format:
     return "csv"
 
 
-def _open_text_bytes(path: Path, fmt: Format) -> io.BufferedIOBase:
-    return gzip.open(path, "rb") if fmt == "csv.gz" else open(path, "rb")  # type: ignore[return-value]
+Source = Path | bytes
+"""Where text is read from: the file, or its text already decoded and re-encoded as UTF-8 CSV in
+memory (a file in another encoding, or delimited by whitespace)."""
+
+
+def _open_text_bytes(src: Source, fmt: Format) -> io.BufferedIOBase:
+    if isinstance(src, bytes):
+        return io.BytesIO(src)
+    return gzip.open(src, "rb") if fmt == "csv.gz" else open(src, "rb")  # type: ignore[return-value]
 
 
 def _read_head(path: Path, fmt: Format) -> bytes:
     try:
         with _open_text_bytes(path, fmt) as fh:
             return fh.read(HEAD_BYTES)
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise DataError(f"{path.name} could not be read as {fmt}: {exc}") from exc
+    except (OSError, EOFError, zlib.error) as exc:
+        raise DataError(f"{path.name} could not be read as {fmt} (is it corrupt?): {exc}") from exc
 
 
-def _check_text(path: Path, head: bytes) -> None:
-    """DataError for binary content or bytes that are not UTF-8 in the first 64 KiB."""
+def _check_binary(path: Path, head: bytes) -> None:
+    """DataError for binary content (NUL bytes) in the first 64 KiB."""
     if b"\x00" in head:
         raise DataError(
             f"{path.name} looks like a binary file (it contains NUL bytes), not CSV/TSV text: "
             "export the data as CSV or Parquet"
         )
+
+
+def _is_utf8(head: bytes) -> bool:
+    """Whether the head (cut at its last full line when it is the 64 KiB head) is UTF-8."""
     cut = head if len(head) < HEAD_BYTES else head[: head.rfind(b"\n") + 1]
     try:
         cut.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _transcoded(path: Path, fmt: Format, sep: str, notes: list[str]) -> bytes:
+    """The whole file as UTF-8 CSV text in memory: decoded as UTF-8, else as Windows-1252 (else
+    Latin-1, which decodes any byte), with a note; whitespace-delimited lines turned into CSV."""
+    try:
+        with _open_text_bytes(path, fmt) as fh:
+            raw = fh.read()
+    except (OSError, EOFError, zlib.error) as exc:
+        raise DataError(f"{path.name} could not be read as {fmt} (is it corrupt?): {exc}") from exc
+    try:
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise _not_utf8(path, cut, exc.start) from exc
+        line = raw.count(b"\n", 0, exc.start) + 1
+        encoding = "cp1252"
+        try:
+            text = raw.decode(encoding)
+        except UnicodeDecodeError:
+            encoding, text = "latin-1", raw.decode("latin-1")
+        notes.append(
+            f"read as {ENCODING_NAMES[encoding]} text: the file is not UTF-8 (first at line {line:,}); "
+            "re-save it as UTF-8 if a name or category looks wrong"
+        )
+    if sep == WHITESPACE:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerows(line.split() for line in text.splitlines() if line.strip())
+        text = buffer.getvalue()
+    if "\x00" in text:
+        raise DataError(
+            f"{path.name} contains NUL bytes, which CSV text never holds: "
+            "export the data again as CSV or Parquet"
+        )
+    return text.encode("utf-8")
 
 
 def _not_utf8(path: Path, data: bytes, pos: int, line_offset: int = 0) -> DataError:
@@ -243,15 +346,58 @@ def _scan_utf8(path: Path, fmt: Format) -> DataError:
         return _not_utf8(path, carry, 0, decoder_lines)
 
 
+def _fields(line: str, sep: str) -> int:
+    """Number of fields of one line split at ``sep`` (quotes respected)."""
+    if sep == WHITESPACE:
+        return len(line.split())
+    return len(next(csv.reader([line], delimiter=sep), []))
+
+
+def sniff_separator(lines: list[str]) -> str:
+    """The delimiter of CSV text from its first lines: among comma, tab, semicolon and pipe, the
+    one that splits the header into the most fields with as many fields on (nearly) every
+    following line; else the one most frequent in the header; else whitespace when it splits
+    every line into the same number (> 1) of fields and the data holds numbers; else comma (one
+    column)."""
+    header, body = lines[0], [line for line in lines[1:SNIFF_LINES] if line.strip()]
+
+    def consistent(sep: str) -> bool:
+        width = _fields(header, sep)
+        agree = sum(_fields(line, sep) == width for line in body)
+        return width > 1 and agree >= max(1, (len(body) * 9) // 10) if body else width > 1
+
+    fitting = [sep for sep in SEPARATORS if consistent(sep)]
+    if fitting:
+        return max(fitting, key=lambda sep: _fields(header, sep))
+    counted = max(SEPARATORS, key=header.count)
+    if header.count(counted):
+        return counted
+    numbers = any(_is_number(field) for line in body for field in line.split())
+    # a number in the data: "first name" over rows "John Smith" stays one column of text
+    return WHITESPACE if consistent(WHITESPACE) and numbers else ","
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _header(path: Path, head: bytes) -> tuple[str, list[str], bool]:
     """(separator, column names, whether any data line follows the header)."""
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+    if len(head) >= HEAD_BYTES:  # the last line may be cut
+        text = text[: text.rfind("\n") + 1]
     first, _, rest = text.partition("\n")
     if not first.strip():
         raise DataError(f"{path.name}: line 1 (the header) is blank: put the column names on the first line")
     name = path.name.lower()
-    sep = "\t" if name.endswith((".tsv", ".tsv.gz", ".tab")) else max(SEPARATORS, key=first.count)
-    names = next(csv.reader([first.rstrip("\r")], delimiter=sep))
+    lines = [line.rstrip("\r") for line in text.splitlines()]
+    sep = "\t" if name.endswith((".tsv", ".tsv.gz", ".tab")) else sniff_separator(lines)
+    first = first.rstrip("\r")
+    names = first.split() if sep == WHITESPACE else next(csv.reader([first], delimiter=sep))
     for i, col in enumerate(names, start=1):
         if not col.strip():
             raise DataError(f"{path.name}, line 1: column {i} has a blank name: give every column a name")
@@ -267,9 +413,9 @@ def _header(path: Path, head: bytes) -> tuple[str, list[str], bool]:
 
 
 # ---------------------------------------------------------------- ragged rows
-def _field_counts(path: Path, fmt: Format, sep: str) -> Iterator[tuple[int, int]]:
+def _field_counts(src: Source, fmt: Format, sep: str) -> Iterator[tuple[int, int]]:
     """(line number, number of fields) of every data record (streamed with the csv module)."""
-    with _open_text_bytes(path, fmt) as raw:
+    with _open_text_bytes(src, fmt) as raw:
         text = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
         reader = csv.reader(text, delimiter=sep)
         next(reader, None)
@@ -277,17 +423,19 @@ def _field_counts(path: Path, fmt: Format, sep: str) -> Iterator[tuple[int, int]
             yield reader.line_num, len(record)
 
 
-def _ragged_rows(path: Path, fmt: Format, sep: str, expected: int) -> tuple[list[int], list[str]]:
+def _ragged_rows(
+    path: Path, fmt: Format, sep: str, expected: int, src: Source | None = None
+) -> tuple[list[int], list[str]]:
     """Row indices (0-based, data rows) with the wrong number of fields, and up to 3 examples."""
     bad: list[int] = []
     examples: list[str] = []
     try:
-        for row, (line, count) in enumerate(_field_counts(path, fmt, sep)):
+        for row, (line, count) in enumerate(_field_counts(path if src is None else src, fmt, sep)):
             if count != expected and count > 0:
                 bad.append(row)
                 if len(examples) < 3:
                     examples.append(f"line {line:,}: {count} fields, expected {expected}")
-    except (OSError, csv.Error, UnicodeDecodeError, EOFError) as exc:
+    except (OSError, csv.Error, UnicodeDecodeError, EOFError, zlib.error) as exc:
         raise DataError(f"{path.name} could not be checked for ragged rows: {_first_line(exc)}") from exc
     return bad, examples
 
@@ -322,25 +470,30 @@ def _scan(
     )
 
 
+class _NotUtf8(Exception):
+    """Polars found bytes that are not UTF-8 past the head: read the file transcoded instead."""
+
+
 def _read(
-    path: Path, fmt: Format, sep: str, lazy: bool, notes: list[str]
+    path: Path, fmt: Format, sep: str, lazy: bool, notes: list[str], src: Source | None = None
 ) -> tuple[pl.DataFrame | pl.LazyFrame, list[int]]:
-    """Parse the file (or check it parses, streaming, when lazy). Columns where text turns up
-    after schema inference are re-read as text (then made numeric by :func:`_numeric_text`).
-    Returns the frame and the row indices of rows with too many fields, to set aside."""
+    """Parse the file, or ``src`` (UTF-8 CSV in memory) when given (or check it parses,
+    streaming, when lazy). Columns where text turns up after schema inference are re-read as text
+    (then made numeric by :func:`_numeric_text`). Returns the frame and the row indices of rows
+    with too many fields, to set aside. _NotUtf8 when the file needs transcoding."""
     overrides: dict[str, pl.DataType] = {}
     truncate = False
     too_many: list[int] = []
     for _ in range(64):
-        lf = _scan(path, fmt, sep, overrides, truncate)
         try:
             if lazy:
+                lf = _scan(path, fmt, sep, overrides, truncate)
                 lf.select(pl.len()).collect(engine="streaming")
                 lf.select(pl.all().null_count()).collect(engine="streaming")
                 return lf, too_many
             return (
                 pl.read_csv(
-                    path,
+                    io.BytesIO(src) if isinstance(src, bytes) else path,
                     separator=sep,
                     infer_schema_length=INFER_ROWS,
                     schema_overrides=overrides or None,
@@ -356,12 +509,18 @@ def _read(
                 overrides[parse.group(3)] = pl.String
             elif "more fields than defined" in message and not truncate:
                 truncate = True
-                expected = len(lf.collect_schema())
-                too_many, examples = _ragged_rows(path, fmt, sep, expected)
+                expected = (
+                    len(_scan(path, fmt, sep, overrides, truncate).collect_schema()) if src is None else 0
+                )
+                if src is not None:
+                    expected = _fields(src[: src.find(b"\n")].decode("utf-8").lstrip("\ufeff"), sep)
+                too_many, examples = _ragged_rows(path, fmt, sep, expected, src)
                 notes.append(
                     f"{_rows(len(too_many))} set aside: wrong number of fields ({'; '.join(examples)})"
                 )
             elif "utf-8" in message.lower() or "utf8" in message.lower():
+                if not lazy and src is None:
+                    raise _NotUtf8 from exc
                 raise _scan_utf8(path, fmt) from exc
             else:
                 raise DataError(f"{path.name} could not be read as {fmt}: {_first_line(exc)}") from exc
@@ -419,14 +578,19 @@ def _non_finite(frame: pl.DataFrame | pl.LazyFrame, notes: list[str]) -> pl.Data
 
 
 def _short_rows(
-    path: Path, fmt: Format, sep: str, frame: pl.DataFrame | pl.LazyFrame, notes: list[str]
+    path: Path,
+    fmt: Format,
+    sep: str,
+    frame: pl.DataFrame | pl.LazyFrame,
+    notes: list[str],
+    src: Source | None = None,
 ) -> list[int]:
     """Rows with too few fields (polars fills them with missing values), to set aside. Only
     searched for when the last column has missing values (a short row always leaves it empty)."""
     names = frame.collect_schema().names()
     if fmt == "parquet" or int(_collect(frame.select(pl.col(names[-1]).null_count()))[names[-1]][0]) == 0:
         return []
-    bad, examples = _ragged_rows(path, fmt, sep, len(names))
+    bad, examples = _ragged_rows(path, fmt, sep, len(names), src)
     if bad:
         notes.append(f"{_rows(len(bad))} set aside: wrong number of fields ({'; '.join(examples)})")
     return bad
@@ -455,7 +619,15 @@ def load_dataset(path: str | os.PathLike[str], *, lazy: bool | None = None) -> D
         return _load(Path(path), lazy)
     except DataError:
         raise
-    except (OSError, ValueError, UnicodeError, EOFError, csv.Error, pl.exceptions.PolarsError) as exc:
+    except (
+        OSError,
+        ValueError,
+        UnicodeError,
+        EOFError,
+        csv.Error,
+        zlib.error,
+        pl.exceptions.PolarsError,
+    ) as exc:
         raise DataError(f"{Path(path).name} could not be read: {_first_line(exc)}") from exc
 
 
@@ -470,21 +642,76 @@ def _load(path: Path, lazy: bool | None) -> Dataset:
     with open(path, "rb") as fh:
         magic = fh.read(4)
     fmt = _format_of(path, magic)
-    sep = ","
+    sep, utf8 = ",", True
+    notes: list[str] = []
     if fmt != "parquet":
         head = _read_head(path, fmt)
-        _check_text(path, head)
+        _check_binary(path, head)
+        utf8 = _is_utf8(head)
         sep, _, has_rows = _header(path, head)
         if not has_rows:
             raise DataError(f"{path.name} has a header but no data rows: nothing to analyse")
+        if sep != "," and not path.name.lower().endswith((".tsv", ".tsv.gz", ".tab")):
+            notes.append(f"columns are separated by {SEPARATOR_NAMES[sep]} (detected from the first lines)")
     lazy = _default_lazy(path, fmt) if lazy is None else lazy
     if lazy and fmt == "csv.gz":
         raise DataError(f"{path.name} is gzip-compressed and cannot be scanned lazily: decompress it first")
-    notes: list[str] = []
-    frame, too_many = _read(path, fmt, sep, lazy, notes)
-    frame = _set_aside(frame, too_many or _short_rows(path, fmt, sep, frame, notes))
-    frame = _non_finite(_numeric_text(frame, notes), notes)
+    frame, src, sep, too_many = _parse(path, fmt, sep, lazy, notes, utf8)
+    frame = _set_aside(frame, too_many or _short_rows(path, fmt, sep, frame, notes, src))
+    frame = _non_finite(_numeric_text(_clean_columns(path, frame, notes), notes), notes)
     return _finish(path, fmt, frame, notes, stamp)
+
+
+def _parse(
+    path: Path, fmt: Format, sep: str, lazy: bool, notes: list[str], utf8: bool
+) -> tuple[pl.DataFrame | pl.LazyFrame, Source | None, str, list[int]]:
+    """The parsed frame, read from the file, or from its text transcoded in memory when it is
+    not UTF-8 or is delimited by whitespace (eagerly: such files must fit in memory)."""
+    if utf8 and sep != WHITESPACE:
+        try:
+            frame, too_many = _read(path, fmt, sep, lazy, notes)
+            return frame, None, sep, too_many
+        except _NotUtf8:
+            pass
+    if lazy:
+        raise DataError(f"{path.name} is too large to read as text that is not UTF-8: re-save it as UTF-8")
+    src = _transcoded(path, fmt, sep, notes)
+    csv_sep = "," if sep == WHITESPACE else sep
+    frame, too_many = _read(path, fmt, csv_sep, False, notes, src)
+    return frame, src, csv_sep, too_many
+
+
+def _clean_columns(
+    path: Path, frame: pl.DataFrame | pl.LazyFrame, notes: list[str]
+) -> pl.DataFrame | pl.LazyFrame:
+    """Names in single quotes lose them; columns of lists or structs (no query reads them) are
+    left out, with a note; text holding NUL bytes (a binary or corrupt export) is refused."""
+    schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
+    nested = [c for c, t in schema.items() if t.is_nested() or t == pl.Object]
+    if nested:
+        if len(nested) == len(schema):
+            raise DataError(f"{path.name}: every column holds lists or structs, which no query can read")
+        notes.append(
+            f"column(s) {', '.join(map(repr, nested))} hold lists or structs, which no query can read; "
+            "left out"
+        )
+        frame = frame.drop(nested)
+    names = [c for c in schema.names() if c not in nested]
+    quoted = {c: c[1:-1] for c in names if len(c) > 2 and c[0] == c[-1] == "'"}
+    if quoted and len(set(names) - set(quoted) | set(quoted.values())) == len(names):
+        frame = frame.rename(quoted)
+    texts = [c for c in names if schema[c] == pl.String]
+    if texts:
+        found = _collect(
+            frame.select(pl.col(quoted.get(c, c)).str.contains("\x00", literal=True).any() for c in texts)
+        )
+        bad = [c for c in found.columns if found[c][0]]
+        if bad:
+            raise DataError(
+                f"{path.name}: column {bad[0]!r} holds NUL bytes, which CSV text never holds: "
+                "export the data again as CSV or Parquet"
+            )
+    return frame
 
 
 def _finish(

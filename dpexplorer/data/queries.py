@@ -88,6 +88,7 @@ class Compare:
             _require(
                 not (isinstance(v, float) and not math.isfinite(v)), f"comparison value {v} is not finite"
             )
+            _require_int64(v, "comparison value")
 
     def expr(self) -> pl.Expr:
         c = pl.col(self.column)
@@ -400,8 +401,16 @@ class TrimmedMean(_ClippedColumn):
         return {**super().to_dict(), "trim_fraction": self.trim_fraction}
 
 
+def _require_int64(value: Any, what: str) -> None:
+    """DataError for a whole number the data engine cannot hold (outside 64-bit integers)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        _require(-(2**63) <= value < 2**63, f"{what} {str(value)[:20]}… is too large a whole number")
+
+
 def _check_categories(column: str, categories: tuple[Scalar, ...]) -> None:
     _require(len(categories) >= 1, f"declare at least one category of {column!r}")
+    for category in categories:
+        _require_int64(category, f"a category of {column!r},")
     _require(len(set(categories)) == len(categories), f"the categories of {column!r} repeat a value")
 
 

@@ -155,7 +155,8 @@ def load_dataset(
     checkpoint(cancel, progress, 1 / 3)
     summary = engine_of(dataset).summary(dataset, top)  # cached columns: computed here, off the main thread
     checkpoint(cancel, progress, 2 / 3)
-    _ = dataset.fingerprint  # likewise (SHA-256 of the file, for the ledger and sessions)
+    _ = dataset.fingerprint  # likewise (SHA-256 of the file, for sessions)
+    _ = dataset.content_fingerprint  # likewise (the dataset's identity in the ledger)
     checkpoint(cancel, progress, 1.0)
     return LoadedDataset(dataset, summary.ranges, summary.top_values)
 
@@ -176,8 +177,8 @@ def release_preview(
     from dpexplorer.release.ledger import Ledger
     from dpexplorer.release.release import prepare, price
 
-    prepared = prepare(dataset, query, mechanism, params, relation=relation)  # type: ignore[arg-type]
     with Ledger(ledger_path) as ledger:
+        prepared = prepare(dataset, query, mechanism, params, relation=relation, ledger=ledger)  # type: ignore[arg-type]
         return ReleasePreview(prepared, price(prepared, ledger))
 
 

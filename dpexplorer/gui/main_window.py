@@ -461,10 +461,11 @@ class MainWindow(QMainWindow):
         if self.dataset is None or self.workspace is None:
             return
         from dpexplorer.release.ledger import Ledger
+        from dpexplorer.release.release import dataset_key
 
         try:
             with Ledger(self.ledger_path()) as ledger:
-                self.workspace.budget_view.load_ledger(ledger, self.dataset.fingerprint)
+                self.workspace.budget_view.load_ledger(ledger, dataset_key(self.dataset, ledger))
         except DPExplorerError as exc:
             self.show_error(f"Could not read the budget ledger: {exc}")
 

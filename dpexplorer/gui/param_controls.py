@@ -38,6 +38,14 @@ def format_value(param: Param, value: Any) -> str:
     return str(value)
 
 
+def _typed_number(text: str) -> float | str:
+    """What was typed, as a float when it reads as one (validation refuses text that does not)."""
+    try:
+        return float(text.strip())
+    except ValueError:
+        return text.strip()
+
+
 class ParamControl(QWidget):
     """One parameter's editor. ``changed`` carries a valid value only."""
 
@@ -107,7 +115,7 @@ class NumberControl(ParamControl):
         layout.addWidget(self.error)
         self._show(param.default)
         self.slider.valueChanged.connect(self._slider_moved)
-        self.field.editingFinished.connect(lambda: self._accept(self.field.text().strip()))
+        self.field.editingFinished.connect(lambda: self._accept(_typed_number(self.field.text())))
 
     def position_of(self, value: float) -> int:
         """Slider position of ``value`` (clamped to the slider's span)."""

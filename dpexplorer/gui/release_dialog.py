@@ -59,12 +59,15 @@ class ReleaseDialog(QDialog):
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Release a statistic")
+        self.setMinimumWidth(560)  # wrapped labels (the price, a failure's reason) need the room
         self.compute = compute
         self.request = (dataset, query, mechanism, dict(params), relation, str(ledger_path))
         self.ledger_path = ledger_path
         self.dataset_name = dataset.path.name
         self.preview: jobs.ReleasePreview | None = None
         self.result: Any = None
+        self.failure = ""
+        """The last release failure, kept on screen when the release is priced again after it."""
         settings = ", ".join(
             f"{k} = {format_value(p, params[p.name])}" for p in _declared(mechanism) for k in [p.label]
         )
@@ -150,7 +153,7 @@ class ReleaseDialog(QDialog):
         if self.preview is None:
             return
         self.release_button.setEnabled(False)
-        Path(self.out_dir.text()).mkdir(parents=True, exist_ok=True)
+        # the directory is checked (made, writable, no clash) by the release job before the charge
         self.message.setText("Charging the ledger, drawing exact noise, writing files…")
         self.compute.submit(
             RELEASE_JOB,
@@ -178,7 +181,9 @@ class ReleaseDialog(QDialog):
             self.message.setText(message)
             self.message.setStyleSheet("color: #c0392b;")
             if view == RELEASE_JOB:
+                self.failure = message
                 self._price()
+            self.adjustSize()
 
     def _show_preview(self, preview: jobs.ReleasePreview) -> None:
         self.preview = preview
@@ -199,8 +204,10 @@ class ReleaseDialog(QDialog):
             f"composition; already spent ε = {price.spent_epsilon:.6g}.<br>"
             f"Cost of this release: ε = <b>{cost}</b>; left after it: ε = <b>{left}</b>."
         )
-        self.message.setText(price.refusal)
-        self.message.setStyleSheet("color: #c0392b;" if price.refusal else "")
+        shown = " ".join(t for t in (self.failure, price.refusal) if t)
+        self.message.setText(shown)
+        self.message.setStyleSheet("color: #c0392b;" if shown else "")
+        self.adjustSize()
         self.release_button.setEnabled(not price.refusal)
 
     def done(self, result: int) -> None:

@@ -1,24 +1,78 @@
 """Export of released values with provenance (DESIGN.md, Export).
 
-Three files per release in the output directory, named ``release-<ledger id>-<mechanism>``:
-``.csv`` (label, value), ``.json`` (the same values) and ``.provenance.json`` (the sidecar).
-Each is written under a hidden temporary name (``.<name>.<pid>.tmp``), flushed, fsync'ed and
-renamed over its final name, then the directory is fsync'ed; the sidecar is renamed last, so a
-release whose sidecar exists is complete. A crash can leave only temporary files, which
-:func:`remove_partial_files` deletes. Nothing here ever receives a true answer: callers pass
-released values and public facts only."""
+Three files per release in the output directory, named ``release-<ledger id>-<token>-<mechanism>``
+(``token`` random, drawn before the charge, so that two ledgers writing into one directory never
+produce the same name): ``.csv`` (label, value), ``.json`` (the same values) and
+``.provenance.json`` (the sidecar). Each is written under a hidden temporary name
+(``.<name>.<pid>.tmp``), flushed, fsync'ed and hard-linked to its final name, which fails if that
+name exists (nothing is ever overwritten), then the directory is fsync'ed; the sidecar is linked
+last, so a release whose sidecar exists is complete. :func:`check_output_dir` checks before any
+charge that the directory can be written (a probe file is created and removed) and holds no file
+of the release's names. A crash can leave temporary files and value files without a sidecar,
+which :func:`remove_partial_files` deletes before the next release into the directory, under a
+lock that a live writer holds (so a concurrent release is never taken for a dead one's
+leftovers). Nothing here ever receives a true answer: callers pass released values and public
+facts only."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import fcntl
 import io
 import json
 import os
-from collections.abc import Mapping, Sequence
+import secrets
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dpexplorer.core.errors import DPExplorerError
+
 TMP_SUFFIX = ".tmp"
+KINDS = {"csv": ".csv", "json": ".json", "provenance": ".provenance.json"}
+
+
+class ExportError(DPExplorerError):
+    """The output directory cannot take the release's files (not writable, or a name is taken)."""
+
+
+def new_token() -> str:
+    """A random id for one release's file names (64 bits: unique across ledgers in practice, and
+    a clash is still refused, never overwritten)."""
+    return secrets.token_hex(8)
+
+
+def release_paths(out_dir: str | os.PathLike[str], stem: str) -> dict[str, Path]:
+    """The three final paths of the release named ``stem``, by kind."""
+    return {kind: Path(out_dir) / f"{stem}{suffix}" for kind, suffix in KINDS.items()}
+
+
+def check_output_dir(out_dir: str | os.PathLike[str], tokens: Sequence[str] = ()) -> None:
+    """Raise :class:`ExportError` unless ``out_dir`` is (or can be made) a directory this process
+    can write (a probe file is created and removed) and holds no file of a release with
+    one of ``tokens``. Called before anything is charged."""
+    directory = Path(out_dir)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / f".release-probe.{os.getpid()}.{new_token()}{TMP_SUFFIX}"
+        with open(probe, "x", encoding="utf-8") as handle:
+            handle.write("probe")
+        probe.unlink()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ExportError(
+            f"cannot write to the output directory {directory}: {reason}; choose another --out"
+        ) from None
+    wanted = set(tokens)
+    if not wanted:
+        return
+    for entry in os.scandir(directory):  # one listing for the whole plan
+        parts = entry.name.split("-")
+        if entry.name.startswith("release-") and len(parts) > 3 and parts[2] in wanted:
+            raise ExportError(
+                f"{directory / entry.name} already exists: nothing is ever overwritten; choose another --out"
+            )
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -30,24 +84,81 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that ``path`` is either absent or complete: temporary name,
-    flush, fsync, rename (atomic on POSIX), fsync of the directory."""
+    """Write ``text`` to ``path`` so that ``path`` is either absent or complete, never replacing
+    an existing file: temporary name, flush, fsync, hard link to ``path`` (atomic on POSIX;
+    :class:`ExportError` if ``path`` exists), removal of the temporary name, fsync of the
+    directory."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}{TMP_SUFFIX}")
-    with open(tmp, "w", encoding="utf-8", newline="") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.link(tmp, path)
+    except FileExistsError:
+        raise ExportError(f"{path} already exists: nothing is ever overwritten") from None
+    finally:
+        tmp.unlink(missing_ok=True)
     _fsync_dir(path.parent)
 
 
+@contextlib.contextmanager
+def _directory_lock(directory: Path) -> Iterator[None]:
+    """An exclusive lock on ``directory`` itself (``flock`` of the open directory: no lock file
+    is left behind) for writing one release or cleaning up: the kernel drops it when its holder
+    dies, so a lock that can be taken means no release is half-written by a live process."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing drops the lock
+
+
+def _orphans(directory: Path) -> list[Path]:
+    """Value files of a release whose sidecar never appeared (the writer died in between)."""
+    names = {entry.name for entry in os.scandir(directory)}
+    found = []
+    for name in names:
+        for kind in ("csv", "json"):
+            suffix = KINDS[kind]
+            if (
+                not name.startswith("release-")
+                or not name.endswith(suffix)
+                or name.endswith(KINDS["provenance"])
+            ):
+                continue
+            if f"{name[: -len(suffix)]}{KINDS['provenance']}" not in names:
+                found.append(directory / name)
+    return found
+
+
 def remove_partial_files(directory: str | os.PathLike[str]) -> list[Path]:
-    """Delete temporary files left by an interrupted export in ``directory``; returns them."""
-    removed = []
-    for path in Path(directory).glob(f".release-*{TMP_SUFFIX}"):
+    """Delete what an interrupted export left in ``directory`` (temporary files, and value files
+    whose sidecar was never written), under the directory's lock; returns them."""
+    folder = Path(directory)
+    if not folder.is_dir():
+        return []
+    with _directory_lock(folder):
+        return _remove_partial(folder)
+
+
+def _remove_partial(folder: Path) -> list[Path]:
+    temporary = [folder / e.name for e in os.scandir(folder) if e.name.startswith(".release-")]
+    removed = [*(p for p in temporary if p.name.endswith(TMP_SUFFIX)), *_orphans(folder)]
+    for path in removed:
         path.unlink(missing_ok=True)
-        removed.append(path)
     return removed
+
+
+def remove_release(paths: Mapping[str, Path]) -> None:
+    """Delete what was written of one release, sidecar first (so a half-removed release is never
+    taken for a complete one). Errors are ignored: the caller is already reporting a failure."""
+    for kind in ("provenance", "json", "csv"):
+        if kind not in paths:
+            continue
+        with contextlib.suppress(OSError):
+            paths[kind].unlink(missing_ok=True)
 
 
 def _csv_text(labels: Sequence[str], values: Sequence[float | str]) -> str:
@@ -67,17 +178,25 @@ def export_release(
     provenance: Mapping[str, Any],
 ) -> dict[str, Path]:
     """Write the values (CSV, JSON) and the sidecar; returns the three final paths by kind
-    (``"csv"``, ``"json"``, ``"provenance"``)."""
+    (``"csv"``, ``"json"``, ``"provenance"``). On any failure what was written is removed again
+    and the error raised (OSError, or :class:`ExportError` for a name that exists)."""
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
-    paths = {
-        "csv": directory / f"{stem}.csv",
-        "json": directory / f"{stem}.json",
-        "provenance": directory / f"{stem}.provenance.json",
-    }
+    paths = release_paths(directory, stem)
     values_doc = {"values": [{"label": k, "value": v} for k, v in zip(labels, values, strict=True)]}
     sidecar = {**provenance, "files": {k: p.name for k, p in paths.items() if k != "provenance"}}
-    atomic_write(paths["csv"], _csv_text(labels, values))
-    atomic_write(paths["json"], json.dumps(values_doc, indent=2) + "\n")
-    atomic_write(paths["provenance"], json.dumps(sidecar, indent=2, sort_keys=True) + "\n")
+    texts = {
+        "csv": _csv_text(labels, values),
+        "json": json.dumps(values_doc, indent=2, allow_nan=False) + "\n",
+        "provenance": json.dumps(sidecar, indent=2, sort_keys=True, allow_nan=False) + "\n",
+    }
+    written: dict[str, Path] = {}
+    with _directory_lock(directory):
+        try:
+            for kind in ("csv", "json", "provenance"):
+                atomic_write(paths[kind], texts[kind])
+                written[kind] = paths[kind]
+        except BaseException:
+            remove_release(written)
+            raise
     return paths

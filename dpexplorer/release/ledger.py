@@ -12,7 +12,16 @@ epsilons and deltas are summed as :class:`fractions.Fraction` of the stored floa
 charges of 0.1 against a budget of 1.0 are refused at the tenth (the floats 0.1 sum to
 1.0000000000000000555 > 1). Numerical accountants (advanced, optimal, zCDP, RDP, PLD) return a
 float upper bound; it is inflated by a relative margin of 1e-9 before the comparison, which
-covers floating-point rounding in those computations."""
+covers floating-point rounding in those computations.
+
+A release that fails after its charge (the output cannot be written, Ctrl+C, a crash the
+process survives) is marked ``failed`` with the reason (:meth:`Ledger.mark_failed`): its budget
+stays spent. Every SQLite error after opening surfaces as :class:`LedgerError`.
+
+Datasets are keyed by the fingerprint of their parsed content
+(:attr:`dpexplorer.data.load.Dataset.content_fingerprint`), or by a name the steward gives
+(``name:<NAME>``); :meth:`Ledger.identify` moves what older ledgers kept under the file's
+SHA-256 to that key, once, and remembers the alias."""
 
 from __future__ import annotations
 
@@ -61,7 +70,14 @@ CREATE TABLE IF NOT EXISTS measurements (
     status TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS measurements_fingerprint ON measurements (fingerprint);
+CREATE TABLE IF NOT EXISTS aliases (
+    fingerprint TEXT PRIMARY KEY,
+    dataset TEXT NOT NULL,
+    time TEXT NOT NULL
+);
 """
+NAME_PREFIX = "name:"
+"""Ledger key of a dataset the steward named: ``name:<NAME>``."""
 
 
 class BudgetExceededError(DPExplorerError):
@@ -69,7 +85,7 @@ class BudgetExceededError(DPExplorerError):
 
 
 class LedgerError(DPExplorerError):
-    """The ledger file cannot be opened or is not a ledger."""
+    """The ledger file cannot be opened, read or written (not a ledger, read-only, disk full)."""
 
 
 class NoBudgetError(DPExplorerError):
@@ -89,7 +105,8 @@ class Budget:
 @dataclass(frozen=True)
 class Measurement:
     """One charged measurement. ``status`` is ``"charged"`` (budget taken; the release may not
-    have finished, e.g. after a crash) or ``"released"`` (files written at ``export_path``)."""
+    have finished, e.g. after a crash), ``"released"`` (files written at ``export_path``) or
+    ``"failed"`` (budget taken, nothing released; ``note`` says why)."""
 
     id: int
     fingerprint: str
@@ -100,6 +117,7 @@ class Measurement:
     guarantee: g.Guarantee
     export_path: str | None
     status: str
+    note: str | None = None
 
 
 def default_ledger_path() -> Path:
@@ -202,7 +220,10 @@ class Ledger:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
-        except sqlite3.DatabaseError as exc:
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(measurements)")}
+            if "note" not in columns:  # ledgers written before failed releases were recorded
+                self._db.execute("ALTER TABLE measurements ADD COLUMN note TEXT")
+        except sqlite3.Error as exc:
             raise LedgerError(
                 f"cannot open the budget ledger {self.path}: {exc}; give another --ledger path "
                 "(never delete a ledger: it is the record of what was spent)"
@@ -222,17 +243,29 @@ class Ledger:
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         """A write transaction, taking the database's write lock at once (check-then-insert is
         atomic across processes)."""
-        with self._lock:
+        with self._lock, self._errors():
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
 
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """SQLite errors (a malformed page, a read-only file, a full disk) as LedgerError."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise LedgerError(
+                f"the budget ledger {self.path} cannot be used: {exc}; check the file and the disk "
+                "(never delete a ledger: it is the record of what was spent)"
+            ) from None
+
     def _read(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
-        with self._lock:
+        with self._lock, self._errors():
             return self._db.execute(sql, args).fetchall()
 
     # ---- budget
@@ -269,7 +302,7 @@ class Ledger:
         """Every charged measurement of the dataset, oldest first."""
         rows = self._read(
             "SELECT id, fingerprint, time, query, mechanism, parameters, guarantee, export_path, "
-            "status FROM measurements WHERE fingerprint = ? ORDER BY id",
+            "status, note FROM measurements WHERE fingerprint = ? ORDER BY id",
             (fingerprint,),
         )
         return [
@@ -283,6 +316,7 @@ class Ledger:
                 guarantee=guarantee_from_dict(json.loads(r[6])),
                 export_path=r[7],
                 status=r[8],
+                note=r[9],
             )
             for r in rows
         ]
@@ -375,3 +409,54 @@ class Ledger:
                 "UPDATE measurements SET status = 'released', export_path = ? WHERE id = ?",
                 (str(export_path), row_id),
             )
+
+    def mark_failed(self, row_id: int, reason: str) -> None:
+        """Record that the measurement was charged but nothing was released, and why (its budget
+        stays spent: the noise may have been drawn)."""
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE measurements SET status = 'failed', note = ? WHERE id = ? AND status = 'charged'",
+                (reason, row_id),
+            )
+
+    # ---- dataset identity
+    def identify(self, fingerprint: str, *, legacy: Sequence[str] = (), name: str | None = None) -> str:
+        """The key this dataset's budget and measurements are kept under: ``name:<name>`` if the
+        steward names it, else the name its content was filed under before, else ``fingerprint``.
+        Budgets and measurements kept under ``fingerprint`` or a ``legacy`` key (the file's
+        SHA-256 of older ledgers) move to that key (where both had a budget, the smaller epsilon
+        and delta are kept), and the aliases are remembered. InvalidParameterError if the content
+        is already filed under another name (one dataset, one budget)."""
+        if name is not None and not name.strip():
+            raise InvalidParameterError("the dataset name must not be blank")
+        with self._transaction() as db:
+            filed = db.execute("SELECT dataset FROM aliases WHERE fingerprint = ?", (fingerprint,)).fetchone()
+            key = NAME_PREFIX + name.strip() if name is not None else (filed[0] if filed else fingerprint)
+            if filed and filed[0] != key:
+                raise InvalidParameterError(
+                    f"this data is already accounted under dataset {filed[0]!r}; use that name"
+                )
+            for other in dict.fromkeys([fingerprint, *legacy]):
+                if other != key:
+                    self._move(db, other, key)
+            return key
+
+    def _move(self, db: sqlite3.Connection, old: str, key: str) -> None:
+        """Move ``old``'s measurements and budget to ``key`` and remember the alias."""
+        db.execute("UPDATE measurements SET fingerprint = ? WHERE fingerprint = ?", (key, old))
+        moved = db.execute(
+            "SELECT epsilon, delta, method FROM budgets WHERE fingerprint = ?", (old,)
+        ).fetchone()
+        if moved is not None:
+            db.execute(
+                "INSERT INTO budgets VALUES (?, ?, ?, ?, ?) ON CONFLICT(fingerprint) DO UPDATE SET "
+                "epsilon=min(epsilon, excluded.epsilon), delta=min(delta, excluded.delta), "
+                "time=excluded.time",
+                (key, *moved, _now()),
+            )
+            db.execute("DELETE FROM budgets WHERE fingerprint = ?", (old,))
+        db.execute(
+            "INSERT INTO aliases VALUES (?, ?, ?) ON CONFLICT(fingerprint) "
+            "DO UPDATE SET dataset=excluded.dataset",
+            (old, key, _now()),
+        )

@@ -4,11 +4,20 @@
 charging anything; :func:`execute` then (1) charges the ledger, which refuses with
 :class:`~dpexplorer.release.ledger.BudgetExceededError` before any noise exists, (2) draws the
 noise from the exact samplers with the OS CSPRNG, (3) writes the files atomically and
-(4) records their path in the ledger. :func:`release_one` does both."""
+(4) records their path in the ledger. :func:`release_one` does both.
+
+All or nothing: :func:`prepare` checks everything that can be checked without the noise (the
+parameters, an exact path, finite numbers within the samplers' reach) and :func:`execute`
+checks the output directory before charging. If anything fails after the charge (including
+Ctrl+C), the ledger row is marked ``failed`` with the reason, any file written is removed, and
+:class:`ReleaseFailedError` says what was charged for nothing. ⊥ ("no answer", a valid DP
+output of PTR and the distance tests) is released like any value, with no interval."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,8 +39,8 @@ from dpexplorer.core.errors import DPExplorerError, InvalidParameterError, NotAp
 from dpexplorer.core.mechanisms import registry
 from dpexplorer.core.mechanisms.base import NumericInput, QueryInput, Relation, SelectionInput
 from dpexplorer.release.exact import ExactRelease, Value
-from dpexplorer.release.export import export_release
-from dpexplorer.release.ledger import Budget, Ledger, guarantee_to_dict, total_epsilon
+from dpexplorer.release.export import check_output_dir, export_release, new_token, remove_partial_files
+from dpexplorer.release.ledger import Budget, Ledger, LedgerError, guarantee_to_dict, total_epsilon
 from dpexplorer.release.plans import exact_release
 from dpexplorer.release.rational import float_down, float_up
 from dpexplorer.release.samplers import BitSource, default_bit_source
@@ -40,9 +49,24 @@ ZCDP_INCAPABLE = frozenset({"pld", "optimal"})
 """Accountant methods of ``compose`` that take no zCDP guarantee."""
 
 
+class ReleaseFailedError(DPExplorerError):
+    """A release failed after its charge: the budget is spent, nothing was released (or, when
+    ``files_written``, the files exist but the ledger could not record it). ``epsilon``/``delta``
+    are what was charged for it; the ledger row says the same."""
+
+    def __init__(
+        self, message: str, *, row_id: int, epsilon: float, delta: float, files_written: bool
+    ) -> None:
+        super().__init__(message)
+        self.row_id, self.epsilon, self.delta, self.files_written = row_id, epsilon, delta, files_written
+        self.interrupted = False
+
+
 @dataclass(frozen=True)
 class PreparedRelease:
-    """A validated release, not yet charged: everything :func:`execute` needs."""
+    """A validated release, not yet charged: everything :func:`execute` needs. ``token`` is the
+    random part of its file names, drawn here so that the output directory can be checked for a
+    clash before the charge."""
 
     fingerprint: str
     query: dict[str, Any]
@@ -55,6 +79,7 @@ class PreparedRelease:
     sampling_rate: float | None = None
     """The steward's declaration that the data are a secret Poisson sample of a population (each
     person kept with this probability): the ledger is charged the amplified guarantee."""
+    token: str = ""
 
 
 def with_sampling_rate(prepared: PreparedRelease, rate: float) -> PreparedRelease:
@@ -79,12 +104,13 @@ def with_sampling_rate(prepared: PreparedRelease, rate: float) -> PreparedReleas
 @dataclass(frozen=True)
 class ReleaseResult:
     """What a release produced. ``values`` are the released (noisy) values, one per label;
-    ``confidence_intervals`` hold (low, high) per value at ``ci_level`` (None for selections)."""
+    ``confidence_intervals`` hold (low, high) per value at ``ci_level`` (None for selections;
+    None in place of a value that is not a number, such as ⊥)."""
 
     row_id: int
     labels: tuple[str, ...]
     values: tuple[Value, ...]
-    confidence_intervals: tuple[tuple[float, float], ...] | None
+    confidence_intervals: tuple[tuple[float, float] | None, ...] | None
     ci_level: float
     guarantee: Guarantee
     epsilon: float
@@ -94,6 +120,11 @@ class ReleaseResult:
     files: dict[str, Path]
 
 
+def _span(pair: tuple[float, float] | None) -> list[float | None] | None:
+    """A (low, high) pair for JSON: an infinite end (unbounded) as null."""
+    return None if pair is None else [float(v) if math.isfinite(v) else None for v in pair]
+
+
 def _public_facts(query: QueryInput) -> dict[str, Any]:
     """Facts about the query that are public (declared, not computed from the data)."""
     if isinstance(query, NumericInput):
@@ -101,8 +132,8 @@ def _public_facts(query: QueryInput) -> dict[str, Any]:
             "statistic": query.statistic,
             "sensitivity_l1": query.sensitivity_l1,
             "sensitivity_l2": query.sensitivity_l2,
-            "bounds": list(query.bounds) if query.bounds is not None else None,
-            "output_range": list(query.output_range) if query.output_range is not None else None,
+            "bounds": _span(query.bounds),
+            "output_range": _span(query.output_range),
         }
     if isinstance(query, SelectionInput):
         return {"statistic": query.statistic, "utility_sensitivity": query.sensitivity}
@@ -129,7 +160,17 @@ def prepare_input(
     except KeyError as exc:
         raise InvalidParameterError(str(exc.args[0])) from None
     validated = mechanism.validate(params)
-    exact = exact_release(mechanism, validated, query_input, ci_level)
+    try:
+        exact = exact_release(mechanism, validated, query_input, ci_level)
+    except (ArithmeticError, ValueError) as exc:
+        if isinstance(exc, DPExplorerError):
+            raise
+        # e.g. epsilon 1e-300 or bounds of 1e308: a noise scale or grid no exact sampler reaches
+        raise InvalidParameterError(
+            f"{mechanism.label} cannot be released exactly at these parameters and bounds "
+            f"({type(exc).__name__}: {exc}); choose a larger epsilon or narrower bounds"
+        ) from None
+    _check_finite(exact)
     return PreparedRelease(
         fingerprint=fingerprint,
         query=dict(query),
@@ -139,7 +180,24 @@ def prepare_input(
         exact=exact,
         public_facts=_public_facts(query_input),
         ci_level=ci_level,
+        token=new_token(),
     )
+
+
+def _check_finite(exact: ExactRelease) -> None:
+    """InvalidParameterError unless every number the release would publish about itself is
+    finite (JSON has no infinity; an infinite interval or epsilon says nothing)."""
+    numbers = {
+        "epsilon": exact.epsilon,
+        "delta": exact.delta,
+        "rho": exact.rho,
+        "interval": exact.ci_halfwidth,
+    }
+    for name, value in numbers.items():
+        if value is not None and not math.isfinite(value):
+            raise InvalidParameterError(
+                f"the release's {name} would be {value}: choose a larger epsilon or narrower bounds"
+            )
 
 
 def prepare(
@@ -150,19 +208,35 @@ def prepare(
     *,
     relation: Relation = "add_remove",
     ci_level: float = 0.95,
+    ledger: Ledger | None = None,
+    dataset_name: str | None = None,
 ) -> PreparedRelease:
-    """:func:`prepare_input` for a query of the data layer on a loaded dataset."""
+    """:func:`prepare_input` for a query of the data layer on a loaded dataset. With ``ledger``,
+    the release is filed under the dataset's key there (:func:`dataset_key`); without, under its
+    content fingerprint."""
     from dpexplorer.data.answers import query_input
 
+    fingerprint = dataset_key(dataset, ledger, dataset_name) if ledger is not None else _identity(dataset)
     return prepare_input(
         query_input(dataset, query, relation),
         mechanism_name,
         params,
-        fingerprint=dataset.fingerprint,
+        fingerprint=fingerprint,
         query=query.to_dict(),
         relation=relation,
         ci_level=ci_level,
     )
+
+
+def dataset_key(dataset: Any, ledger: Ledger, name: str | None = None) -> str:
+    """The ledger key of ``dataset``: its content fingerprint (or ``name``), with what older
+    ledgers kept under the file's SHA-256 moved there (:meth:`Ledger.identify`)."""
+    return ledger.identify(_identity(dataset), legacy=[dataset.fingerprint], name=name)
+
+
+def _identity(dataset: Any) -> str:
+    """The dataset's content fingerprint; the file's where its engine has none (Spark)."""
+    return str(getattr(dataset, "content_fingerprint", None) or dataset.fingerprint)
 
 
 def charged_guarantee(prepared: PreparedRelease, ledger: Ledger) -> Guarantee:
@@ -222,11 +296,12 @@ def price(prepared: PreparedRelease, ledger: Ledger) -> ReleasePrice:
     )
 
 
-def _intervals(exact: ExactRelease, values: list[Value]) -> tuple[tuple[float, float], ...] | None:
+def _intervals(exact: ExactRelease, values: list[Value]) -> tuple[tuple[float, float] | None, ...] | None:
+    """(low, high) per value; None for a value that is not a number (⊥ has no interval)."""
     half = exact.ci_halfwidth
     if half is None:
         return None
-    return tuple((float(v) - half, float(v) + half) for v in values)
+    return tuple((v - half, v + half) if isinstance(v, float) else None for v in values)
 
 
 def _sidecar(
@@ -264,17 +339,37 @@ def _sidecar(
     }
 
 
+def _check_sidecar(prepared: PreparedRelease, charged: Guarantee, ledger: Ledger) -> None:
+    """InvalidParameterError unless the provenance can be written as JSON (finite numbers only),
+    checked before the charge with a stand-in row id and interval."""
+    half = prepared.exact.ci_halfwidth
+    trial = {"ci": None if half is None else [[0.0, 0.0]], "bits": "", "ledger": str(ledger.path)}
+    try:
+        json.dumps(_sidecar(prepared, 0, charged, trial), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameterError(f"the release's provenance cannot be written: {exc}") from None
+
+
 def execute(
     prepared: PreparedRelease,
     *,
     ledger: Ledger,
     out_dir: str | os.PathLike[str],
     bits: BitSource | None = None,
+    directory_checked: bool = False,
 ) -> ReleaseResult:
-    """Charge, then sample, then write (module docstring). BudgetExceededError / NoBudgetError
-    are raised before any noise is drawn."""
-    exact = prepared.exact
+    """Check the output directory, charge, then sample, then write (module docstring).
+    ExportError (the directory), BudgetExceededError / NoBudgetError are raised before anything
+    is charged or drawn; after the charge, any failure (KeyboardInterrupt included) marks the row
+    ``failed`` and raises :class:`ReleaseFailedError`. ``directory_checked``: the caller has
+    already run :func:`check_output_dir` for this release's token and
+    :func:`remove_partial_files` on ``out_dir`` (the CLI does both once for a whole plan)."""
     charged = charged_guarantee(prepared, ledger)
+    _check_sidecar(prepared, charged, ledger)
+    if not directory_checked:
+        ledger.check(prepared.fingerprint, [charged])  # a refusal leaves no trace, not even a directory
+        check_output_dir(out_dir, [prepared.token])
+        remove_partial_files(out_dir)
     row_id = ledger.charge(
         prepared.fingerprint,
         query=prepared.query,
@@ -282,6 +377,64 @@ def execute(
         parameters=prepared.parameters,
         guarantee=charged,
     )
+    try:
+        result = _draw_and_write(prepared, ledger, out_dir, bits, row_id, charged)
+    except BaseException as exc:
+        failure = _failed(prepared, ledger, row_id, exc)
+        if failure is exc:
+            raise
+        raise failure from exc
+    try:
+        ledger.mark_released(row_id, result.files["provenance"])
+    except LedgerError as exc:
+        raise ReleaseFailedError(
+            f"released to {result.files['provenance']}, but the ledger could not record it (its "
+            f"row {row_id} still says 'charged', so the budget is counted): {exc}",
+            row_id=row_id,
+            epsilon=prepared.exact.epsilon,
+            delta=prepared.exact.delta,
+            files_written=True,
+        ) from exc
+    return result
+
+
+def _failed(prepared: PreparedRelease, ledger: Ledger, row_id: int, exc: BaseException) -> BaseException:
+    """Mark the row failed (when the ledger still can) and say what was spent for nothing, as a
+    ReleaseFailedError (``interrupted`` for Ctrl+C). SystemExit passes through, the row marked."""
+    if isinstance(exc, KeyboardInterrupt):
+        reason = "interrupted (Ctrl+C) after the charge"
+    elif isinstance(exc, OSError):
+        reason = f"the files could not be written: {exc.strerror or exc}"
+    else:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+    try:
+        ledger.mark_failed(row_id, reason)
+        recorded = f"ledger row {row_id} records it as failed, with this reason"
+    except (LedgerError, KeyboardInterrupt):
+        recorded = f"ledger row {row_id} still says 'charged' (the ledger could not be updated)"
+    exact = prepared.exact
+    error = ReleaseFailedError(
+        f"charged epsilon {exact.epsilon:.6g}, delta {exact.delta:.3g} for {prepared.mechanism} "
+        f"but released nothing: {reason}; {recorded}",
+        row_id=row_id,
+        epsilon=exact.epsilon,
+        delta=exact.delta,
+        files_written=False,
+    )
+    error.interrupted = isinstance(exc, KeyboardInterrupt)
+    return exc if isinstance(exc, SystemExit) else error
+
+
+def _draw_and_write(
+    prepared: PreparedRelease,
+    ledger: Ledger,
+    out_dir: str | os.PathLike[str],
+    bits: BitSource | None,
+    row_id: int,
+    charged: Guarantee,
+) -> ReleaseResult:
+    """Draw the noise and write the files (removed again on failure, by the exporter)."""
+    exact = prepared.exact
     source = bits if bits is not None else default_bit_source()
     values = exact.draw(source)
     intervals = _intervals(exact, values)
@@ -290,14 +443,15 @@ def execute(
         row_id,
         charged,
         {
-            "ci": [list(ci) for ci in intervals] if intervals is not None else None,
+            "ci": [list(ci) if ci is not None else None for ci in intervals]
+            if intervals is not None
+            else None,
             "bits": source.name,
             "ledger": str(ledger.path),
         },
     )
-    stem = f"release-{row_id:06d}-{prepared.mechanism}"
+    stem = f"release-{row_id:06d}-{prepared.token or new_token()}-{prepared.mechanism}"
     files = export_release(out_dir, stem, exact.labels, values, sidecar)
-    ledger.mark_released(row_id, files["provenance"])
     return ReleaseResult(
         row_id=row_id,
         labels=exact.labels,
@@ -329,7 +483,9 @@ def release_one(
     """Release one query on ``dataset`` through the exact path of ``mechanism_name``, charged to
     the dataset's budget in ``ledger`` (whose accountant decides; ``accountant``, if given, must
     name the same method), written to ``out_dir``."""
-    prepared = prepare(dataset, query, mechanism_name, params, relation=relation, ci_level=ci_level)
+    prepared = prepare(
+        dataset, query, mechanism_name, params, relation=relation, ci_level=ci_level, ledger=ledger
+    )
     budget = ledger.budget(prepared.fingerprint)
     if accountant is not None and budget is not None and budget.method != accountant:
         raise InvalidParameterError(

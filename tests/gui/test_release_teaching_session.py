@@ -45,7 +45,7 @@ def test_release_within_budget_writes_files_and_charges_the_ledger(qtbot, window
     report = dialog.result.files["report"].read_text(encoding="utf-8")
     assert all(f"{v:.10g}" in report for v in dialog.result.values), "the report shows the release"
     with Ledger(ledger_path) as ledger:
-        rows = ledger.measurements(window.dataset.fingerprint)
+        rows = ledger.measurements(window.dataset.content_fingerprint)
     assert len(rows) == 1 and rows[0].status == "released" and rows[0].id == dialog.result.row_id
     provenance = json.loads(dialog.result.files["provenance"].read_text())
     assert provenance["ledger_row_id"] == dialog.result.row_id
@@ -65,14 +65,14 @@ def test_release_over_budget_is_refused_with_the_ledgers_message_and_nothing_wri
     qtbot, window, ledger_path, tmp_path
 ):
     with Ledger(ledger_path) as ledger:
-        ledger.set_budget(window.dataset.fingerprint, 0.5, 1e-6, "basic")
+        ledger.set_budget(window.dataset.content_fingerprint, 0.5, 1e-6, "basic")
     out = tmp_path / "out"
     dialog = _open_dialog(qtbot, window, out)
     assert not dialog.release_button.isEnabled()
     assert "release refused" in dialog.message.text() and "0.5" in dialog.message.text()
     assert not out.exists() or not any(out.iterdir())
     with Ledger(ledger_path) as ledger:
-        assert ledger.measurements(window.dataset.fingerprint) == []
+        assert ledger.measurements(window.dataset.content_fingerprint) == []
     dialog.done(0)
 
 

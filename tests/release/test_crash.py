@@ -99,7 +99,7 @@ def test_sigkill_at_random_points(tmp_path: Path) -> None:
     finally:
         server.close()
     assert len(rows) >= 100, f"only {len(rows)} releases in {kills} kills"
-    finals = [p for p in out.iterdir() if not p.name.endswith(TMP_SUFFIX)] if out.exists() else []
+    finals = [p for p in out.glob("release-*") if not p.name.endswith(TMP_SUFFIX)] if out.exists() else []
     assert all(_complete(p) for p in finals)
     released_ids = {int(p.name.split("-")[1]) for p in finals}
     charged = {row.id: row for row in rows}

@@ -217,10 +217,14 @@ def test_refusals_are_clear() -> None:
 
 
 def test_partial_files_are_removed(tmp_path) -> None:
+    """Temporary files and value files whose sidecar never appeared go; complete releases stay."""
     (tmp_path / ".release-000001-laplace.csv.123.tmp").write_text("half")
     (tmp_path / "release-000001-laplace.csv").write_text("label,value\n")
-    assert len(remove_partial_files(tmp_path)) == 1
-    assert [p.name for p in tmp_path.iterdir()] == ["release-000001-laplace.csv"]
+    for suffix in (".csv", ".json", ".provenance.json"):
+        (tmp_path / f"release-000002-laplace{suffix}").write_text("{}")
+    assert len(remove_partial_files(tmp_path)) == 2
+    kept = sorted(p.name for p in tmp_path.iterdir())
+    assert kept == [f"release-000002-laplace{s}" for s in (".csv", ".json", ".provenance.json")]
 
 
 @pytest.mark.parametrize(
@@ -316,5 +320,5 @@ def test_lazy_real_and_synthetic_paths_release_end_to_end(tmp_path) -> None:
                 assert (Fraction(result.values[0]) / spacing).denominator == 1
             if mechanism == "noisy_max":
                 assert result.values[0] in ("Female", "Male")
-        charged = [m.guarantee.epsilon for m in book.measurements(dataset.fingerprint)]
+        charged = [m.guarantee.epsilon for m in book.measurements(dataset.content_fingerprint)]
     assert len(charged) == 4 and all(0.99 <= e <= 1.0 for e in charged)

@@ -4,9 +4,12 @@ tooltips and validation, the CLI's parsing and the saved sessions."""
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import numpy as np
 
 from dpexplorer.core.errors import InvalidParameterError
 
@@ -61,19 +64,26 @@ class Param:
             if value in self.choices:
                 return value
             options = ", ".join(self.choices)
-            raise InvalidParameterError(f"{self.label} must be one of {options}; got {value!r}")
+            raise InvalidParameterError(f"{self.label} must be one of {options}; got {_shown(value)}")
+        # Booleans and text are not numbers: "epsilon": true must not release at epsilon 1.
+        if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+            raise InvalidParameterError(
+                f"{self.label} must be a number, not {type(value).__name__} {_shown(value)}"
+            )
         try:
             number = float(value)
-        except (TypeError, ValueError):
-            raise InvalidParameterError(f"{self.label} must be a number; got {value!r}") from None
+        except (OverflowError, ValueError):  # an int of 400 digits
+            raise InvalidParameterError(
+                f"{self.label} must be a finite number; got {_shown(value)}"
+            ) from None
         if not math.isfinite(number):
-            raise InvalidParameterError(f"{self.label} must be a finite number; got {value!r}")
+            raise InvalidParameterError(f"{self.label} must be a finite number; got {_shown(value)}")
         if self.type == "int":
             if number != int(number):
-                raise InvalidParameterError(f"{self.label} must be a whole number; got {value!r}")
+                raise InvalidParameterError(f"{self.label} must be a whole number; got {_shown(value)}")
             number = int(number)
         if not self._in_range(number):
-            raise InvalidParameterError(f"{self.label} must be {self.range_text()}; got {value!r}")
+            raise InvalidParameterError(f"{self.label} must be {self.range_text()}; got {_shown(value)}")
         return number
 
     def _in_range(self, number: float) -> bool:
@@ -94,6 +104,12 @@ class Param:
         if self.high is not None:
             return f"{'less than' if self.high_open else 'at most'} {self.high:g}"
         return "any number"
+
+
+def _shown(value: Any, limit: int = 40) -> str:
+    """``repr(value)``, cut to ``limit`` characters (a 401-digit number is not a message)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 1]}… ({len(text)} characters)"
 
 
 def validate_params(declared: tuple[Param, ...], values: Mapping[str, Any]) -> dict[str, Any]:
