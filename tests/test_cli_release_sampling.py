@@ -37,7 +37,7 @@ def _release(files: dict[str, Path], plan: object) -> int:
 
 def _measurements(files: dict[str, Path]) -> list:
     with Ledger(files["ledger"]) as ledger:
-        return ledger.measurements(load_dataset(files["data"]).fingerprint)
+        return ledger.measurements(load_dataset(files["data"]).content_fingerprint)
 
 
 def test_a_declared_rate_charges_the_amplified_guarantee(files, capsys):
