@@ -26,7 +26,7 @@ def test_tab_then_private_bounds_fill_the_query(qtbot, window, tmp_path, monkeyp
     assert (view.result.lower, view.result.upper) == (0.0, 150.0)
 
     with Ledger(ledger_path) as ledger:
-        ledger.set_budget(window.dataset.fingerprint, 1.0, 0.0, "basic")
+        ledger.set_budget(window.dataset.content_fingerprint, 1.0, 0.0, "basic")
     view.private_button.click()
     dialog = window.private_bounds_dialog
     dialog.epsilon.setValue(0.2)
@@ -36,7 +36,7 @@ def test_tab_then_private_bounds_fill_the_query(qtbot, window, tmp_path, monkeyp
     low, high = dialog.result.lower, dialog.result.upper
     assert 15 <= low <= 25 and 55 <= high <= 70, (low, high)  # Adult ages: 5% ~19, 95% ~63
     with Ledger(ledger_path) as ledger:
-        rows = ledger.measurements(window.dataset.fingerprint)
+        rows = ledger.measurements(window.dataset.content_fingerprint)
     assert [r.mechanism for r in rows] == ["dp_quantile", "dp_quantile"]
     dialog.use_button.click()
     qtbot.waitUntil(

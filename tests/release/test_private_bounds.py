@@ -51,14 +51,14 @@ def test_exact_path_draws_the_mechanisms_law(dataset) -> None:
 
 def test_bounds_are_charged_and_near_the_true_quantiles(dataset, tmp_path: Path) -> None:
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
-        ledger.set_budget(dataset.fingerprint, 1.0, 0.0, "basic")
+        ledger.set_budget(dataset.content_fingerprint, 1.0, 0.0, "basic")
         prepared = prepare_bounds(dataset, "income", (0.0, 200.0), epsilon=0.5, bins=200)
         bounds = release_bounds(prepared, ledger=ledger, out_dir=tmp_path / "out", bits=SeededBitSource(1))
-        rows = ledger.measurements(dataset.fingerprint)
+        rows = ledger.measurements(dataset.content_fingerprint)
         assert [r.mechanism for r in rows] == ["dp_quantile", "dp_quantile"]
         assert [r.guarantee for r in rows] == [PureDP(0.25), PureDP(0.25)]
         assert all(r.status == "released" for r in rows)
-        assert ledger.remaining(dataset.fingerprint) == pytest.approx(0.5)
+        assert ledger.remaining(dataset.content_fingerprint) == pytest.approx(0.5)
     assert bounds.epsilon == pytest.approx(0.5)
     # N(50, 10): the 5% and 95% quantiles are 33.6 and 66.4; on 2000 rows at eps 0.25 each, the
     # exponential mechanism lands within a few grid steps (1 unit each) with overwhelming odds
@@ -68,11 +68,11 @@ def test_bounds_are_charged_and_near_the_true_quantiles(dataset, tmp_path: Path)
 
 def test_over_budget_charges_nothing(dataset, tmp_path: Path) -> None:
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
-        ledger.set_budget(dataset.fingerprint, 0.3, 0.0, "basic")
+        ledger.set_budget(dataset.content_fingerprint, 0.3, 0.0, "basic")
         prepared = prepare_bounds(dataset, "income", (0.0, 200.0), epsilon=0.4)
         with pytest.raises(BudgetExceededError):
             release_bounds(prepared, ledger=ledger, out_dir=tmp_path / "out")
-        assert ledger.measurements(dataset.fingerprint) == []
+        assert ledger.measurements(dataset.content_fingerprint) == []
 
 
 @pytest.mark.parametrize(

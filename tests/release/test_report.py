@@ -102,8 +102,8 @@ def released(tmp_path_factory: pytest.TempPathFactory) -> dict:
     bits = SeededBitSource(7)
     truths = []
     with Ledger(root / "ledger.sqlite") as ledger:
-        ledger.set_budget(dataset.fingerprint, 3.0, 1e-6, "basic")
-        before = [m.guarantee for m in ledger.measurements(dataset.fingerprint)]
+        ledger.set_budget(dataset.content_fingerprint, 3.0, 1e-6, "basic")
+        before = [m.guarantee for m in ledger.measurements(dataset.content_fingerprint)]
         pairs = []
         for entry in PLAN:
             query = query_from_dict(entry["query"])
@@ -111,9 +111,13 @@ def released(tmp_path_factory: pytest.TempPathFactory) -> dict:
             truths += [float(v) for v in getattr(answer, "value_d", [])]
             prepared = prepare(dataset, query, entry["mechanism"], entry["parameters"])
             pairs.append((prepared, execute(prepared, ledger=ledger, out_dir=root / "out", bits=bits)))
-        spent = ledger.spent(dataset.fingerprint)
+        spent = ledger.spent(dataset.content_fingerprint)
         report = build_report(
-            dataset=data.name, fingerprint=dataset.fingerprint, released=pairs, ledger=ledger, before=before
+            dataset=data.name,
+            fingerprint=dataset.content_fingerprint,
+            released=pairs,
+            ledger=ledger,
+            before=before,
         )
     truths += [N, float(np.clip(income, 0, 100).mean())]
     truths += [int((cities == c).sum()) for c in ("north", "south", "east")]
