@@ -46,7 +46,7 @@ def test_a_declared_rate_charges_the_amplified_guarantee(files, capsys):
     assert isinstance(measurement.guarantee, Subsampled) and measurement.guarantee.rate == 0.01
     charged = epsilon_at([measurement.guarantee], "pld", 1e-6)
     assert charged < 0.01  # log(1 + 0.01 (e^0.5 - 1)) = 0.0065, against 0.5 without the claim
-    sidecar = json.loads(next(files["out"].glob("*.json")).read_text())
+    sidecar = json.loads(next(files["out"].glob("*.provenance.json")).read_text())
     assert sidecar["sampling_claim"]["poisson_rate"] == 0.01
     assert sidecar["guarantee_charged"]["type"] == "Subsampled"
 
