@@ -6,8 +6,8 @@ a bug) and, when it fails, exactly one line on stderr: never a traceback.
 Case counts: :data:`CASES` (at least 10,000 in all). ``DPX_FUZZ_REPORT=path`` writes what was
 run (cases, clean errors, successes, internal errors) as JSON, for BENCHMARKS.md.
 
-Hook for ``account`` specs: :func:`account_argv` is ready; its test is skipped until issue 18's
-spec parser lands (its known failures, e.g. ``gaussian:sigma=1e-300``, are that issue's)."""
+``account`` specs with extreme and malformed numbers (e.g. ``gaussian:sigma=1e-300``) are fuzzed
+too (:func:`account_argv`)."""
 
 from __future__ import annotations
 
@@ -271,15 +271,17 @@ def test_data_files(data: tuple[str, bytes]) -> None:
     _run([*argv, "--budget-epsilon", "1e9", "--budget-delta", "0.5"])
 
 
-# ---------------------------------------------------------------- account (hook)
+# ---------------------------------------------------------------- account
 def account_argv() -> st.SearchStrategy[list[str]]:
     """``account`` command lines: SPECs with extreme and malformed numbers."""
     kinds = st.sampled_from(["laplace:scale", "gaussian:sigma", "pure:epsilon", "zcdp:rho", "approx:epsilon"])
-    spec = st.builds(lambda k, v, rep: f"{k}={v}{rep}", kinds, tokens, st.sampled_from(["", ":k=2", ":k=0"]))
+    repeats = st.sampled_from(
+        ["", ":k=2", ":k=0", ":k=1e8", ":k=99999999999999", ":q=0.01", ":q=2", ":sample=5/7"]
+    )
+    spec = st.builds(lambda k, v, rep: f"{k}={v}{rep}", kinds, tokens, repeats)
     return st.lists(spec, min_size=1, max_size=3).map(lambda specs: ["account", *specs])
 
 
-@pytest.mark.skip(reason="hook for issue 18's account spec parser: enable once it lands")
 @settings(FUZZ, max_examples=1000)
 @given(argv=account_argv())
 def test_account_specs(argv: list[str]) -> None:

@@ -31,7 +31,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpexplorer.core.accounting import classic
-from dpexplorer.core.accounting.guarantees import Guarantee, RDPCurve
+from dpexplorer.core.accounting.guarantees import (
+    GaussianNoise,
+    Guarantee,
+    LaplaceNoise,
+    PureDP,
+    RDPCurve,
+    Subsampled,
+)
 from dpexplorer.core.accounting.pld import PrivacyLossDistribution, TwoSided, compose_pld
 from dpexplorer.core.accounting.single import ORDERS, rdp_of, rdp_to_epsilon, rho_of, zcdp_to_epsilon
 from dpexplorer.core.accounting.validate import check_delta, check_epsilon, counted
@@ -131,9 +138,51 @@ def _rdp(counts: Counts, delta: float) -> classic.Outcome:
     )
 
 
+NEGLIGIBLE_EPSILON = 1e-9
+"""Pure guarantees whose whole contribution k * epsilon_0 stays below this are composed by
+:func:`_split_negligible` instead of on the grid (a grid fine enough for them would collapse)."""
+
+
+NEGLIGIBLE_GAUSSIAN = 1e-6
+"""A subsampled Gaussian with sensitivity / sigma below this is accounted as its base Gaussian
+(closed form; subsampling never makes a mechanism less private): its loss is too small for a grid."""
+
+
+def _pure_bound(g: Guarantee) -> float | None:
+    """epsilon_0 of a pure guarantee (a subsampled one is at least as private as its base)."""
+    if isinstance(g, LaplaceNoise):
+        return g.sensitivity / g.scale
+    return g.epsilon if isinstance(g, PureDP) else None
+
+
+def _split_negligible(counts: Counts) -> tuple[Counts, float]:
+    """(the rest, total epsilon of the negligible pure guarantees; subsampled Gaussians too weak to
+    grid replaced by their base, see NEGLIGIBLE_GAUSSIAN). Each negligible pure guarantee is
+    epsilon_0-DP, so composing them after the rest adds at most their sum to epsilon at the same
+    delta (basic composition, Dwork & Roth 2014, Theorem 3.16): an upper bound, at most
+    NEGLIGIBLE_EPSILON above the tight value per guarantee kind."""
+    rest, extra = [], 0.0
+    for g, k in counts:
+        base = g.base if isinstance(g, Subsampled) else None
+        if isinstance(base, GaussianNoise) and base.sensitivity / base.sigma < NEGLIGIBLE_GAUSSIAN:
+            rest.append((base, k))  # at least as private as its base, kept in closed form
+            continue
+        bound = _pure_bound(g.base if isinstance(g, Subsampled) else g)
+        if bound is not None and bound * k < NEGLIGIBLE_EPSILON:
+            extra += bound * k
+        else:
+            rest.append((g, k))
+    return tuple(rest), math.nextafter(extra, math.inf) if extra else 0.0
+
+
 def _pld_outcome(counts: Counts, delta: float) -> classic.Outcome:
-    pld = _pld(counts)
-    return classic.Outcome(pld.epsilon(delta), "tight privacy-loss distribution (pessimistic)")
+    rest, extra = _split_negligible(counts)
+    if not rest:
+        return classic.Outcome(extra, "pure guarantees below 1e-9 each, composed by basic composition")
+    pld = _pld(rest)
+    total = pld.epsilon(delta) + extra
+    total = math.nextafter(total, math.inf) if extra else total
+    return classic.Outcome(total, "tight privacy-loss distribution (pessimistic)")
 
 
 def _describe(g: Guarantee) -> str:

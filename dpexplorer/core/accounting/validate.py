@@ -25,6 +25,20 @@ def _positive(name: str, value: float, owner: str) -> None:
         raise InvalidParameterError(f"{owner}: {name} must be a positive finite number, got {value!r}")
 
 
+MAX_LOSS = 100.0
+"""Largest privacy loss one guarantee may bound (epsilon, sensitivity / scale, sensitivity /
+sigma): e^100 is already a likelihood ratio no release can mean as protection, and the
+accountants' e^epsilon overflows a double a little past 700."""
+
+
+def _at_most(name: str, value: float, owner: str) -> None:
+    if value > MAX_LOSS:
+        raise InvalidParameterError(
+            f"{owner}: {name} = {value:.6g} is above {MAX_LOSS:g}: a guarantee that weak protects "
+            "nobody, and the accountants cannot represent e^epsilon for it"
+        )
+
+
 def _delta_ok(value: float, owner: str, *, allow_zero: bool) -> None:
     low_ok = value >= 0 if allow_zero else value > 0
     if not (isinstance(value, int | float) and math.isfinite(value) and low_ok and value < 1):
@@ -61,8 +75,10 @@ def check_guarantee(g: Guarantee) -> None:
     name = type(g).__name__
     if isinstance(g, PureDP):
         _positive("epsilon", g.epsilon, name)
+        _at_most("epsilon", g.epsilon, name)
     elif isinstance(g, ApproxDP):
         _positive("epsilon", g.epsilon, name)
+        _at_most("epsilon", g.epsilon, name)
         _delta_ok(g.delta, name, allow_zero=True)
     elif isinstance(g, ZCDP):
         _positive("rho", g.rho, name)
@@ -70,9 +86,11 @@ def check_guarantee(g: Guarantee) -> None:
     elif isinstance(g, LaplaceNoise):
         _positive("scale", g.scale, name)
         _positive("sensitivity", g.sensitivity, name)
+        _at_most("sensitivity / scale", g.sensitivity / g.scale, name)
     elif isinstance(g, GaussianNoise):
         _positive("sigma", g.sigma, name)
         _positive("sensitivity", g.sensitivity, name)
+        _at_most("sensitivity / sigma", g.sensitivity / g.sigma, name)
     elif isinstance(g, RDPCurve):
         _check_rdp(g)
     elif isinstance(g, Subsampled):

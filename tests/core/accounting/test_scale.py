@@ -125,3 +125,18 @@ def test_delta_at_zero_is_the_top_of_the_support():
     gs = [(PureDP(0.3), 5), (LaplaceNoise(5.0), 1000)]
     eps = epsilon_at(gs, "pld", 0.0)
     assert eps <= 1.5 + 200 * 1.001 and delta_at(gs, "pld", eps) == 0.0
+
+
+def test_losses_too_small_for_a_grid_are_still_upper_bounds() -> None:
+    """A Laplace whose loss bound is 1e-308 (the fuzz test's case) or a subsampled Gaussian with
+    sigma 1e14 cannot be put on a grid; they are composed by basic composition (pure) or as their
+    base Gaussian, which is never below the tight value and here adds at most 1e-9."""
+    from dpexplorer.core.accounting.compose import epsilon_at
+    from dpexplorer.core.accounting.guarantees import GaussianNoise, LaplaceNoise, Subsampled
+
+    alone = epsilon_at([GaussianNoise(1.0)], "pld", 1e-6)
+    with_tiny = epsilon_at([LaplaceNoise(1e308), GaussianNoise(1.0)], "pld", 1e-6)
+    assert alone <= with_tiny <= alone + 1e-9
+    assert 0 < epsilon_at([LaplaceNoise(1e308)], "pld", 1e-6) <= 1e-300
+    weak = Subsampled(GaussianNoise(7.5e13), 0.01, "poisson")
+    assert epsilon_at([weak], "pld", 1e-6) == epsilon_at([GaussianNoise(7.5e13)], "pld", 1e-6)
