@@ -17,6 +17,7 @@ from dpexplorer.core.mechanisms.base import (
     NumericInput,
     NumericOutput,
     OutputDistribution,
+    PureEpsilonMechanism,
     QueryInput,
     SelectionInput,
 )
@@ -40,6 +41,11 @@ class NeighboursResult:
     """f(D) and f(D') in the grid's coordinates (:meth:`NumericOutput.to_grid`)."""
     delta_note: str = ""
     """Why there is no exact delta (the mechanism has no exact privacy profile), if so."""
+    claim_note: str = ""
+    """Why the claimed epsilon differs from the epsilon slider, when it does (in words)."""
+    delta_source: Literal["computed", "proved"] = "computed"
+    """``proved``: delta_exact is 0 by the mechanism's pure epsilon-DP theorem (at its claimed
+    epsilon), not by a sum over outcomes; ``computed``: the exact hockey-stick divergence."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,18 +71,7 @@ def neighbours(mechanism: Mechanism, params: dict[str, Any], query: QueryInput) 
     if isinstance(query, NumericInput) and isinstance(output, NumericOutput):
         true_d = float(output.to_grid(np.atleast_1d(query.value_d)[output.coordinate]))
         true_d_prime = float(output.to_grid(np.atleast_1d(query.value_d_prime)[output.coordinate]))
-    try:
-        delta_exact: float | None
-        if isinstance(output, CategoricalOutput):  # same exact sum, without recomputing the pmfs
-            from dpexplorer.core.accuracy import discrete_hockey_stick  # scipy: off the start-up path
-
-            pair = (output.pmf_d, output.pmf_d_prime)
-            delta_exact = float(discrete_hockey_stick(*pair, np.array([epsilon]))[0])
-        else:
-            delta_exact = mechanism.delta_at(params, query, epsilon)
-        delta_note = ""
-    except NotApplicableError as exc:
-        delta_exact, delta_note = None, str(exc)
+    delta_exact, delta_note, delta_source = _delta_at_claim(mechanism, params, query, output, epsilon)
     return NeighboursResult(
         mechanism=mechanism.label,
         output=output,
@@ -84,11 +79,73 @@ def neighbours(mechanism: Mechanism, params: dict[str, Any], query: QueryInput) 
         delta_claim=delta_claim,
         delta_exact=delta_exact,
         delta_note=delta_note,
+        delta_source=delta_source,
+        claim_note=claim_note(mechanism, params, query, epsilon, delta_claim),
         differing_row=getattr(query, "differing_row", ""),
         params=dict(params),
         true_d=true_d,
         true_d_prime=true_d_prime,
     )
+
+
+def claim_note(
+    mechanism: Mechanism, params: dict[str, Any], query: QueryInput, epsilon: float, delta: float
+) -> str:
+    """A sentence saying why the claimed epsilon is not the slider's, or "" when it is."""
+    chosen = params.get("epsilon")
+    if chosen is None or abs(epsilon - float(chosen)) <= 1e-12 * max(1.0, epsilon):
+        return ""
+    rho = getattr(mechanism.guarantee(params, query), "rho", None)
+    if rho is not None:
+        return (
+            f"The ε slider ({float(chosen):g}) sets concentrated DP: ρ = ε²/2 = {rho:.4g} "
+            f"(zCDP). The same guarantee as (ε, δ)-DP at δ = {delta:.3g} is ε = {epsilon:.4g} "
+            "(Bun & Steinke 2016, Proposition 1.3); the accountant composes the ρ."
+        )
+    return (
+        f"The ε slider ({float(chosen):g}) is the budget of one step; {mechanism.label}'s theorem "
+        f"gives ε = {epsilon:.4g} for the whole release."
+    )
+
+
+PURE_ROUNDING = 1e-12
+"""A computed delta at most this, for a pure mechanism at its claimed epsilon, is float rounding
+of the pmfs (ln p - ln q lands within an ulp of epsilon): the theorem's 0 is shown."""
+
+
+def _delta_at_claim(
+    mechanism: Mechanism,
+    params: dict[str, Any],
+    query: QueryInput,
+    output: OutputDistribution,
+    epsilon: float,
+) -> tuple[float | None, str, Literal["computed", "proved"]]:
+    """delta(epsilon) on this pair: (value or None, why None, where the value comes from).
+
+    A pure epsilon-DP mechanism at its claimed epsilon has delta = 0 by its theorem; the exact
+    sum is still computed where one exists, and shown instead whenever it is above rounding
+    (which would contradict the claim, i.e. a bug worth seeing)."""
+    pure = isinstance(mechanism, PureEpsilonMechanism) and epsilon >= float(params["epsilon"])
+    try:
+        if isinstance(output, CategoricalOutput):  # same exact sum, without recomputing the pmfs
+            from dpexplorer.core.accuracy import discrete_hockey_stick  # scipy: off the start-up path
+
+            pair = (output.pmf_d, output.pmf_d_prime)
+            computed = float(discrete_hockey_stick(*pair, np.array([epsilon]))[0])
+        else:
+            computed = mechanism.delta_at(params, query, epsilon)
+    except NotApplicableError as exc:
+        if pure:
+            return 0.0, str(exc), "proved"
+        return None, str(exc), "computed"
+    if pure and computed <= PURE_ROUNDING:
+        return 0.0, "", "proved"
+    return computed, "", "computed"
+
+
+DRAW_CHUNK_CELLS = 2_000_000
+"""Draws x candidates per chunk of simulation: ~16 MB of noise and ~20 ms between checks of the
+cancellation token, whatever the number of candidates."""
 
 
 def draws(
@@ -98,12 +155,20 @@ def draws(
     seed: int,
     on: Literal["D", "D'"],
     size: int = DRAWS,
+    cancel: CancelToken | None = None,
 ) -> np.ndarray:
     """``size`` simulated outputs on D or on D' (exploration RNG, never used for release). The
     two sides are separate jobs so that the two workers draw them at once (numpy releases the
-    GIL); each side has its own stream, seeded by (seed, side)."""
+    GIL); each side has its own stream, seeded by (seed, side). Drawn in chunks, checking
+    ``cancel`` between them, so that Esc stops a draw over thousands of candidates at once."""
     rng = np.random.default_rng([seed, 0 if on == "D" else 1])
-    return mechanism.simulate(params, query, rng, size, on=on)
+    width = len(query.candidates) if isinstance(query, SelectionInput) else 1
+    chunk = max(1, min(size, DRAW_CHUNK_CELLS // max(width, 1)))
+    parts = []
+    for start in range(0, size, chunk):
+        checkpoint(cancel)
+        parts.append(mechanism.simulate(params, query, rng, min(chunk, size - start), on=on))
+    return np.concatenate(parts)
 
 
 def accuracy(
@@ -225,18 +290,41 @@ class TeachingDraw:
     run: int
 
 
+def full_digits(value: float, scale: float) -> str:
+    """``value`` with every digit down to a tenth of ``scale`` (the noise's typical size), so
+    that two draws differ visibly: 48,841.7 and 48,843.2, never 4.884e+04 twice. Thousands
+    separated; scientific only beyond 10^15 or below 10^-6 in size."""
+    magnitude = abs(value)
+    if not np.isfinite(value) or (magnitude and not 1e-6 <= magnitude < 1e15):
+        return f"{value:.10g}"
+    decimals = 0
+    if scale > 0 and np.isfinite(scale):
+        decimals = int(np.clip(1 - np.floor(np.log10(scale)), 0, 12))
+    return f"{value:,.{decimals}f}"
+
+
 def teaching_draw(
     mechanism: Mechanism, params: dict[str, Any], query: QueryInput, seed: int, run: int
 ) -> TeachingDraw:
-    """Run the mechanism once on D with the exploration RNG (seed, run)."""
+    """Run the mechanism once on D with the exploration RNG (seed, run). Numbers keep every
+    digit down to a tenth of the noise (:func:`full_digits`): the noise is what the class is
+    there to see."""
     rng = np.random.default_rng([seed, run])
+    if isinstance(query, SelectionInput) and hasattr(mechanism, "sample_lists"):
+        picked = mechanism.sample_lists(params, query, rng, 1, on="D")[0]
+        best = np.argsort(-np.asarray(query.scores_d), kind="stable")[: len(picked)]
+        output = " > ".join(query.candidates[int(i)] for i in picked)
+        return TeachingDraw(output, " > ".join(query.candidates[int(i)] for i in best), run)
     value = mechanism.simulate(params, query, rng, 1, on="D")[0]
     if isinstance(query, SelectionInput):
         output = "⊥ (no answer)" if value < 0 else query.candidates[int(value)]
         truth = query.candidates[int(np.argmax(query.scores_d))]
     elif isinstance(query, NumericInput):
-        output = "⊥ (no answer)" if not np.isfinite(value) else f"{float(value):.4g}"
-        truth = ", ".join(f"{v:.6g}" for v in np.atleast_1d(query.value_d))
+        spread = mechanism.simulate(params, query, np.random.default_rng([seed, run, 1]), 64, on="D")
+        spread = spread[np.isfinite(spread)]
+        scale = float(np.std(spread)) if spread.size > 1 else 0.0
+        output = "⊥ (no answer)" if not np.isfinite(value) else full_digits(float(value), scale)
+        truth = ", ".join(full_digits(float(v), scale) for v in np.atleast_1d(query.value_d))
     else:
         output, truth = f"{value}", "(see the workload view)"
     return TeachingDraw(output, truth, run)

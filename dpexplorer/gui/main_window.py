@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 OPEN_FILTER = "Data files (*.csv *.tsv *.txt *.gz *.parquet *.pq);;All files (*)"
 DATASET_VIEW = "dataset"
 PEEK_VIEW = "dataset-peek"
+SIDE_PANEL_WIDTH = 480
+TEACHING_FONT_SCALE = 1.5
+"""Teaching mode's fonts, against the normal ones (the window still fits 1280 x 720)."""
 BUSY_INDICATOR_DELAY_MS = 300
 """Work running longer than this shows a progress bar and a Cancel button."""
 
@@ -202,18 +205,27 @@ class MainWindow(QMainWindow):
         scroll.setWidgetResizable(True)
         scroll.setWidget(panel)
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        scroll.setMinimumWidth(480)
+        self._side_scroll, self._side_panel = scroll, panel
+        self._fit_side_panel()
         dock = QDockWidget("Query and mechanism", self)
         dock.setObjectName("controls")
         dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable)
         dock.setWidget(scroll)
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
 
+    def _fit_side_panel(self) -> None:
+        """At least 480 px, and as wide as the controls need at the current font: the scroll
+        area never scrolls sideways, so anything narrower would clip them."""
+        scrollbar = self._side_scroll.verticalScrollBar().sizeHint().width()
+        need = self._side_panel.minimumSizeHint().width() + scrollbar
+        self._side_scroll.setMinimumWidth(max(SIDE_PANEL_WIDTH, need + 4))
+
     def _dataset_for_explorer(self, dataset: Dataset) -> None:
         self.explorer.set_dataset(dataset)
         self.reload_ledger()
         summary = {"ranges": self.loaded.ranges, "top_values": self.loaded.top_values}
         self.query_panel.set_dataset(dataset, summary)
+        self._fit_side_panel()
         if self._restore_session_query(dataset):
             return
         if dataset.path.resolve() == default_dataset_path().resolve():
@@ -396,15 +408,25 @@ class MainWindow(QMainWindow):
         app = QApplication.instance()
         if not hasattr(self, "_normal_font"):
             self._normal_font = app.font()
+        if on:
+            self._size_before_teaching = self.size()
         font = app.font()
-        font.setPointSizeF(self._normal_font.pointSizeF() * (1.5 if on else 1.0))
+        font.setPointSizeF(self._normal_font.pointSizeF() * (TEACHING_FONT_SCALE if on else 1.0))
         app.setFont(font)
         self.teaching_panel.setVisible(on)
+        from dpexplorer.gui.views.base import View
+
+        for view in self.findChildren(View):  # the teacher explains; the plots get the room
+            view.explanation.setVisible(not on)
+        QTimer.singleShot(0, self._fit_side_panel)  # after the new font has reached the widgets
+        if not on and hasattr(self, "_size_before_teaching"):
+            self.resize(self._size_before_teaching)  # larger fonts may have grown it: undo
         self.release_action.setEnabled(not on)
         self.release_action.setToolTip(
             RELEASE_BLOCKED if on else "Charge the budget ledger, draw exact noise and write the files"
         )
-        self.statusBar().showMessage(RELEASE_BLOCKED if on else "Teaching mode off.", 8000)
+        blocked = "Teaching mode: Release is disabled (hover the Release menu for why)."
+        self.statusBar().showMessage(blocked if on else "Teaching mode off.", 8000)
         if on:
             self.resample()
 

@@ -3,8 +3,8 @@ fonts for a projector. While it is on, Release is disabled (the window says why)
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QCheckBox, QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QCheckBox, QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from dpexplorer.gui.jobs import TeachingDraw
 
@@ -27,17 +27,23 @@ class TeachingPanel(QFrame):
         self.truth = QLabel()
         for label in (self.output, self.truth):  # readable from the back of the room
             label.setStyleSheet("font-size: 20pt;")
+            label.setWordWrap(True)  # a long answer (a top-k list) wraps, never widens the window
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.reveal = QCheckBox("Reveal the true value")
         self.resample = QPushButton("Resample")
         self.resample.setToolTip("Run the mechanism once more on D (simulation, not a release)")
         self.resample.clicked.connect(self.resample_requested)
         self.reveal.toggled.connect(self._show_truth)
+        answers = QVBoxLayout()
+        answers.addWidget(self.output)
+        answers.addWidget(self.truth)
+        controls = QVBoxLayout()
+        controls.addWidget(self.reveal)
+        controls.addWidget(self.resample)
         layout = QHBoxLayout(self)
-        layout.addWidget(QLabel("<b>Teaching mode</b>"))
-        layout.addWidget(self.output, 1)
-        layout.addWidget(self.truth)
-        layout.addWidget(self.reveal)
-        layout.addWidget(self.resample)
+        layout.addWidget(QLabel("<b>Teaching<br>mode</b>"))
+        layout.addLayout(answers, 1)
+        layout.addLayout(controls)
         self.draw: TeachingDraw | None = None
 
     def show_draw(self, draw: TeachingDraw) -> None:

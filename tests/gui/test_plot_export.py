@@ -62,8 +62,23 @@ def test_log_ticks_label_powers_of_ten_and_leave_crowded_multiples_blank():
     assert all(t == "" for _, t in minor)  # three decades: multiples unlabelled
     _, minor = log_ticks([[0.2, 5.0]])  # under two decades: 2· and 5· labelled
     labels = dict(minor)
-    assert labels[math.log10(2) - 1] == "2·10⁻¹" and labels[math.log10(3)] == ""
+    assert labels[math.log10(2) - 1] == "0.2" and labels[math.log10(3)] == ""
     assert log_ticks([[0.0, -1.0, float("nan")]]) is None
+
+
+def test_log_ticks_stay_few_over_any_number_of_decades():
+    """The smooth-sensitivity accuracy tab spans 120 decades: one label a decade piled up."""
+    import math
+
+    from dpexplorer.gui.views.base import MAX_LOG_LABELS, log_ticks
+
+    for low, high in ((1e-120, 2.0), (1e-300, 1e300), (3.0, 4.0), (1e-5, 1e5)):
+        major, minor = log_ticks([[low, high]])
+        labelled = [p for p, t in major + minor if t]
+        assert 2 <= len(labelled) <= MAX_LOG_LABELS, (low, high, labelled)
+        assert len(minor) <= 100
+        positions = [p for p, _ in major]
+        assert min(positions) <= math.log10(low) + 20 and max(positions) >= math.log10(high) - 20
 
 
 def test_sticky_range_keeps_a_range_that_still_fits_and_refits_otherwise():

@@ -157,6 +157,9 @@ class NumericOutput:
     """The grid holds (o - origin) / unit for outputs o, and densities are per grid unit:
     origin 0 and unit 1 (the outputs themselves) unless the noise is too small to plot around
     the value (see ``note``)."""
+    monte_carlo_runs: int = 0
+    """0 for exact densities; else the densities are histograms of this many simulated runs
+    per side (estimates: their loss is not the exact privacy loss, and no delta follows)."""
 
     @property
     def in_output_units(self) -> bool:

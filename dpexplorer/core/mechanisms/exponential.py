@@ -208,6 +208,12 @@ class ExponentialMechanism(PureEpsilonMechanism):
         return categorical_output(query.candidates, log_p, log_q, note)
 
     def delta_at(self, params: Mapping[str, Any], query: QueryInput, epsilon: float) -> float:
+        """0 exactly at or above the claimed epsilon (Dwork & Roth 2014, Theorem 3.10: pure
+        epsilon-DP; the float sum would leave ~1e-42 of rounding); below it, the exact
+        hockey-stick sum over the candidates."""
+        if epsilon >= params["epsilon"]:
+            check_selection(query)  # type: ignore[arg-type]
+            return 0.0
         out = self.output_distribution(params, query)
         return categorical_delta(out.pmf_d, out.pmf_d_prime, epsilon)
 

@@ -283,7 +283,7 @@ class PMW(PureEpsilonMechanism):
         """Monte-Carlo tail of the max error over answered queries (no proven bound drawn: the
         seed's bound is asymptotic, O-notation)."""
         errors = self.simulate(params, query, np.random.default_rng(1), MC_RUNS, "D")
-        note = "the seed's bound α = Õ((εn)^−1/2) has no constants"
+        note = "the proven bound α = Õ((εn)^−1/2) (Dwork & Roth 2014, section 4.2) has no constants"
         return monte_carlo_accuracy(errors, ci_level, note)
 
 
@@ -300,7 +300,8 @@ def monte_carlo_output(
     with np.errstate(divide="ignore", invalid="ignore"):
         loss = np.log(dens_d) - np.log(dens_dp)
     note = f"Monte Carlo: {runs} runs on D and {runs} on D' (seed 0), 30 bins"
-    return NumericOutput((edges[:-1] + edges[1:]) / 2, dens_d, dens_dp, loss, note=note)
+    centres = (edges[:-1] + edges[1:]) / 2
+    return NumericOutput(centres, dens_d, dens_dp, loss, note=note, monte_carlo_runs=runs)
 
 
 def monte_carlo_accuracy(errors: np.ndarray, ci_level: float, note: str) -> AccuracyReport:

@@ -1,4 +1,4 @@
-"""Private top-k (seed 004, "Private ranking"): the k best candidates, in order.
+"""Private top-k (lecture notes 004, "Private ranking"): the k best candidates, in order.
 
 - Peeling: k exponential mechanisms, each with epsilon / k, each removing its winner. Basic
   composition (Dwork & Roth 2014, Theorem 3.16) gives epsilon-DP.
@@ -8,8 +8,9 @@
 
 The output is the ordered k-tuple; its exact pmf is the product of the sequential softmaxes.
 Outcome indices are the tuples' ranks in lexicographic order (``itertools.permutations``).
-Usefulness (seed 004): a list is alpha-useful when it is sound (no member scores <= S_k - alpha)
-and complete (every candidate scoring >= S_k + alpha is in it), S_k the k-th best score."""
+Usefulness (the lecture on private ranking): a list is alpha-useful when it is sound (no
+member scores <= S_k - alpha) and complete (every candidate scoring >= S_k + alpha is in it),
+S_k the k-th best score."""
 
 from __future__ import annotations
 
@@ -48,6 +49,9 @@ from dpexplorer.core.mechanisms.registry import register
 
 MAX_OUTCOMES = 200_000
 """Largest number of ordered k-tuples whose exact pmf is enumerated."""
+MAX_RANKED = 2**62
+"""Ordered k-tuples beyond this have no int64 outcome index: :meth:`TopK.simulate` refuses
+(the lists themselves come from :meth:`TopK.sample_lists`, at any size)."""
 
 K = Param(
     name="k",
@@ -55,7 +59,7 @@ K = Param(
     type="int",
     default=3,
     low=1,
-    high=50,
+    high=100,
     help=(
         "How many top candidates to report, in order. The budget ε is split evenly over the k "
         "picks, so each pick is noisier when k is larger."
@@ -87,13 +91,22 @@ class Usefulness:
     useful: np.ndarray
 
 
+def _how_many(count: int) -> str:
+    """A count in words a reader takes in at a glance: 1,234,567 or "about 6.1 × 10^398"."""
+    if count < 10**15:
+        return f"{count:,}"
+    digits = len(str(count)) - 1
+    return f"about {count / 10**digits:.2g} × 10^{digits}" if digits < 300 else f"about 10^{digits}"
+
+
 def ordered_tuples(n: int, k: int) -> np.ndarray:
     """All ordered k-tuples of distinct indices below n, lexicographically, shape (n!/(n-k)!, k)."""
     count = math.perm(n, k)
     if count > MAX_OUTCOMES:
         raise NotApplicableError(
-            f"{count:,} ordered top-{k} lists are too many to list exactly (limit {MAX_OUTCOMES:,}); "
-            "lower k or use fewer candidates"
+            f"{_how_many(count)} ordered top-{k} lists of {n:,} candidates are too many to list "
+            f"exactly (limit {MAX_OUTCOMES:,}); lower k or use fewer candidates for the exact "
+            "views (simulation and release have no such limit)"
         )
     return np.array(list(itertools.permutations(range(n), k)), dtype=np.int64).reshape(count, k)
 
@@ -181,6 +194,11 @@ class TopK(PureEpsilonMechanism):
         )
 
     def delta_at(self, params: Mapping[str, Any], query: QueryInput, epsilon: float) -> float:
+        """0 exactly at or above the claimed epsilon (pure epsilon-DP, basic composition of k
+        exponential mechanisms); below it, the exact hockey-stick sum over the ordered lists."""
+        if epsilon >= params["epsilon"]:
+            self._check(params, query)
+            return 0.0
         out = self.output_distribution(params, query)
         return categorical_delta(out.pmf_d, out.pmf_d_prime, epsilon)
 
@@ -226,7 +244,7 @@ class TopK(PureEpsilonMechanism):
             tail_bound=lambda a: union_bound_tail(scale, k * count, a),
             bound_alpha_at=lambda e: union_bound_alpha(at(e), k * count, beta),
             bound_name="union bound k|R| e^(−α/σ)",
-            notes=("error = smallest α for which the list is not α-useful (seed 004)",),
+            notes=("error = smallest α for which the list is not α-useful (sound and complete within α)",),
             sweep=EPSILON_SWEEP[::4],
         )
 
@@ -257,8 +275,16 @@ class TopK(PureEpsilonMechanism):
         on: Literal["D", "D'"] = "D",
     ) -> np.ndarray:
         """Outcome indices (ranks of the ordered lists, as in :meth:`output_distribution`)."""
+        query = self._check(params, query)
+        count = math.perm(len(query.candidates), params["k"])
+        if count > MAX_RANKED:
+            raise NotApplicableError(
+                f"the {len(query.candidates):,} candidates have more ordered top-{params['k']} "
+                f"lists than an outcome index can number (limit 2^62); the Selection view and a "
+                "release draw the lists themselves"
+            )
         lists = self.sample_lists(params, query, rng, size, on)
-        return tuple_rank(lists, len(query.candidates))  # type: ignore[union-attr]
+        return tuple_rank(lists, len(query.candidates))
 
 
 def _peel(w: np.ndarray, k: int, rng: np.random.Generator, size: int) -> np.ndarray:

@@ -11,6 +11,9 @@ from dpexplorer.gui.jobs import AccuracyResult
 from dpexplorer.gui.views.base import RED, CurveSet, View, curve_columns, dashed_line, new_plot
 from dpexplorer.gui.views.live_text import LiveText
 
+INVISIBLE_NOISE = 1e-9
+"""An interval narrower than this is below the precision any answer is printed with."""
+
 
 class AccuracyView(View):
     """Draws an :class:`AccuracyResult`. ``ci_level`` is the level the user chose."""
@@ -62,7 +65,8 @@ class AccuracyView(View):
         self.result = result
         report = result.report
         self.curves[self.vs_epsilon].draw(report.error_vs_epsilon, log_x=True, log_y=True)
-        self._move(self.now_line, float(np.log10(result.epsilon)), f"now: ε = {result.epsilon:.3g}")
+        chosen = float(result.params.get("epsilon", result.epsilon))  # the sweep's x: the slider
+        self._move(self.now_line, float(np.log10(chosen)), f"now: ε = {chosen:.3g}")
         tails = (report.error_tail,) + ((report.error_tail_bound,) if report.error_tail_bound else ())
         self.curves[self.tail].draw(tails)
         interval = f"{report.ci_level:.0%} interval: ±{report.ci_halfwidth:.3g}"
@@ -70,6 +74,11 @@ class AccuracyView(View):
         self.curves[self.vs_n].draw(report.error_vs_n, log_x=True, log_y=True)
         mse = "undefined (infinite)" if not np.isfinite(report.mse) else f"{report.mse:.4g}"
         notes = " ".join(report.notes)
+        if 0 < report.ci_halfwidth < INVISIBLE_NOISE:
+            notes = (
+                "The noise is far below any digit an answer shows: the release equals the true "
+                f"answer to print precision. {notes}"
+            )
         self.summary.setText(
             f"With probability {report.ci_level:.2%} the released value is within "
             f"<b>±{report.ci_halfwidth:.4g}</b> of the true answer. Mean squared error: {mse}. {notes}"

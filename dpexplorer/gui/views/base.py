@@ -40,14 +40,14 @@ class View(QWidget):
         super().__init__(parent)
         self.columns: dict[str, Sequence[object]] = {}
         self.title = QLabel(f"<b>{title}</b>")
+        self.title.setWordWrap(True)  # wraps in a narrow window (teaching fonts) rather than widen it
         self.explanation = QLabel()
         self.explanation.setWordWrap(True)
         self.save_button = QPushButton("Save plot…")
         self.save_button.setToolTip("Save this view as PNG or SVG, or its data as CSV")
         self.save_button.clicked.connect(self._save_dialog)
         header = QHBoxLayout()
-        header.addWidget(self.title)
-        header.addStretch(1)
+        header.addWidget(self.title, 1)
         header.addWidget(self.save_button)
         self.body = QVBoxLayout()
         layout = QVBoxLayout(self)
@@ -183,22 +183,47 @@ def sticky_range(
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
-def log_ticks(arrays: Sequence[Sequence[float]]) -> list[list[tuple[float, str]]] | None:
-    """Ticks for a log axis (positions in log10 units, as pyqtgraph's log mode uses): powers of
-    ten labelled 10ⁿ, and 2·10ⁿ, 5·10ⁿ labelled when the data span under two decades, the other
-    multiples unlabelled (pyqtgraph labels them all, and they overlap)."""
+MAX_LOG_LABELS = 7
+"""Labelled ticks on a log axis at most: 10ⁿ labels are about 5 characters, and a plot's axis is
+rarely shorter than 250 px, so seven never touch."""
+_DECADE_STEPS = (1, 2, 3, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000)
+
+
+def _power(k: int) -> str:
+    return f"10{str(k).translate(_SUPERSCRIPT)}" if k not in (0, 1) else str(10**k)
+
+
+def _multiple(m: int, k: int) -> str:
+    """m·10ᵏ as a plain number near 1 (0.02 ... 500), else in powers of ten."""
+    return f"{m * 10.0**k:g}" if -2 <= k <= 2 else f"{m}·{_power(k)}"
+
+
+def log_ticks(
+    arrays: Sequence[Sequence[float]], max_labels: int = MAX_LOG_LABELS
+) -> list[list[tuple[float, str]]] | None:
+    """Ticks for a log axis (positions in log10 units, as pyqtgraph's log mode uses), whatever
+    the span: at most ``max_labels`` labelled powers of ten, every ``step`` decades with step
+    1, 2, 5, 10, ... (a 120-decade axis gets 10⁻¹²⁰, 10⁻¹⁰⁰, ...); unlabelled minor ticks at the
+    other decades, or at 2..9·10ⁿ when every decade is labelled, with 2·10ⁿ and 5·10ⁿ labelled
+    when the data span at most two decades (pyqtgraph labels every multiple, and they overlap)."""
     values = np.concatenate([np.asarray(a, dtype=float).ravel() for a in arrays]) if arrays else np.array([])
     values = values[np.isfinite(values) & (values > 0)]
     if values.size == 0:
         return None
     low, high = math.floor(np.log10(values.min())), math.ceil(np.log10(values.max()))
-    major = [
-        (float(k), f"10{str(k).translate(_SUPERSCRIPT)}" if k not in (0, 1) else str(10**k))
-        for k in range(low, high + 1)
-    ]
-    labelled = high - low <= 2
+    if high == low:
+        low, high = low - 1, high + 1
+    span = high - low
+    step = next((s for s in _DECADE_STEPS if span / s <= max_labels - 1), math.ceil(span / (max_labels - 1)))
+    first = math.ceil(low / step) * step
+    major = [(float(k), _power(k)) for k in range(first, high + 1, step)]
+    if step > 1:
+        minor_step = 1 if span <= 60 else step // 5 if step % 5 == 0 else max(step // 2, 1)
+        minor = [(float(k), "") for k in range(low, high + 1, minor_step) if (k - first) % step]
+        return [major, minor]
+    labelled = span <= 2
     minor = [
-        (math.log10(m) + k, f"{m}·10{str(k).translate(_SUPERSCRIPT)}" if labelled and m in (2, 5) else "")
+        (math.log10(m) + k, _multiple(m, k) if labelled and m in (2, 5) else "")
         for k in range(low, high)
         for m in range(2, 10)
     ]

@@ -368,7 +368,7 @@ class BLRView(View):
             reach = max(run.result.max_error * 1.3, min(bound, 1.0) * 1.1 if np.isfinite(bound) else 0.0)
             self.errors.setXRange(0.0, reach or 1.0, padding=0.0)
         if np.isfinite(bound):
-            self._vertical(bound, RED, f"seed's bound {bound:.3g} (prob. ≥ {1 - plan.beta:.0%})", 0.97, 1)
+            self._vertical(bound, RED, f"proven bound {bound:.3g} (prob. ≥ {1 - plan.beta:.0%})", 0.97, 1)
 
     def _vertical(
         self, x: float, colour: tuple[int, int, int], label: str, position: float, side: int
@@ -382,8 +382,9 @@ class BLRView(View):
     def _summary(plan: BLRPlan, run: BLRRun | None) -> str:
         key = colour_key("D, your data (true shares)", "the synthetic dataset (shares of its m rows)")
         bound = (
-            f"the seed's bound: with probability ≥ {1 - plan.beta:.0%} the largest error is below "
-            f"<b>{plan.accuracy_bound:.4g}</b> (proved in the lecture notes, seed 000 §12.4)"
+            f"the proven bound: with probability ≥ {1 - plan.beta:.0%} the largest error is below "
+            f"<b>{plan.accuracy_bound:.4g}</b> (BLR's accuracy theorem, Blum, Ligett & Roth 2008; "
+            "Dwork & Roth 2014, Theorem 4.5)"
         )
         if run is None:
             return f"{key}<br>No synthetic dataset drawn yet; {bound}."

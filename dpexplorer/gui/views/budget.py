@@ -236,7 +236,8 @@ class BudgetView(View):
             "The total δ allowed (0 for a pure-ε budget). Keep it well below 1/n. Press Enter to apply."
         )
         self.budget_source = QLabel("budget: for planning (none set in the ledger)")
-        self.share = QCheckBox("Share what is left among the statistics not held, under")
+        self.budget_source.setWordWrap(True)
+        self.share = QCheckBox("Share what is left, under")
         self.share.setToolTip(
             "Scale the ε of every statistic that is neither held nor solved from a target error by one "
             "common factor, so that everything together uses the whole budget under this accountant."
@@ -249,9 +250,12 @@ class BudgetView(View):
         for widget in (QLabel("Budget ε:"), self.budget_epsilon, QLabel("δ:"), self.budget_delta):
             row.addWidget(widget)
         row.addWidget(self.budget_source, 1)
-        row.addWidget(self.share)
-        row.addWidget(self.share_method)
         self.body.addLayout(row)
+        share_row = QHBoxLayout()  # its own row: beside the budget it set the window's width
+        share_row.addWidget(self.share)
+        share_row.addWidget(self.share_method)
+        share_row.addStretch(1)
+        self.body.addLayout(share_row)
         self.budget_epsilon.valueChanged.connect(lambda _v: self._changed())
         self.budget_delta.editingFinished.connect(self._changed)
         self.share.toggled.connect(lambda _v: self._changed())

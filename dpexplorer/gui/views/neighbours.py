@@ -47,6 +47,9 @@ LEFT_AXIS_WIDTH = 64
 OUTPUT_AXIS = "output o of the mechanism"
 SCALED_AXIS = "(o − centre of M(D)) ÷ noise scale of M(D)"
 """The x axis when the noise is too small to plot around the value (NumericOutput.unit)."""
+MIN_RUNS_FOR_LOSS = 10
+"""Simulated runs a bin needs on each side before its privacy loss is estimated (below, the
+logarithm of a count is mostly noise)."""
 LOSS_CLIP = 25.0
 """Losses beyond ±this (including ±inf) are drawn at the clip, and the plot says so."""
 
@@ -83,6 +86,10 @@ def _width(low: float, high: float) -> float:
 
 def _dashed(color: tuple[int, int, int]) -> pg.QtGui.QPen:
     return pg.mkPen(color, width=1, style=Qt.PenStyle.DashLine)
+
+
+def _error_bars(color: tuple[int, int, int]) -> pg.ErrorBarItem:
+    return pg.ErrorBarItem(x=np.zeros(1), y=np.zeros(1), height=np.zeros(1), pen=color)
 
 
 def _clip_note() -> pg.TextItem:
@@ -202,7 +209,9 @@ class NeighboursView(View):
             items = self._discrete_items()
         elif kind == "categorical":
             items = self._categorical_items()
-        if items:
+        elif kind == "monte_carlo":
+            items = self._monte_carlo_items()
+        if items and kind != "monte_carlo":
             items.update(self._loss_items())
         for plot in (self.outputs, self.loss):
             plot.disableAutoRange()  # ranges are set from the data at each redraw
@@ -361,6 +370,9 @@ class NeighboursView(View):
         if result is None:
             self._use_layout(("empty",))
             return
+        simulated = isinstance(result.output, NumericOutput) and bool(result.output.monte_carlo_runs)
+        for button in (self.draw_button, self.clear_draws_button):  # a simulation has no exact
+            button.setVisible(not simulated)  # law to lay draws over
         self.set_text(self.row, f"<b>D</b> is your dataset. {result.differing_row}")
         if isinstance(result.output, NumericOutput):
             self._draw_numeric(result, result.output)
@@ -372,22 +384,35 @@ class NeighboursView(View):
 
     @staticmethod
     def _delta_text(result: NeighboursResult) -> str:
+        if result.delta_source == "proved":
+            return "0</b> (proved: the mechanism is pure ε-DP, so δ = 0 exactly)<b>"
         if result.delta_exact is None:
-            return f"not computable exactly here ({result.delta_note})"
-        return f"{result.delta_exact:.3g}"
+            return f"not computable exactly here</b> ({result.delta_note})<b>"
+        return f"{result.delta_exact:.3g}</b> (exact)<b>"
 
     @staticmethod
     def _explain(result: NeighboursResult) -> str:
         """What the view shows, in words (no numbers: it changes only with the mechanism)."""
-        return (
+        same = (
             f"<b>{result.mechanism}</b>. "
             f"<span style='color:rgb{BLUE}'>■ M(D)</span> and "
             f"<span style='color:rgb{ORANGE}'>■ M(D')</span>: the closer they are, the less an "
             "observer learns about the one person who differs. "
+        )
+        output = result.output
+        if isinstance(output, NumericOutput) and output.monte_carlo_runs:
+            return same + (
+                f"<i>Simulated, not exact</i>: histograms of {output.monte_carlo_runs:,} runs on "
+                "each side, with bars of ±2 standard errors (sampling uncertainty). The loss "
+                "below is estimated only where both sides have enough runs; gaps between the "
+                "histograms are sampling noise, not a privacy failure. The guarantee is the "
+                "proven ε under the plots."
+            )
+        return same + (
             f"<span style='color:rgb{RED}'>Red bands</span> mark the outputs where the privacy "
             "loss exceeds ε, i.e. where seeing the output shifts the odds between D and D' by "
             "more than e^ε. The dark red area is how much more likely those outputs are under "
-            "D than e^ε times their chance under D'; in total it is δ(ε) (exact, below), the "
+            "D than e^ε times their chance under D'; in total it is δ(ε) (below), the "
             "chance that ε-privacy fails."
         )
 
@@ -396,10 +421,81 @@ class NeighboursView(View):
         self.delta_label.setText(
             f"Claimed: ε = {result.epsilon:.4g}, δ = {result.delta_claim:.3g}. "
             f"<span style='color:rgb{RED}'>{shaded}</span> = "
-            f"δ(ε = {result.epsilon:.3g}) = <b>{self._delta_text(result)}</b> (exact). {note}"
+            f"δ(ε = {result.epsilon:.3g}) = <b>{self._delta_text(result)}</b>. "
+            f"{result.claim_note} {note}"
+        )
+
+    def _monte_carlo_items(self) -> dict[str, pg.GraphicsObject]:
+        """Step histograms with ±2 SE bars; the estimated loss with its own bars; ±ε lines."""
+        items: dict[str, pg.GraphicsObject] = {}
+        for key, color, name in (("p", BLUE, "M(D), simulated"), ("q", ORANGE, "M(D'), simulated")):
+            items[key] = self.outputs.plot(stepMode="center", pen=pg.mkPen(color, width=2), name=name)
+            items[key + "_bars"] = _error_bars(color)
+            self.outputs.addItem(items[key + "_bars"])
+        items["loss"] = self.loss.plot(
+            pen=None, symbol="o", symbolSize=5, symbolBrush=GREY, name="estimated loss (±2 SE)"
+        )
+        items["loss_bars"] = _error_bars(GREY)
+        self.loss.addItem(items["loss_bars"])
+        items["epsilon_lines"] = Rules(
+            self.loss, _dashed(RED), ["+ε", "−ε"], vertical=False, along=0.01, anchors=[(0, 1), (0, 0)]
+        )
+        return items
+
+    def _draw_monte_carlo(self, result: NeighboursResult, out: NumericOutput) -> None:
+        """Histograms of ``out.monte_carlo_runs`` runs per side with their sampling error: a
+        bin of c runs in R has standard error sqrt(c (1 - c/R)) runs; the loss ln(c_D / c_D')
+        is estimated where both sides have at least MIN_RUNS_FOR_LOSS runs, with the delta
+        method's standard error sqrt(1/c_D + 1/c_D')."""
+        items = self._use_layout(("monte_carlo",))
+        set_axis_label(self.outputs, "left", "estimated density")
+        grid = np.asarray(out.grid, dtype=float)
+        runs = out.monte_carlo_runs
+        width = float(grid[1] - grid[0]) if grid.size > 1 else 1.0
+        edges = np.append(grid - width / 2, grid[-1] + width / 2)
+        counts = {}
+        for key, density in (("p", out.density_d), ("q", out.density_d_prime)):
+            c = np.round(np.asarray(density, dtype=float) * runs * width)
+            counts[key] = c
+            se = np.sqrt(c * (1 - c / runs)) / (runs * width)
+            items[key].setData(edges, c / (runs * width))
+            items[key + "_bars"].setData(x=grid, y=c / (runs * width), height=4 * se)
+        c_d, c_q = counts["p"], counts["q"]
+        enough = (c_d >= MIN_RUNS_FOR_LOSS) & (c_q >= MIN_RUNS_FOR_LOSS)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            loss = np.where(enough, np.log(c_d) - np.log(c_q), np.nan)
+            se_loss = np.where(enough, np.sqrt(1 / c_d + 1 / c_q), np.nan)
+        items["loss"].setData(grid[enough], loss[enough])
+        items["loss_bars"].setData(x=grid[enough], y=loss[enough], height=4 * se_loss[enough])
+        items["epsilon_lines"].set_values((result.epsilon, -result.epsilon))
+        span = (float(edges[0]), float(edges[-1]))
+        top = float(np.max(np.concatenate([c_d, c_q]))) / (runs * width) * 1.15
+        self._fit(self.outputs, x=span, y=(0.0, top))
+        reach = np.concatenate([np.abs(loss[enough]) + 2 * se_loss[enough], [result.epsilon]])
+        self._fit(self.loss, y=(-float(reach.max()) * 1.1, float(reach.max()) * 1.1))
+        self.columns = {
+            "bin centre": grid,
+            "runs on D": c_d,
+            "runs on D'": c_q,
+            "estimated loss": loss,
+            "standard error of the loss": se_loss,
+        }
+        shown = int(enough.sum())
+        self.delta_label.setText(
+            f"Claimed: ε = {result.epsilon:.4g}, δ = {result.delta_claim:.3g}, <b>proved</b> for "
+            "this mechanism (pure ε-DP, so δ(ε) = 0 exactly), not estimated from the simulation. "
+            f"Simulated: {runs:,} runs on D and {runs:,} on D' (seed 0), {grid.size} bins; the "
+            f"loss is estimated in {shown} bin{'s' if shown != 1 else ''} with at least "
+            f"{MIN_RUNS_FOR_LOSS} runs on each side."
+            if result.delta_source == "proved"
+            else f"Claimed: ε = {result.epsilon:.4g}, δ = {result.delta_claim:.3g}. Simulated: "
+            f"{runs:,} runs per side, {grid.size} bins; δ(ε) = <b>{self._delta_text(result)}</b>."
         )
 
     def _draw_numeric(self, result: NeighboursResult, out: NumericOutput) -> None:
+        if out.monte_carlo_runs:
+            self._draw_monte_carlo(result, out)
+            return
         grid = np.asarray(out.grid, dtype=float)
         p, q = np.asarray(out.density_d, dtype=float), np.asarray(out.density_d_prime, dtype=float)
         scaled_q = np.exp(result.epsilon) * q

@@ -1,7 +1,7 @@
 """The transcript view of private multiplicative weights (PMW) and sparse vector: one row per
 query in the order asked.
 
-PMW (seed 004; Dwork & Roth 2014, section 4.2): each query's error against the true answer,
+PMW (Dwork & Roth 2014, section 4.2): each query's error against the true answer,
 whether it was a lazy round (answered from the public distribution, free) or an update round
 (a noisy answer that teaches the public distribution, spending budget), the update rounds used
 of L, and "⊥" (no answer) once L are spent. Sparse vector (Dwork & Roth 2014, Algorithm 2):
@@ -117,7 +117,7 @@ class TranscriptView(View):
         self.error = error_label()
         self.summary = rich_label()
         self.values = category_plot("error", "Error of each answer", "query (in the order asked)")
-        self.rounds = category_plot("rounds used", "Budget-spending rounds used so far", "")
+        self.rounds = category_plot("rounds used", "Rounds spent", "")
         self.rounds.setYLink(self.values)
         self.rounds.getAxis("left").setStyle(showValues=False)
         row = QHBoxLayout()
@@ -193,7 +193,8 @@ class TranscriptView(View):
 
     @staticmethod
     def _vertical(plot: pg.PlotWidget, x: float, label: str) -> None:
-        plot.addItem(dashed_line(RED, label, 0.985, pos=x, width=2, fill=(255, 255, 255, 230)))
+        # the label left of the line: a line at the axis's end would clip a label on its right
+        plot.addItem(dashed_line(RED, label, 0.985, pos=x, width=2, fill=(255, 255, 255, 230), side=1))
 
     @staticmethod
     def _summary(result: TranscriptResult, colours: dict[str, tuple[int, int, int]]) -> str:

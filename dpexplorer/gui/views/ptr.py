@@ -2,7 +2,7 @@
 "trouble" (the distance the mechanism tests), the threshold the noisy distance must pass, and
 the chance of "⊥" (no answer) on D and on D'.
 
-Both mechanisms add Lap(1/ε) to the distance and answer only above ln(1/δ)/ε (seed 003; Dwork &
+Both mechanisms add Lap(1/ε) to the distance and answer only above ln(1/δ)/ε (Dwork &
 Roth 2014, section 7.3). :func:`job` asks the mechanism for the distances and its exact chances
 of "⊥", and :func:`dpexplorer.core.mechanisms.ptr.bottom_probability` for the curve; the view
 only draws."""

@@ -153,9 +153,10 @@ class RiskView(View):
         self.prior.setToolTip("How sure the attacker is, before the releases, that Alice is in the data.")
         self.prior.valueChanged.connect(lambda _v: self._changed())
         row = QHBoxLayout()
-        row.addWidget(QLabel("Attacker's belief before the releases that Alice is in the data:"))
+        question = QLabel("Attacker's belief before the releases that Alice is in the data:")
+        question.setWordWrap(True)
+        row.addWidget(question, 1)
         row.addWidget(self.prior)
-        row.addStretch(1)
         self.body.addLayout(row)
         self.tradeoff = new_plot(
             "type I error α (false alarm)", "type II error β (missed)", "Hypothesis-testing region"
