@@ -8,6 +8,7 @@ Qt signals (emitted from the worker, delivered queued to this object's thread)."
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import traceback
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from dpexplorer.core.cancel import CancelToken
+from dpexplorer.core.cancel import CancelToken, ambient
 from dpexplorer.core.errors import CancelledError, DPExplorerError
 
 
@@ -75,7 +76,7 @@ class ComputeService(QObject):
             kwargs["progress"] = lambda fraction: self.progress.emit(view, float(fraction))
         was_idle = not self._jobs
         self._jobs[view] = job
-        job.future = self._pool.submit(self._run, view, generation, fn, args, kwargs)
+        job.future = self._pool.submit(self._run, view, generation, job.token, fn, args, kwargs)
         if was_idle:
             self.busy_changed.emit(True)
         return generation
@@ -103,16 +104,40 @@ class ComputeService(QObject):
         return tuple(self._jobs)
 
     def shutdown(self) -> None:
-        """Cancel everything and wait for the workers to stop (call when the window closes)."""
+        """Cancel everything and return at once (call when the window closes): a worker still
+        inside a long step finishes it in the background, its result dropped (the jobs poll
+        their token, so that is a fraction of a second). Never joins a worker: a window that
+        waited on one could hang for as long as a computation takes."""
         self._shut_down = True
         for view in list(self._jobs):
             self.cancel(view)
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def wait_for_workers(self, timeout: float) -> bool:
+        """True once every worker thread has ended (within ``timeout`` seconds); for tests and
+        for the process's exit, never for the window."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        for thread in list(getattr(self._pool, "_threads", ())):
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return not any(t.is_alive() for t in getattr(self._pool, "_threads", ()))
 
     # ------------------------------------------------------------------ worker side
-    def _run(self, view: str, generation: int, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
+    def _run(
+        self,
+        view: str,
+        generation: int,
+        token: CancelToken,
+        fn: Callable[..., Any],
+        args: tuple,
+        kwargs: dict,
+    ) -> None:
         try:
-            result: object = fn(*args, **kwargs)
+            if token.cancelled:  # cancelled while queued: start nothing
+                return
+            with ambient(token):  # core code deep in a job polls it (core.cancel.poll)
+                result: object = fn(*args, **kwargs)
             error: object = None
         except CancelledError:
             return
@@ -121,9 +146,12 @@ class ComputeService(QObject):
         except Exception as exc:  # a bug: say so in one line, keep the trace for the log
             traceback.print_exc()
             result, error = None, f"internal error in {view}: {type(exc).__name__}: {exc}"
-        self._done.emit(view, generation, result, error)
+        with contextlib.suppress(RuntimeError):  # the window closed, taking this service: drop it
+            self._done.emit(view, generation, result, error)
 
     def _on_done(self, view: str, generation: int, result: object, error: object) -> None:
+        if self._shut_down:
+            return
         job = self._jobs.get(view)
         if job is None or job.generation != generation:
             return  # stale: a newer request superseded this one

@@ -17,6 +17,7 @@ def service(qtbot):
     svc = ComputeService()
     yield svc
     svc.shutdown()
+    svc.wait_for_workers(30.0)
 
 
 def _slow_identity(value: int, delay: float) -> int:
@@ -98,3 +99,25 @@ def test_progress_is_reported(qtbot, service):
         service.submit("p", job)
     qtbot.waitUntil(lambda: len(fractions) == 5, timeout=2000)
     assert fractions == [0.0, 0.25, 0.5, 0.75, 1.0]
+
+
+def _spin_until_cancelled() -> str:
+    """Never returns by itself: stops only through the ambient token (core.cancel.poll), the
+    way a scipy integrand or a simulation loop deep in a mechanism stops."""
+    from dpexplorer.core.cancel import poll
+
+    while True:
+        poll()
+        time.sleep(0.001)
+
+
+def test_shutdown_returns_at_once_and_the_ambient_token_stops_the_worker(qtbot):
+    """The old shutdown joined the workers: closing the window waited for a sparse-vector
+    integral for more than 95 s."""
+    svc = ComputeService()
+    svc.submit("view", _spin_until_cancelled)
+    qtbot.wait(50)
+    start = time.perf_counter()
+    svc.shutdown()
+    assert time.perf_counter() - start < 0.5
+    assert svc.wait_for_workers(10.0)

@@ -73,6 +73,7 @@ def service(qtbot):
     svc = ComputeService()
     yield svc
     svc.shutdown()
+    svc.wait_for_workers(30.0)
 
 
 def _shown(view, qtbot, path):
@@ -316,7 +317,8 @@ def test_blr_cancelled_mid_run_leaves_the_view_usable(qtbot, service, marginals)
     assert view.progress.value() < blr.PROGRESS_STEPS
     view.cancel_button.click()
     assert not service.busy
-    service.shutdown()  # waits for the worker to reach its next checkpoint and stop
+    service.shutdown()  # returns at once; the worker stops at its next checkpoint
+    assert service.wait_for_workers(10.0)
     qtbot.wait(50)
     assert received == [] and view.run is None
     assert view.run_button.isEnabled() and not view.cancel_button.isEnabled()

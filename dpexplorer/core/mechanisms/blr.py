@@ -278,6 +278,7 @@ def error_classes(query: WorkloadInput, m: int) -> tuple[np.ndarray, np.ndarray,
     radix = t_dp.n * m + 1  # v_D' <= n_D' m, so (v_D, v_D') <-> v_D * radix + v_D'
     codes, counts = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     for block in enum.blocks():
+        checkpoint(None)  # the compute service's token (core.cancel.ambient): Esc stops the pass
         v_d = _block_errors(enum, t_d, block).astype(np.int64)
         v_dp = _block_errors(enum, t_dp, block).astype(np.int64)
         block_codes, block_counts = np.unique((v_d * radix + v_dp).ravel(), return_counts=True)

@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from scipy import integrate
 
+from dpexplorer.core.cancel import poll
 from dpexplorer.core.errors import InvalidParameterError, NotApplicableError
 from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
@@ -135,6 +136,7 @@ def log_integrals(
     edges = np.concatenate([[-np.inf], points, [np.inf]])
 
     def shifted(x: float) -> np.ndarray:
+        poll()  # quad_vec cannot be stopped from outside: the integrand raises on Esc
         return np.exp(log_f(np.array([x]))[0] - peaks)
 
     total = sum(
