@@ -191,6 +191,7 @@ class MainWindow(QMainWindow):
         self.workspace.budget_view.add_requested.connect(self.add_current_to_plan)
         self.explorer.inputs_changed.connect(self.workspace.update)
         self.reload_ledger()
+        self._apply_pending_plan()
         import gc
 
         gc.freeze()  # everything imported so far is permanent: later collections skip it (latency)
@@ -219,6 +220,12 @@ class MainWindow(QMainWindow):
         scrollbar = self._side_scroll.verticalScrollBar().sizeHint().width()
         need = self._side_panel.minimumSizeHint().width() + scrollbar
         self._side_scroll.setMinimumWidth(max(SIDE_PANEL_WIDTH, need + 4))
+
+    def _apply_pending_plan(self) -> None:
+        plan = getattr(self, "_pending_plan", None)
+        if plan is not None and self.workspace is not None:
+            self._pending_plan = None
+            self.workspace.budget_view.set_plan(plan)
 
     def _dataset_for_explorer(self, dataset: Dataset) -> None:
         self.explorer.set_dataset(dataset)
@@ -334,8 +341,9 @@ class MainWindow(QMainWindow):
             self._show_peek(result)
         elif view == "teaching":
             self.teaching_panel.show_draw(result)  # type: ignore[arg-type]
-        elif view == "plan-rebuild" and self.workspace is not None:
-            self.workspace.budget_view.set_plan(result)  # type: ignore[arg-type]
+        elif view == "plan-rebuild":  # kept until the budget view exists (built with the registry)
+            self._pending_plan = result
+            self._apply_pending_plan()
 
     def _show_peek(self, peek: object) -> None:
         """Schema and first rows while the file is still being read (not once it is in)."""
@@ -347,6 +355,17 @@ class MainWindow(QMainWindow):
 
     def _show_dataset(self, loaded: jobs.LoadedDataset) -> None:
         dataset = loaded.dataset
+        session = getattr(self, "_pending_session", None)
+        if session is not None and dataset.fingerprint != session.dataset_fingerprint:
+            self._pending_session = None
+            self.show_error(
+                f"This session was saved for another dataset: {dataset.path.name} now has "
+                f"fingerprint {dataset.fingerprint[:12]}…, the session's is "
+                f"{session.dataset_fingerprint[:12]}…. Nothing of the session was applied, and "
+                "the dataset shown is unchanged."
+            )
+            self.statusBar().showMessage("Session refused: another dataset.")
+            return
         self.loaded = loaded
         self.dataset = dataset
         self.dataset_view.show_dataset(dataset)
@@ -521,7 +540,20 @@ class MainWindow(QMainWindow):
             seed=self.mechanism_panel.seed.value(),
             plan=self._plan_entries(),
             teaching=self.teaching_action.isChecked(),
+            tab=self.tabs.tabText(self.tabs.currentIndex()),
+            budget=self._budget_entry(),
         )
+
+    def _budget_entry(self) -> dict | None:
+        if self.workspace is None:
+            return None
+        view = self.workspace.budget_view
+        return {
+            "epsilon": view.budget_epsilon.value(),
+            "delta": view._delta() or 0.0,
+            "share": view.share.isChecked(),
+            "method": str(view.share_method.currentData()),
+        }
 
     def _plan_entries(self) -> list[dict]:
         entries: list[dict] = []
@@ -575,17 +607,17 @@ class MainWindow(QMainWindow):
         session = getattr(self, "_pending_session", None)
         if session is None:
             return False
-        if dataset.fingerprint != session.dataset_fingerprint:
-            self.show_error(
-                f"{dataset.path.name} has changed since the session was saved (its SHA-256 "
-                f"fingerprint differs): the views show the file as it is now."
-            )
         self.teaching_action.setChecked(session.teaching)
         self.mechanism_panel.seed.setValue(session.seed)
+        self.plan_queries = {e["label"]: (e["query"], e["relation"]) for e in session.plan}
+        self._pending_plan = None
         if session.plan:
-            self.plan_queries = {e["label"]: (e["query"], e["relation"]) for e in session.plan}
             self.compute.submit("plan-rebuild", jobs.rebuild_plan, dataset, session.plan)
-        self.query_panel.set_state(session.query_controls)
+        try:
+            self.query_panel.set_state(session.query_controls)
+        except (KeyError, TypeError, ValueError) as exc:  # validated, but the columns may differ
+            self._pending_session = None
+            self.show_error(f"Could not restore the session's field “query_controls”: {exc}")
         return True
 
     def _restore_session_mechanism(self) -> None:
@@ -596,9 +628,27 @@ class MainWindow(QMainWindow):
         try:
             self.mechanism_panel.select(session.mechanism)
         except KeyError as exc:
-            self.show_error(str(exc.args[0]))
+            self.show_error(f"Could not restore the session's field “mechanism”: {exc.args[0]}")
             return
         self.mechanism_panel.set_values(session.params)
+        self._restore_session_budget(session)
+        for i in range(self.tabs.count()):
+            if session.tab and self.tabs.tabText(i) == session.tab:
+                self.tabs.setCurrentIndex(i)
+        self.statusBar().showMessage("Session restored.", 5000)
+
+    def _restore_session_budget(self, session: Session) -> None:
+        """The session's planning budget, unless the ledger holds one for this dataset (the
+        ledger's is what releases are charged against, so it wins)."""
+        if session.budget is None or self.workspace is None:
+            return
+        view = self.workspace.budget_view
+        if view._ledger_method is None:
+            view.set_budget(session.budget["epsilon"], session.budget["delta"])
+        index = view.share_method.findData(session.budget["method"])
+        if index >= 0:
+            view.share_method.setCurrentIndex(index)
+        view.share.setChecked(session.budget["share"])
 
     def views_idle(self) -> bool:
         """True when no view is computing or waiting for a throttled update."""

@@ -124,14 +124,19 @@ def test_session_round_trip_restores_every_control(qtbot, window, tmp_path):
     assert other.last_error is None
 
 
-def test_session_with_a_changed_dataset_is_reported(qtbot, window, tmp_path):
+def test_session_for_another_dataset_is_refused_and_nothing_applied(qtbot, window, tmp_path):
+    """The old code said the file "has changed" and applied the session to it anyway."""
     data = tmp_path / "d.csv"
     data.write_text("x,y\n1,a\n2,b\n3,a\n4,b\n")
     window.open_file(data)
     qtbot.waitUntil(lambda: window.dataset.path == data, timeout=10_000)
     wait_idle(qtbot, window)
     window.save_session(tmp_path / "s.json")
+    shown = window.dataset
     data.write_text("x,y\n1,a\n2,b\n3,a\n5,b\n")
     window.load_session(tmp_path / "s.json")
     qtbot.waitUntil(lambda: window.last_error is not None, timeout=10_000)
-    assert "changed" in window.last_error and "d.csv" in window.last_error
+    assert "another dataset" in window.last_error and "d.csv" in window.last_error
+    assert "Nothing of the session was applied" in window.last_error
+    wait_idle(qtbot, window)
+    assert window.dataset is shown
