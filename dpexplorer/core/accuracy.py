@@ -244,12 +244,30 @@ def _excess_intervals(
     if not above.any():
         return []
     edges = np.flatnonzero(np.diff(above.astype(np.int8)))
-    crossings = [
-        optimize.brentq(lambda x: loss(x) - epsilon, grid[k], grid[k + 1], xtol=1e-14, rtol=1e-13)
-        for k in edges
-    ]
+    crossings = [_crossing(loss, epsilon, grid[k], grid[k + 1]) for k in edges]
     bounds = ([-np.inf] if above[0] else []) + crossings + ([np.inf] if above[-1] else [])
     return list(zip(bounds[::2], bounds[1::2], strict=True))
+
+
+def _crossing(loss: Callable[[float], float], epsilon: float, a: float, b: float) -> float:
+    """Where loss - epsilon changes sign in [a, b]: brentq (to 1e-13 relative); where the loss
+    is NaN inside the cell (both densities exactly 0, e.g. beyond a bounded support), bisection
+    that counts NaN as "not above": the outputs it may move between the two sides have
+    probability 0 under both laws, so delta is unchanged."""
+    try:
+        return float(optimize.brentq(lambda x: loss(x) - epsilon, a, b, xtol=1e-14, rtol=1e-13))
+    except ValueError:
+        pass
+    above_at_a = loss(a) > epsilon
+    for _ in range(200):
+        middle = (a + b) / 2
+        if middle in (a, b):
+            break
+        if (loss(middle) > epsilon) == above_at_a:
+            a = middle
+        else:
+            b = middle
+    return (a + b) / 2
 
 
 def hockey_stick_one_way(
@@ -267,7 +285,8 @@ def hockey_stick_one_way(
     them between the two directions)."""
 
     def loss(x: float) -> float:
-        return float(p.logpdf(np.array(x)) - q.logpdf(np.array(x)))
+        with np.errstate(invalid="ignore"):  # -inf - -inf where both laws vanish: see _crossing
+            return float(p.logpdf(np.array(x)) - q.logpdf(np.array(x)))
 
     deltas = []
     for eps in np.atleast_1d(epsilons).astype(float):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import threading
 import traceback
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -55,6 +56,8 @@ class ComputeService(QObject):
         self._jobs: dict[str, _Job] = {}
         self._generation: dict[str, int] = {}
         self._shut_down = False
+        self._running = 0  # jobs inside fn on a worker now (for tests and benchmarks)
+        self._running_lock = threading.Lock()
         self._done.connect(self._on_done)
 
     # ------------------------------------------------------------------ main-thread API
@@ -92,6 +95,12 @@ class ComputeService(QObject):
         self._generation[view] = self._generation.get(view, 0) + 1
         if not self._jobs:
             self.busy_changed.emit(False)
+
+    @property
+    def running(self) -> int:
+        """How many jobs are inside their function on a worker now (cancelled ones included,
+        until they reach their next checkpoint)."""
+        return self._running
 
     def current_generation(self, view: str) -> int:
         return self._generation.get(view, 0)
@@ -136,8 +145,14 @@ class ComputeService(QObject):
         try:
             if token.cancelled:  # cancelled while queued: start nothing
                 return
-            with ambient(token):  # core code deep in a job polls it (core.cancel.poll)
-                result: object = fn(*args, **kwargs)
+            with self._running_lock:
+                self._running += 1
+            try:
+                with ambient(token):  # core code deep in a job polls it (core.cancel.poll)
+                    result: object = fn(*args, **kwargs)
+            finally:
+                with self._running_lock:
+                    self._running -= 1
             error: object = None
         except CancelledError:
             return

@@ -83,6 +83,7 @@ class Explorer(QObject):
         self._stale: set[str] = set()
         self._draws: dict[str, np.ndarray] = {}
         compute.finished.connect(self._on_result)
+        compute.failed.connect(self._on_failure)
         mechanism_panel.changed.connect(self._mechanism_changed)
         neighbours_view.draw_button.clicked.connect(self.draw)
         accuracy_view.ci_level.valueChanged.connect(lambda _v: self._throttle())
@@ -199,6 +200,17 @@ class Explorer(QObject):
             self.accuracy_view.deliver(result)
         elif view in DRAWS_SIDE:
             self._draws_done(DRAWS_SIDE[view], result)  # type: ignore[arg-type]
+        else:
+            return
+        self.views_updated.emit(view)
+
+    def _on_failure(self, view: str, generation: int, message: str) -> None:
+        if view == NEIGHBOURS_JOB:
+            self.neighbours_view.show_error(message)
+        elif view == ACCURACY_JOB:
+            self.accuracy_view.show_error(message)
+        elif view in DRAWS_SIDE:
+            self._draws = {}
         else:
             return
         self.views_updated.emit(view)

@@ -71,8 +71,13 @@ class MainWindow(QMainWindow):
         self.progress.hide()
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setToolTip("Stop the computations that are running (Esc)")
-        self.cancel_button.setShortcut(QKeySequence(Qt.Key.Key_Escape))
         self.cancel_button.clicked.connect(self.cancel_jobs)
+        # Esc on the window, not on the button: the button is hidden for a job's first 300 ms,
+        # and a hidden button's shortcut does nothing
+        self.cancel_action = QAction("Cancel computations", self, shortcut=QKeySequence(Qt.Key.Key_Escape))
+        self.cancel_action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        self.cancel_action.triggered.connect(self.cancel_jobs)
+        self.addAction(self.cancel_action)
         self.cancel_button.hide()
         self._loading: str | None = None  # the file being read, until its load job ends
         self.engine_label = QLabel()
@@ -242,8 +247,11 @@ class MainWindow(QMainWindow):
         self.query_panel.emit_query()
 
     def cancel_jobs(self) -> None:
+        """Esc / Cancel: stop every view's computation. Never a release's: once it charges the
+        ledger its outcome must reach the dialog (the dialog has its own Cancel, before that)."""
         for view in self.compute.pending_views():
-            self.compute.cancel(view)
+            if not view.startswith("release-"):
+                self.compute.cancel(view)
         self.statusBar().showMessage("Cancelled.", 3000)
 
     # ------------------------------------------------------------------ menus

@@ -143,7 +143,7 @@ def selection_accuracy(
     alphas = np.linspace(0.0, float(errors.max()) * 1.05 + 1e-12, 200)
     tail = Curve(alphas, error_tail(pmf, errors, alphas), x_label, "P(error > α)", "exact tail", "exact")
     bound = Curve(alphas, tail_bound(alphas), x_label, "P(error ≥ α)", bound_name, "bound")
-    y_label = f"error not exceeded with {ci_level:.0%} probability"
+    y_label = f"{ci_level:.0%}-sure error bound"
     exact_curve = curve_over(sweep, quantile_at, x_label="ε", y_label=y_label, name="exact quantile")
     bound_curve = curve_over(
         EPSILON_SWEEP, bound_alpha_at, x_label="ε", y_label=y_label, name=bound_name, kind="bound"

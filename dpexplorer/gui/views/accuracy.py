@@ -36,6 +36,11 @@ class AccuracyView(View):
         self.summary = LiveText()
         level_row.addWidget(self.summary, 4)
         self.body.addLayout(level_row)
+        self.error = QLabel()
+        self.error.setWordWrap(True)
+        self.error.setStyleSheet(f"color: rgb{RED}")
+        self.error.hide()
+        self.body.addWidget(self.error)
         self.vs_epsilon = new_plot("ε (log scale)", "error", "Error against ε")
         self.tail = new_plot("α (error size)", "β = P(|error| > α)", "How likely is an error larger than α?")
         self.vs_n = new_plot("n, rows in the dataset (log scale)", "error", "Error against dataset size")
@@ -61,17 +66,46 @@ class AccuracyView(View):
         line.label.setFormat(text.replace("{", "{{").replace("}", "}}"))
         line.setValue(position)
 
+    def show_error(self, message: str) -> None:
+        """The job failed or refused: say why and clear the curves (never the previous
+        result's as if they were this one's)."""
+        self.result, self.columns = None, {}
+        self._pending = None  # a result waiting for the tab to show is older than this failure
+        for curves in self.curves.values():
+            curves.draw(())
+        for line in (self.now_line, self.interval_line):
+            line.hide()
+        self.summary.setText("")
+        self.error.setText(message)
+        self.error.show()
+
     def show_result(self, result: AccuracyResult) -> None:
+        self.error.hide()
+        self.now_line.show()
         self.result = result
         report = result.report
-        self.curves[self.vs_epsilon].draw(report.error_vs_epsilon, log_x=True, log_y=True)
+        self.curves[self.vs_epsilon].draw(
+            report.error_vs_epsilon,
+            log_x=True,
+            log_y=True,
+            empty="No curve against ε for this mechanism:\nits accuracy is simulated at this ε only.",
+        )
         chosen = float(result.params.get("epsilon", result.epsilon))  # the sweep's x: the slider
         self._move(self.now_line, float(np.log10(chosen)), f"now: ε = {chosen:.3g}")
         tails = (report.error_tail,) + ((report.error_tail_bound,) if report.error_tail_bound else ())
         self.curves[self.tail].draw(tails)
-        interval = f"{report.ci_level:.0%} interval: ±{report.ci_halfwidth:.3g}"
-        self._move(self.interval_line, report.ci_halfwidth, interval)
-        self.curves[self.vs_n].draw(report.error_vs_n, log_x=True, log_y=True)
+        finite = bool(np.isfinite(report.ci_halfwidth))
+        self.interval_line.setVisible(finite)  # a line at infinity has no place (and NaN geometry)
+        if finite:
+            interval = f"{report.ci_level:.0%} interval: ±{report.ci_halfwidth:.3g}"
+            self._move(self.interval_line, report.ci_halfwidth, interval)
+        self.curves[self.vs_n].draw(
+            report.error_vs_n,
+            log_x=True,
+            log_y=True,
+            empty="No curve against n for this mechanism: its error does not follow from n alone\n"
+            "(it depends on the scores or the workload, which a resized dataset would change).",
+        )
         mse = "undefined (infinite)" if not np.isfinite(report.mse) else f"{report.mse:.4g}"
         notes = " ".join(report.notes)
         if 0 < report.ci_halfwidth < INVISIBLE_NOISE:
@@ -79,10 +113,14 @@ class AccuracyView(View):
                 "The noise is far below any digit an answer shows: the release equals the true "
                 f"answer to print precision. {notes}"
             )
-        self.summary.setText(
+        within = (
             f"With probability {report.ci_level:.2%} the released value is within "
-            f"<b>±{report.ci_halfwidth:.4g}</b> of the true answer. Mean squared error: {mse}. {notes}"
+            f"<b>±{report.ci_halfwidth:.4g}</b> of the true answer."
+            if finite
+            else f"No finite interval holds the error with probability {report.ci_level:.2%}: "
+            "the mechanism answers ⊥ (no answer) or errs without bound more often than that."
         )
+        self.summary.setText(f"{within} Mean squared error: {mse}. {notes}")
         self.set_text(
             self.explanation,
             f"<b>{result.mechanism}</b>. Solid: exact; dashed: the bound proved in the lecture "

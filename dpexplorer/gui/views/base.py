@@ -115,6 +115,26 @@ def dashed_line(
     return pg.InfiniteLine(pos=pos, angle=angle, pen=pen, label=label, labelOpts=options)
 
 
+def keep_line_labels_inside(plot: pg.PlotWidget | pg.PlotItem) -> None:
+    """Put each vertical line's label on the side of its line where it fits in the plot (right
+    by default, left near the right edge): a label past the edge is clipped. Call after the
+    plot's x range is set."""
+    item = plot.getPlotItem() if isinstance(plot, pg.PlotWidget) else plot
+    view = item.getViewBox()
+    (low, high), _ = view.viewRange()
+    per_unit = view.width() / (high - low) if high > low else 0.0
+    for line in item.items:
+        label = getattr(line, "label", None) if isinstance(line, pg.InfiniteLine) else None
+        if label is None or line.angle % 180 != 90 or per_unit <= 0:
+            continue
+        width = label.boundingRect().width() / per_unit
+        x = float(line.value())
+        right = x + width <= high or (high - x) >= (x - low)
+        vertical = label.anchors[0][1] if label.anchors else 0.5
+        label.anchors = [(0 if right else 1, vertical)] * 2
+        label.updatePosition()
+
+
 def new_plot(x_label: str, y_label: str, title: str = "") -> pg.PlotWidget:
     """A plot widget with axis labels, a grid and a legend (see :func:`configure_plot`)."""
     plot = pg.PlotWidget(title=title or None)
@@ -238,18 +258,28 @@ class CurveSet:
     def __init__(self, plot: pg.PlotWidget) -> None:
         self.plot = plot
         self.items: dict[str, pg.PlotDataItem] = {}
+        self.note = pg.TextItem(color=GREY, anchor=(0.5, 0.5))
+        self.note.hide()
+        plot.addItem(self.note, ignoreBounds=True)
 
-    def draw(self, curves: Sequence[Curve], *, log_x: bool = False, log_y: bool = False) -> None:
+    def draw(
+        self, curves: Sequence[Curve], *, log_x: bool = False, log_y: bool = False, empty: str = ""
+    ) -> None:
+        """Draw ``curves``; with none, say ``empty`` (why there is nothing) in the plot's middle
+        on plain axes, rather than leave an empty frame with stray ticks."""
+        if not curves:
+            log_x = log_y = False
+        self.note.setText(empty)
+        self.note.setVisible(not curves and bool(empty))
         self.plot.setLogMode(x=log_x, y=log_y)
         for side, log, values in (
             ("bottom", log_x, [c.x for c in curves]),
             ("left", log_y, [c.y for c in curves]),
         ):
             self.plot.getAxis(side).setTicks(log_ticks(values) if log else None)
-        if curves:
-            scale = " (log scale)"
-            set_axis_label(self.plot, "bottom", curves[0].x_label + (scale if log_x else ""))
-            set_axis_label(self.plot, "left", curves[0].y_label + (scale if log_y else ""))
+        if curves:  # "(log scale)" on x only: the y axis is shorter, and its 10ⁿ ticks say it
+            set_axis_label(self.plot, "bottom", curves[0].x_label + (" (log scale)" if log_x else ""))
+            set_axis_label(self.plot, "left", curves[0].y_label)
         names = []
         for i, curve in enumerate(curves):
             name = f"{curve.name} ({curve.kind.replace('_', ' ')})"
@@ -260,6 +290,9 @@ class CurveSet:
             self.items[name].setData(np.asarray(curve.x, dtype=float), np.asarray(curve.y, dtype=float))
         for name in [n for n in self.items if n not in names]:
             self.plot.removeItem(self.items.pop(name))
+        if not curves:
+            self.plot.setRange(xRange=(0.0, 1.0), yRange=(0.0, 1.0), padding=0.0)
+            self.note.setPos(0.5, 0.5)
 
 
 def curve_columns(curves: Sequence[Curve]) -> dict[str, Sequence[object]]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyqtgraph as pg
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
 
@@ -24,7 +25,7 @@ from dpexplorer.core.errors import CancelledError, DPExplorerError
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput, WorkloadInput
 from dpexplorer.core.mechanisms.blr import MWEM_HINT, BLRResult, synthetic_size
 from dpexplorer.core.mechanisms.sparse_vector import normalised_answers
-from dpexplorer.gui.views.base import GREEN, GREY, RED, View, dashed_line
+from dpexplorer.gui.views.base import GREEN, GREY, RED, View, dashed_line, keep_line_labels_inside
 from dpexplorer.gui.views.selection import (
     axis_end,
     category_plot,
@@ -360,6 +361,13 @@ class BLRView(View):
         bound = plan.accuracy_bound
         if run is None:
             self.errors.setXRange(0.0, bound * 1.1 if np.isfinite(bound) else 1.0, padding=0.0)
+            waiting = pg.TextItem(
+                "No synthetic dataset yet: press Run to draw one\nand see each query's error.",
+                color=GREY,
+                anchor=(0.5, 0.5),
+            )
+            waiting.setPos((bound * 0.55 if np.isfinite(bound) else 0.5), (len(rows) - 1) / 2)
+            self.errors.addItem(waiting)
         else:
             hbars(self.errors, rows, run.result.query_errors, GREY, height=0.6)
             self._vertical(
@@ -369,6 +377,7 @@ class BLRView(View):
             self.errors.setXRange(0.0, reach or 1.0, padding=0.0)
         if np.isfinite(bound):
             self._vertical(bound, RED, f"proven bound {bound:.3g} (prob. ≥ {1 - plan.beta:.0%})", 0.97, 1)
+        keep_line_labels_inside(self.errors)
 
     def _vertical(
         self, x: float, colour: tuple[int, int, int], label: str, position: float, side: int

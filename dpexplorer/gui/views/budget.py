@@ -562,9 +562,17 @@ class BudgetView(View):
                 fill=pg.mkBrush(255, 255, 255, 220),
             )
         )
-        self.bars.getAxis("bottom").setTicks(
-            [[(float(i), METHOD_NAMES[r.method]) for i, r in enumerate(report.methods)]]
+        self.bars.getAxis("bottom").setTicks(  # two lines: six names side by side overlapped
+            [[(float(i), METHOD_NAMES[r.method].replace(" ", "\n", 1)) for i, r in enumerate(report.methods)]]
         )
+        if not report.methods or not np.any(total > 0):
+            empty = pg.TextItem(
+                "Nothing released or planned yet:\nAdd current statistic to see the totals.",
+                color=GREY,
+                anchor=(0.5, 0.5),
+            )
+            empty.setPos((len(report.methods) - 1) / 2, top * 0.6)
+            self.bars.addItem(empty)
         self.bars.setYRange(0, top * 1.2, padding=0)
         self.bars.setXRange(-0.6, len(report.methods) - 0.4, padding=0)
         self._reasons = [f"{METHOD_NAMES[r.method]}: {r.reason}" for r in report.methods]

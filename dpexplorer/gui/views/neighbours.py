@@ -88,6 +88,16 @@ def _dashed(color: tuple[int, int, int]) -> pg.QtGui.QPen:
     return pg.mkPen(color, width=1, style=Qt.PenStyle.DashLine)
 
 
+def _message_label() -> QLabel:
+    """A red, word-wrapped label for a refusal or an error, hidden until there is one."""
+    label = QLabel()
+    label.setWordWrap(True)
+    label.setStyleSheet(f"color: rgb{RED}")
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    label.hide()
+    return label
+
+
 def _error_bars(color: tuple[int, int, int]) -> pg.ErrorBarItem:
     return pg.ErrorBarItem(x=np.zeros(1), y=np.zeros(1), height=np.zeros(1), pen=color)
 
@@ -141,6 +151,8 @@ class NeighboursView(View):
         buttons.addWidget(self.draw_button)
         buttons.addWidget(self.clear_draws_button)
         self.body.addLayout(buttons)
+        self.error = _message_label()
+        self.body.addWidget(self.error)
         # Both plots on one canvas: one paint and one flush per frame instead of two (7.5 ms
         # against 10.4 ms, p95 8.7 against 18.6, in a bare two-plot test side by side; in the
         # window, where other costs dominate, the gain was within the noise).
@@ -342,7 +354,18 @@ class NeighboursView(View):
         return items
 
     # ------------------------------------------------------------------ drawing
+    def show_error(self, message: str) -> None:
+        """The job failed or refused: say why in the view and draw nothing (never the previous
+        result as if it were this one's)."""
+        self.result, self.draws, self.columns = None, None, {}
+        self._pending = None  # a result waiting for the tab to show is older than this failure
+        self._use_layout(("empty",))
+        self.delta_label.setText("")
+        self.error.setText(message)
+        self.error.show()
+
     def show_result(self, result: NeighboursResult) -> None:
+        self.error.hide()
         self.result = result
         self.draws = None
         self._redraw()

@@ -57,7 +57,8 @@ def readable_ticks(labels: Sequence[str], heights: np.ndarray, chars_per_bar: fl
     placed: list[tuple[float, float]] = []
     named = set()
     for i in order:
-        half = (len(labels[i]) + 2) / 2 / max(chars_per_bar, 1e-9)  # in bars, with a gap
+        # in bars, with a gap; 1.2: capitals and wide letters run past the average character
+        half = (1.2 * len(labels[i]) + 2) / 2 / max(chars_per_bar, 1e-9)
         inside = i - half >= -1.0 and i + half <= len(labels)  # pyqtgraph drops what crosses an edge
         if inside and all(abs(i - centre) >= half + other for centre, other in placed):
             placed.append((i, half))

@@ -22,7 +22,7 @@ from dpexplorer.core.cancel import CancelToken, ProgressFn
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
 from dpexplorer.core.mechanisms.pmw import LAZY, UPDATE, PMWTranscript
 from dpexplorer.core.mechanisms.sparse_vector import BOTTOM, HALTED, TOP, SparseVector, SVTTranscript
-from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, RED, View, dashed_line
+from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, RED, View, dashed_line, keep_line_labels_inside
 from dpexplorer.gui.views.selection import (
     category_plot,
     clear_and_show_error,
@@ -151,6 +151,7 @@ class TranscriptView(View):
         self._vertical(self.values, result.threshold, f"threshold T = {result.threshold:.3g}")
         label_rows(self.values, result.query_labels)
         self.values.setXRange(0.0, top, padding=0.0)
+        keep_line_labels_inside(self.values)
         self.values.setLabel(
             "bottom",
             "error |answer − true answer| (share of rows)"
@@ -187,6 +188,7 @@ class TranscriptView(View):
         name = "L" if result.is_pmw else "c"
         self._vertical(self.rounds, float(result.limit), f"limit {name} = {result.limit}")
         self.rounds.setXRange(0.0, result.limit * 1.1 + 0.5, padding=0.0)
+        keep_line_labels_inside(self.rounds)
         axis = self.rounds.getAxis("bottom")
         axis.setTicks(None if result.limit > 12 else [[(float(i), str(i)) for i in range(result.limit + 1)]])
         self.rounds.setLabel("bottom", "update rounds used" if result.is_pmw else "⊤ answers used")

@@ -19,7 +19,16 @@ from PySide6.QtWidgets import QHBoxLayout, QWidget
 from dpexplorer.core.mechanisms.base import Mechanism, NumericInput, QueryInput
 from dpexplorer.core.mechanisms.ptr import ProposeTestRelease, bottom_probability, pass_threshold
 from dpexplorer.core.sensitivity import NO_SUCH_DISTANCE
-from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, RED, View, dashed_line, new_plot
+from dpexplorer.gui.views.base import (
+    BLUE,
+    GREY,
+    ORANGE,
+    RED,
+    View,
+    dashed_line,
+    keep_line_labels_inside,
+    new_plot,
+)
 from dpexplorer.gui.views.selection import (
     axis_end,
     category_plot,
@@ -187,6 +196,7 @@ class PTRView(View):
             self._mark(distance, bottom, color, name, position, side, reach)
         self.curve.setXRange(0.0, reach, padding=0.02)
         self.curve.setYRange(0.0, 1.0, padding=0.03)
+        keep_line_labels_inside(self.curve)
         paired_hbars(
             self.chances,
             np.array([result.bottom_d, 1.0 - result.bottom_d]),
