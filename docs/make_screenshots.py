@@ -36,6 +36,33 @@ def shoot(window: MainWindow, tab: str, path: Path) -> None:
     print(path)
 
 
+FIXED: tuple[tuple[str, str | None, str, dict[str, object], str, str], ...] = (
+    # (query kind, column, mechanism, parameters, tab, file): one picture per screen of issue 19
+    ("median", "age", "smooth_lln", {}, "Accuracy", "fixed_smooth_accuracy.png"),
+    ("median", "age", "smooth_lln", {}, "Neighbouring datasets", "fixed_lln_claim.png"),
+    ("median", "age", "dist2instability", {}, "Neighbouring datasets", "fixed_d2i_median.png"),
+    ("argmax", "occupation", "exponential", {}, "Neighbouring datasets", "fixed_exponential_delta.png"),
+    ("workload", "age", "pmw", {}, "Neighbouring datasets", "fixed_pmw_neighbours.png"),
+    ("workload", "age", "pmw", {}, "Transcript", "fixed_pmw_transcript.png"),
+    ("workload", "age", "sparse_vector", {}, "Transcript", "fixed_svt_transcript.png"),
+    ("workload", "age", "sparse_vector", {}, "Accuracy", "fixed_svt_accuracy.png"),
+    ("workload", "sex", "blr", {}, "Neighbouring datasets", "fixed_blr_neighbours.png"),
+    ("top_k", "occupation", "topk", {"k": 6}, "Selection", "fixed_topk.png"),
+)
+
+
+def fixed_items(window: MainWindow, out: Path) -> None:
+    """The screens issue 19 fixed, each as a newcomer first sees it."""
+    for kind, column, mechanism, params, tab, name in FIXED:
+        window.query_panel.select_kind(kind, column)
+        wait(window)
+        window.mechanism_panel.select(mechanism)
+        if params:
+            window.mechanism_panel.set_values(params)
+        wait(window)
+        shoot(window, tab, out / name)
+
+
 def main() -> None:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "docs")
     out.mkdir(exist_ok=True)
@@ -81,6 +108,10 @@ def main() -> None:
     wait(window)
     shoot(window, "Neighbouring datasets", out / "ptr.png")
     shoot(window, "Distance to instability", out / "ptr_view.png")
+    fixed_items(window, out)
+    window.resize(1280, 720)  # a projector: teaching mode must fit
+    window.query_panel.select_kind("mean", "age")
+    wait(window)
     window.teaching_action.setChecked(True)
     window.teaching_panel.reveal.setChecked(True)
     shoot(window, "Neighbouring datasets", out / "teaching.png")

@@ -324,7 +324,9 @@ def teaching_draw(
         spread = spread[np.isfinite(spread)]
         scale = float(np.std(spread)) if spread.size > 1 else 0.0
         output = "⊥ (no answer)" if not np.isfinite(value) else full_digits(float(value), scale)
-        truth = ", ".join(full_digits(float(v), scale) for v in np.atleast_1d(query.value_d))
+        # the truth has no noise to show: its own digits (7 significant), never rounded to the
+        # noise's precision (a mean of 38.64 must not read 39)
+        truth = ", ".join(f"{float(v):,.7g}" for v in np.atleast_1d(query.value_d))
     else:
         output, truth = f"{value}", "(see the workload view)"
     return TeachingDraw(output, truth, run)

@@ -98,6 +98,11 @@ def _message_label() -> QLabel:
     return label
 
 
+def clip_loss(loss: np.ndarray) -> np.ndarray:
+    """The loss as drawn: NaN (both sides 0) at 0, beyond ±LOSS_CLIP (±inf too) at the clip."""
+    return np.clip(np.nan_to_num(loss, nan=0.0, posinf=LOSS_CLIP, neginf=-LOSS_CLIP), -LOSS_CLIP, LOSS_CLIP)
+
+
 def _error_bars(color: tuple[int, int, int]) -> pg.ErrorBarItem:
     return pg.ErrorBarItem(x=np.zeros(1), y=np.zeros(1), height=np.zeros(1), pen=color)
 
@@ -314,7 +319,9 @@ class NeighboursView(View):
 
     def _discrete_items(self) -> dict[str, pg.GraphicsObject]:
         bars = self._bars({"p": _brush(BLUE, 160), "q": _brush(ORANGE, 160)}, {"p": "M(D)", "q": "M(D')"})
-        return {**bars, **self._draws_curves(), **self._true_lines()}
+        dots = pg.ScatterPlotItem(size=7, brush=pg.mkBrush(*GREY), pen=None)
+        self.loss.addItem(dots)
+        return {**bars, "loss_dots": dots, **self._draws_curves(), **self._true_lines()}
 
     def _categorical_items(self) -> dict[str, pg.GraphicsObject]:
         bars = self._bars(
@@ -523,9 +530,12 @@ class NeighboursView(View):
         p, q = np.asarray(out.density_d, dtype=float), np.asarray(out.density_d_prime, dtype=float)
         scaled_q = np.exp(result.epsilon) * q
         set_axis_label(self.outputs, "left", "probability" if out.discrete else "probability density")
+        # a discrete law's spacing (1 for a single point: a bar as wide as the whole axis read
+        # as a block of outputs, not one value)
+        unit = float(np.min(np.diff(grid))) if grid.size > 1 else 1.0
         if out.discrete:
             items = self._use_layout(("discrete",))
-            width = float(np.min(np.diff(grid))) * 0.4 if grid.size > 1 else 0.4
+            width = unit * 0.4
             items["p"].setOpts(x=grid - width / 2, height=p, width=width)
             items["q"].setOpts(x=grid + width / 2, height=q, width=width)
         else:
@@ -538,9 +548,13 @@ class NeighboursView(View):
         loss = np.asarray(out.privacy_loss, dtype=float)
         over = over_epsilon(loss, result.epsilon)
         low, high = shown_span(grid, p, q, over)
+        if out.discrete:  # room for the bars around the first and last value
+            low, high = low - unit, high + unit
         self._draw_point_masses(out, low, high)
         self._mark_true_answers(result, items)
         self._draw_loss(grid, loss, result.epsilon, over, shown=(grid >= low) & (grid <= high))
+        if out.discrete:  # a pmf's loss is a value per output: dots (a single one has no line)
+            items["loss_dots"].setData(grid, clip_loss(loss))
         note = out.note
         if self.draws is not None and not out.outputs_resolve_noise:
             note += (
@@ -617,9 +631,7 @@ class NeighboursView(View):
         """The loss curve at outputs ``x``, red where ``over``; the y range fits the outputs
         ``shown`` (a mask of ``x``)."""
         self._shade_excess_regions(x, over)
-        clipped = np.clip(
-            np.nan_to_num(loss, nan=0.0, posinf=LOSS_CLIP, neginf=-LOSS_CLIP), -LOSS_CLIP, LOSS_CLIP
-        )
+        clipped = clip_loss(loss)
         items = self._items
         visible = clipped[shown]
         low, high = (float(visible.min()), float(visible.max())) if visible.size else (0.0, 0.0)

@@ -1,0 +1,42 @@
+"""Teaching mode: the noise is visible in the digits, and the window fits a 1280 x 720 projector
+and comes back to its size after F9."""
+
+from __future__ import annotations
+
+from conftest import wait_idle
+from PySide6.QtCore import QSize
+
+from dpexplorer.core.mechanisms.registry import get
+from dpexplorer.gui.jobs import full_digits, teaching_draw
+
+
+def test_draws_of_a_large_count_show_their_noise(qtbot, window):
+    """The old text was '4.884e+04' for every draw of Adult's 48,842 rows."""
+    window.query_panel.select_kind("count")
+    wait_idle(qtbot, window)
+    laplace = get("laplace")
+    params = laplace.validate({"epsilon": 1.0})
+    query = window.explorer.query_input
+    shown = {teaching_draw(laplace, params, query, 7, run).output for run in range(1, 6)}
+    assert len(shown) == 5, shown
+    assert all("e+" not in text and "," in text for text in shown), shown
+    assert full_digits(48_841.73, 1.4) == "48,841.7"
+    assert teaching_draw(laplace, params, query, 7, 1).truth == "48,842"
+
+
+def test_teaching_mode_fits_1280_by_720_and_f9_restores_the_size(qtbot, window):
+    """The old window widened to 1777 px at teaching fonts and stayed that wide after F9."""
+    window.resize(1280, 720)
+    wait_idle(qtbot, window)
+    window.teaching_action.setChecked(True)
+    qtbot.wait(50)  # the side panel refits after the new font reaches it
+    wait_idle(qtbot, window)
+    for i in range(window.tabs.count()):  # every page, as each is shown
+        window.tabs.setCurrentIndex(i)
+        wait_idle(qtbot, window)
+        hint = window.minimumSizeHint()
+        assert hint.width() <= 1280 and hint.height() <= 720, (window.tabs.tabText(i), hint)
+    assert window.size() == QSize(1280, 720)
+    window.teaching_action.setChecked(False)
+    qtbot.wait(50)
+    assert window.size() == QSize(1280, 720)
