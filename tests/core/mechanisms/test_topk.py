@@ -109,3 +109,43 @@ def test_accuracy_tail_below_bound() -> None:
 def test_k_too_large() -> None:
     with pytest.raises(InvalidParameterError, match="exceeds"):
         MECH.output_distribution(MECH.validate({"k": 6}), query())
+
+
+def _many(count: int = 10_000) -> SelectionInput:
+    from dpexplorer.core.mechanisms.exponential import counts_input
+
+    counts = np.random.default_rng(3).integers(0, 1_000, count)
+    return counts_input(tuple(f"c{i}" for i in range(count)), counts)
+
+
+def test_top_100_of_10000_simulates_and_exact_views_refuse_in_words() -> None:
+    """The old code raised OverflowError from TopK.simulate (outcome ranks beyond int64) and
+    capped k at 50."""
+    from dpexplorer.core.errors import NotApplicableError
+
+    many = _many()
+    params = MECH.validate({"epsilon": 1.0, "k": 100, "method": "gumbel"})
+    lists = MECH.sample_lists(params, many, np.random.default_rng(0), 3)
+    assert lists.shape == (3, 100) and all(len(set(row)) == 100 for row in lists)
+    for call in (
+        lambda: MECH.simulate(params, many, np.random.default_rng(0), 2),
+        lambda: MECH.output_distribution(params, many),
+        lambda: MECH.accuracy(params, many),
+    ):
+        with pytest.raises(NotApplicableError, match="lists"):
+            call()
+    assert MECH.delta_at(params, many, 1.0) == 0.0
+
+
+def test_delta_is_exactly_zero_at_the_claim_and_computed_below() -> None:
+    """At its claimed epsilon a pure mechanism's delta is 0 by its theorem (the float sum left
+    a residue of rounding, e.g. 2.87e-42 for the exponential mechanism on Adult's occupation)."""
+    from dpexplorer.core.mechanisms.exponential import ExponentialMechanism
+
+    params = MECH.validate({"epsilon": 1.0, "k": 2})
+    assert MECH.delta_at(params, query(), 1.0) == 0.0
+    assert MECH.delta_at(params, query(), 0.1) > 0.0
+    exponential = ExponentialMechanism()
+    many = _many(2_000)
+    assert exponential.delta_at(exponential.validate({"epsilon": 1.0}), many, 1.0) == 0.0
+    assert exponential.delta_at(exponential.validate({"epsilon": 1.0}), many, 0.05) > 0.0
