@@ -24,6 +24,7 @@ def window(qtbot):
     return win
 
 
+@pytest.hookimpl(trylast=True)  # after -m / -k have deselected what they will
 def pytest_collection_modifyitems(config, items):
     """The render audit's sample is a subset of the full audit: when a run selects both (CI runs
     everything), the sample is left out so that its 20-30 s are not spent twice."""
