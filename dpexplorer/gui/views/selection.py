@@ -52,6 +52,7 @@ def clear_and_show_error(view: Any, message: str, *plots: pg.PlotWidget) -> None
     for plot in plots:
         plot.clear()
     view.summary.clear()
+    view.explanation.clear()  # it described the previous result's mechanism
     view.columns = {}
     view.error.setText(message)
     view.error.show()
