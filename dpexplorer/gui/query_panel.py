@@ -127,7 +127,7 @@ class QueryPanel(QGroupBox):
         self.trim.setSingleStep(0.05)
         self.trim.setValue(0.1)
         self.k = QSpinBox()
-        self.k.setRange(1, 50)
+        self.k.setRange(1, 100)  # top-k reports up to 100 (the mechanism's own k declaration)
         self.k.setValue(3)
         self.bins = QSpinBox()
         self.bins.setRange(2, 64)
