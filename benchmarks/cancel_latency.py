@@ -106,16 +106,16 @@ def main() -> None:
                     params = mechanism.validate(override)
                 except Exception:  # an extreme the declaration itself refuses
                     continue
-                args = (mechanism, params, query)
+                call_args = (mechanism, params, query)
                 calls = {
-                    "neighbours": partial(jobs.neighbours, *args),
-                    "accuracy": partial(jobs.accuracy, *args, 0.95),
-                    "draws": partial(jobs.draws, *args, 1, "D"),
+                    "neighbours": partial(jobs.neighbours, *call_args),
+                    "accuracy": partial(jobs.accuracy, *call_args, 0.95),
+                    "draws": partial(jobs.draws, *call_args, 1, "D"),
                 }
                 if mechanism.name in views:
-                    calls["view"] = partial(views[mechanism.name].job, *args, 1)
+                    calls["view"] = partial(views[mechanism.name].job, *call_args, 1)
                 if mechanism.name == "blr":
-                    calls["blr_run"] = partial(blr.run_job, *args, 1)
+                    calls["blr_run"] = partial(blr.run_job, *call_args, 1)
                 for job, call in calls.items():
                     result = _timed(call)
                     stop = float(result.get("stop_after_cancel_s", 0.0))

@@ -283,6 +283,8 @@ class CurveSet:
         names = []
         for i, curve in enumerate(curves):
             name = f"{curve.name} ({curve.kind.replace('_', ' ')})"
+            if log_y and not np.any(np.asarray(curve.y, dtype=float) > 0):  # else silently missing
+                name += " = 0: not on a log axis"
             names.append(name)
             if name not in self.items:
                 pen = pg.mkPen(PALETTE[i % len(PALETTE)], width=2, style=_LINE_STYLES[curve.kind])
@@ -290,7 +292,9 @@ class CurveSet:
             self.items[name].setData(np.asarray(curve.x, dtype=float), np.asarray(curve.y, dtype=float))
         for name in [n for n in self.items if n not in names]:
             self.plot.removeItem(self.items.pop(name))
-        if not curves:
+        if not curves:  # no axes to name either: the note says what is missing
+            set_axis_label(self.plot, "bottom", "")
+            set_axis_label(self.plot, "left", "")
             self.plot.setRange(xRange=(0.0, 1.0), yRange=(0.0, 1.0), padding=0.0)
             self.note.setPos(0.5, 0.5)
 
