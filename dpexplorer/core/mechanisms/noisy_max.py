@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from scipy import integrate, optimize
 
+from dpexplorer.core.cancel import poll
 from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
     CategoricalOutput,
@@ -95,6 +96,7 @@ def log_integral(log_f: Callable[[np.ndarray], np.ndarray], breakpoints: np.ndar
     edges = np.concatenate([[-np.inf], points, [np.inf]])
 
     def shifted(x: float) -> float:
+        poll()  # scipy's quad cannot be stopped from outside: the integrand raises on Esc
         return float(np.exp(log_f(np.array([x]))[0] - peak))
 
     total = sum(
