@@ -467,6 +467,8 @@ class NeighboursView(View):
         )
         items["loss_bars"] = _error_bars(GREY)
         self.loss.addItem(items["loss_bars"])
+        items["few_runs"] = pg.TextItem(color=GREY, anchor=(0.5, 0.5))
+        self.loss.addItem(items["few_runs"], ignoreBounds=True)
         items["epsilon_lines"] = Rules(
             self.loss, _dashed(RED), ["+ε", "−ε"], vertical=False, along=0.01, anchors=[(0, 1), (0, 0)]
         )
@@ -503,6 +505,13 @@ class NeighboursView(View):
         self._fit(self.outputs, x=span, y=(0.0, top))
         reach = np.concatenate([np.abs(loss[enough]) + 2 * se_loss[enough], [result.epsilon]])
         self._fit(self.loss, y=(-float(reach.max()) * 1.1, float(reach.max()) * 1.1))
+        note = items["few_runs"]
+        note.setVisible(not enough.any())
+        if not enough.any():
+            note.setText(
+                f"No bin has {MIN_RUNS_FOR_LOSS} runs on both sides: too few to estimate the loss"
+            )
+            note.setPos((span[0] + span[1]) / 2, 0.0)
         self.columns = {
             "bin centre": grid,
             "runs on D": c_d,
