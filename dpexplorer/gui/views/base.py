@@ -117,15 +117,22 @@ def dashed_line(
 
 def keep_line_labels_inside(plot: pg.PlotWidget | pg.PlotItem) -> None:
     """Put each vertical line's label on the side of its line where it fits in the plot (right
-    by default, left near the right edge): a label past the edge is clipped. Call after the
-    plot's x range is set."""
+    by default, left near the right edge), and slide each horizontal line's label along it until
+    it is inside: a label past the edge is clipped. Call after the plot's range is set."""
     item = plot.getPlotItem() if isinstance(plot, pg.PlotWidget) else plot
     view = item.getViewBox()
     (low, high), _ = view.viewRange()
     per_unit = view.width() / (high - low) if high > low else 0.0
     for line in item.items:
         label = getattr(line, "label", None) if isinstance(line, pg.InfiniteLine) else None
-        if label is None or line.angle % 180 != 90 or per_unit <= 0:
+        if label is None or per_unit <= 0:
+            continue
+        if line.angle % 180 == 0:  # horizontal: slide the label along its line until it fits
+            share = label.boundingRect().width() / max(view.width(), 1.0)
+            if share < 1.0:
+                label.setPosition(min(max(label.orthoPos, share / 2 + 0.01), 0.99 - share / 2))
+            continue
+        if line.angle % 180 != 90:
             continue
         width = label.boundingRect().width() / per_unit
         x = float(line.value())

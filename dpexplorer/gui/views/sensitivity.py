@@ -20,7 +20,17 @@ from dpexplorer.core.mechanisms.base import Mechanism, NumericInput, QueryInput
 from dpexplorer.core.mechanisms.ptr import ProposeTestRelease
 from dpexplorer.core.sensitivity import NO_SUCH_DISTANCE
 from dpexplorer.core.sensitivity_profile import SensitivityProfile, sensitivity_profile
-from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, PURPLE, RED, View, dashed_line, new_plot
+from dpexplorer.gui.views.base import (
+    BLUE,
+    GREY,
+    ORANGE,
+    PURPLE,
+    RED,
+    View,
+    dashed_line,
+    keep_line_labels_inside,
+    new_plot,
+)
 from dpexplorer.gui.views.selection import clear_and_show_error, error_label, rich_label
 
 DEFAULT_BETA = 0.25
@@ -150,6 +160,8 @@ class SensitivityView(View):
         self.plot = new_plot("distance k (rows changed from D)", "sensitivity")
         self.plot.getPlotItem().legend.setOffset((70, 10))  # top left, where A(k) is still low
         self.zoom = new_plot("distance k", "sensitivity", "zoomed in on the smooth sensitivity")
+        for plot in (self.plot, self.zoom):  # labels refit when a plot is laid out or resized
+            plot.getViewBox().sigResized.connect(lambda _box, p=plot: keep_line_labels_inside(p))
         plots = QHBoxLayout()
         plots.addWidget(self.plot, 3)
         plots.addWidget(self.zoom, 2)
@@ -197,6 +209,7 @@ class SensitivityView(View):
             self.plot.addItem(bound)
         top = max(p.global_sensitivity, float(p.local_at_distance.max())) * 1.08
         self.plot.setRange(xRange=(0, k[-1]), yRange=(0, top if top > 0 else 1), padding=0)
+        keep_line_labels_inside(self.plot)
         self.zoom.setVisible(p.smooth_sensitivity is not None and p.smooth_sensitivity > 0)
         if self.zoom.isVisible():
             self._draw_zoom(p, k)
@@ -208,8 +221,9 @@ class SensitivityView(View):
         low = np.flatnonzero((k > best) & (p.smoothed < smooth / 20))
         reach = max(k[low[0]] if low.size else k[-1], 2.0 * best + 2, 5.0)
         self.zoom.plot([float(best)], [smooth], pen=None, symbol="o", symbolBrush=ORANGE, symbolSize=12)
-        self.zoom.addItem(dashed_line(ORANGE, f"S* = {smooth:.4g} at k = {best}", 0.7, pos=smooth, angle=0))
+        self.zoom.addItem(dashed_line(ORANGE, f"S* = {smooth:.4g} at k = {best}", 0.5, pos=smooth, angle=0))
         self.zoom.setRange(xRange=(0, min(reach, k[-1])), yRange=(0, 2.5 * smooth), padding=0)
+        keep_line_labels_inside(self.zoom)
 
         self.columns = {
             "k": list(k),
