@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -257,6 +258,14 @@ def log_ticks(
     return [major, minor]
 
 
+def _log_span(arrays: Sequence[Sequence[float]]) -> tuple[float, float] | None:
+    values = np.concatenate([np.asarray(a, dtype=float).ravel() for a in arrays]) if arrays else np.array([])
+    values = values[np.isfinite(values) & (values > 0)]
+    if values.size == 0:
+        return None
+    return float(np.log10(values.min())), float(np.log10(values.max()))
+
+
 class CurveSet:
     """The named curves of one plot (exact solid, bounds dashed, Monte Carlo dotted), kept
     between redraws and updated with ``setData``: re-creating pyqtgraph items was most of a
@@ -268,6 +277,19 @@ class CurveSet:
         self.note = pg.TextItem(color=GREY, anchor=(0.5, 0.5))
         self.note.hide()
         plot.addItem(self.note, ignoreBounds=True)
+
+    def _fit_log_ranges(self, curves: Sequence[Curve], log_x: bool, log_y: bool) -> None:
+        """A log axis shows exactly the decades its ticks were chosen for (pyqtgraph's own range
+        could reach far past the data, squeezing adjacent decades' labels onto each other)."""
+        for log, values, axis in ((log_x, [c.x for c in curves], "x"), (log_y, [c.y for c in curves], "y")):
+            span = _log_span(values) if log else None
+            if span is None:
+                continue
+            low, high = span if span[1] > span[0] else (span[0] - 0.5, span[1] + 0.5)
+            if axis == "x":
+                self.plot.setXRange(low, high, padding=0.04)
+            else:
+                self.plot.setYRange(low, high, padding=0.04)
 
     def draw(
         self, curves: Sequence[Curve], *, log_x: bool = False, log_y: bool = False, empty: str = ""
@@ -286,7 +308,7 @@ class CurveSet:
             self.plot.getAxis(side).setTicks(log_ticks(values) if log else None)
         if curves:  # "(log scale)" on x only: the y axis is shorter, and its 10ⁿ ticks say it
             set_axis_label(self.plot, "bottom", curves[0].x_label + (" (log scale)" if log_x else ""))
-            set_axis_label(self.plot, "left", curves[0].y_label)
+            set_axis_label(self.plot, "left", short_axis_label(curves[0].y_label))
         names = []
         for i, curve in enumerate(curves):
             name = f"{curve.name} ({curve.kind.replace('_', ' ')})"
@@ -299,11 +321,19 @@ class CurveSet:
             self.items[name].setData(np.asarray(curve.x, dtype=float), np.asarray(curve.y, dtype=float))
         for name in [n for n in self.items if n not in names]:
             self.plot.removeItem(self.items.pop(name))
+        self._fit_log_ranges(curves, log_x, log_y)
         if not curves:  # no axes to name either: the note says what is missing
             set_axis_label(self.plot, "bottom", "")
             set_axis_label(self.plot, "left", "")
             self.plot.setRange(xRange=(0.0, 1.0), yRange=(0.0, 1.0), padding=0.0)
             self.note.setPos(0.5, 0.5)
+
+
+def short_axis_label(text: str) -> str:
+    """A y label short enough for a plot's height: "X not exceeded with 95% probability" reads
+    "95%-sure bound on X" (the long form ran past its axis)."""
+    match = re.fullmatch(r"(.+?) not exceeded with (\d+(?:\.\d+)?%) probability", text)
+    return f"{match.group(2)}-sure bound on {match.group(1)}" if match else text
 
 
 def curve_columns(curves: Sequence[Curve]) -> dict[str, Sequence[object]]:
