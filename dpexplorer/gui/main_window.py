@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
@@ -51,6 +51,30 @@ TEACHING_FONT_SCALE = 1.5
 """Teaching mode's fonts, against the normal ones (the window still fits 1280 x 720)."""
 BUSY_INDICATOR_DELAY_MS = 300
 """Work running longer than this shows a progress bar and a Cancel button."""
+
+
+def peeked_bounds_warning(query: Any, observed: dict[str, tuple[float, float]]) -> str:
+    """A warning for the steward when a query's clipping bounds are the column's own observed
+    minimum or maximum (as the query panel fills them in): published bounds then reveal the
+    data's extremes. Empty when the bounds differ from both (or the query has none)."""
+    column, lower, upper = (getattr(query, name, None) for name in ("column", "lower", "upper"))
+    if column not in observed or lower is None or upper is None:
+        return ""
+    low, high = observed[column]
+    peeked = [
+        f"{name} {value:g}"
+        for name, value, seen in (("lower", lower, low), ("upper", upper, high))
+        if value == seen
+    ]
+    if not peeked:
+        return ""
+    return (
+        f"The {' and '.join(peeked)} bound{'s are' if len(peeked) == 2 else ' is'} the observed "
+        f"{'extremes' if len(peeked) == 2 else 'extreme'} of {column} in this file (filled in from "
+        "the data). The release publishes its bounds, so they would reveal the smallest or largest "
+        "value of a real person. Declare bounds known from outside the data, or estimate them "
+        "privately (the Where to clip tab, Estimate bounds privately…)."
+    )
 
 
 class MainWindow(QMainWindow):
@@ -500,6 +524,7 @@ class MainWindow(QMainWindow):
             relation=explorer.relation,
             ledger_path=self.ledger_path(),
             out_dir=out_dir,
+            warning=peeked_bounds_warning(explorer.query, self.query_panel.ranges),
             parent=self,
         )
         self.release_dialog.finished.connect(lambda _code: self.reload_ledger())

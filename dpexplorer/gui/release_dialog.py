@@ -55,6 +55,7 @@ class ReleaseDialog(QDialog):
         relation: str,
         ledger_path: Path,
         out_dir: Path,
+        warning: str = "",
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -96,7 +97,13 @@ class ReleaseDialog(QDialog):
         self.release_button.clicked.connect(self._release)
         self.buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
-        for w in (self.what, self.cost, self.budget_box):
+        layout.addWidget(self.what)
+        self.warning = QLabel(warning)
+        self.warning.setWordWrap(True)
+        self.warning.setStyleSheet("color: #a04000;")
+        self.warning.setVisible(bool(warning))
+        layout.addWidget(self.warning)
+        for w in (self.cost, self.budget_box):
             layout.addWidget(w)
         layout.addLayout(out_row)
         layout.addWidget(self.message)

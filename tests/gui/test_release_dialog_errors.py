@@ -59,3 +59,25 @@ def test_failure_after_the_charge_says_what_was_spent(qtbot, window, ledger_path
     assert row.status == "failed" and "No space left" in (row.note or "")
     assert not list(Path(tmp_path / "out").glob("release-*"))
     dialog.done(0)
+
+
+def test_bounds_filled_in_from_the_data_are_flagged_before_a_release() -> None:
+    """Issue 15: published bounds equal to the column's observed extremes reveal them; the
+    release dialog says so (the check reads the steward-only summary the panel already has)."""
+    from dpexplorer.data.queries import Count, Mean
+    from dpexplorer.gui.main_window import peeked_bounds_warning
+
+    observed = {"age": (17.0, 90.0)}
+    both = peeked_bounds_warning(Mean("age", 17, 90), observed)
+    assert "lower 17 and upper 90 bounds are the observed extremes of age" in both
+    assert "upper 90 bound is" in peeked_bounds_warning(Mean("age", 0, 90), observed)
+    assert peeked_bounds_warning(Mean("age", 0, 120), observed) == ""
+    assert peeked_bounds_warning(Count(), observed) == ""
+
+
+def test_the_release_dialog_shows_the_peeked_bounds_warning(qtbot, window, ledger_path, tmp_path):
+    window.query_panel.select_kind("mean", "age")  # the panel fills the observed range in
+    qtbot.waitUntil(lambda: getattr(window.explorer.query, "column", None) == "age", timeout=20_000)
+    dialog = _priced_dialog(qtbot, window, ledger_path, tmp_path / "out")
+    assert dialog.warning.isVisibleTo(dialog) and "observed extremes of age" in dialog.warning.text()
+    dialog.done(0)

@@ -19,10 +19,12 @@ def _reopen(qtbot, path) -> MainWindow:
     other.show()
     other.load_session(path)
     qtbot.waitUntil(
-        lambda: other.dataset is not None
-        and other.explorer.mechanism is not None
-        and other.workspace is not None
-        and getattr(other, "_pending_session", None) is None,
+        lambda: (
+            other.dataset is not None
+            and other.explorer.mechanism is not None
+            and other.workspace is not None
+            and getattr(other, "_pending_session", None) is None
+        ),
         timeout=30_000,
     )
     wait_idle(qtbot, other)

@@ -508,9 +508,7 @@ class NeighboursView(View):
         note = items["few_runs"]
         note.setVisible(not enough.any())
         if not enough.any():
-            note.setText(
-                f"No bin has {MIN_RUNS_FOR_LOSS} runs on both sides: too few to estimate the loss"
-            )
+            note.setText(f"No bin has {MIN_RUNS_FOR_LOSS} runs on both sides: too few to estimate the loss")
             note.setPos((span[0] + span[1]) / 2, 0.0)
         self.columns = {
             "bin centre": grid,
