@@ -377,16 +377,18 @@ def _legend(item: ReportItem, y: int, *, bars: bool = False) -> str:
 
 
 def _plotted(item: ReportItem) -> ReportItem:
-    """For a group-by whose release carries helper parts ("GP: count (noisy)", "GP: centred sum
-    (noisy)" beside "GP: mean"), the statistic's own values only: one scale per plot."""
+    """For a release that carries helper parts ("count (noisy)", "centred sum (noisy)" beside
+    "mean", per group for a group-by), the statistic's own values only: one scale per plot."""
     statistic = str(item.query.get("statistic", ""))
-    if item.query.get("type") != "group_by" or not statistic:
-        return item
-    keep = [i for i, label in enumerate(item.labels) if label.endswith(f": {statistic}")]
+    suffix = f": {statistic}" if item.query.get("type") == "group_by" and statistic else ""
+    if suffix:
+        keep = [i for i, label in enumerate(item.labels) if label.endswith(suffix)]
+    else:
+        keep = [i for i, label in enumerate(item.labels) if not label.endswith("(noisy)")]
     if not keep or len(keep) == len(item.labels):
         return item
     pick = {
-        "labels": tuple(item.labels[i].removesuffix(f": {statistic}") for i in keep),
+        "labels": tuple(item.labels[i].removesuffix(suffix) if suffix else item.labels[i] for i in keep),
         "values": tuple(item.values[i] for i in keep),
         "intervals": tuple(item.intervals[i] for i in keep) if item.intervals else None,
     }

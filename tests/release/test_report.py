@@ -253,3 +253,19 @@ def test_group_by_report_shows_the_unit_and_intervals(tmp_path: Path) -> None:
     svg = ET.fromstring(page[page.index("<svg") : page.index("</svg>") + 6])
     labels = [e.text for e in svg.iter() if e.tag.endswith("text") and e.text and "department" in e.text]
     assert labels == ["department = GP", "department = Cardiology", "department = other"]
+
+
+def test_a_mean_plots_only_the_mean_not_its_helper_sums_and_counts() -> None:
+    """A noisy_mean release also publishes its noisy count and centred sum; on one axis with the
+    mean (38) they squashed it against -700,000 (the README example's report, looked at)."""
+    from dpexplorer.core.accounting.guarantees import PureDP
+    from dpexplorer.release.report import ReportItem, _plotted
+
+    item = ReportItem(
+        1, "mean", {"type": "mean"}, "mean", "noisy_mean", {},
+        ("mean", "count (noisy)", "centred sum (noisy)"),
+        (38.6, 48840.0, -725654.4), ((38.5, 38.7), (48825.0, 48855.0), (-726000.0, -725000.0)), 0.95,
+        0.5, 0.0, None, PureDP(0.5), "", {}, {}, {}, "add_remove",
+    )  # fmt: skip
+    plotted = _plotted(item)
+    assert plotted.labels == ("mean",) and plotted.values == (38.6,) and plotted.intervals == ((38.5, 38.7),)
