@@ -14,11 +14,13 @@ with
 
 Everything here is exact arithmetic on the discrete law (floats only in the final exp/log, with
 the threshold chosen so that the float delta is at most the target by a relative margin of 1e-9).
-This module is the threshold's calculator; the release path of private keys is not built yet."""
+The release path of private keys is :mod:`dpexplorer.release.partition_paths`; the data layer
+fills :class:`Candidates` (dpexplorer.data.grouped)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from dpexplorer.core.errors import InvalidParameterError
 
@@ -68,3 +70,23 @@ def count_at_probability(t: int, s: int, threshold: int, probability: float) -> 
     while keep_probability(count, t, s, threshold) < probability:
         count += 1
     return count
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The candidate keys of a private partition selection: PRIVATE (the keys that occur after
+    contribution bounding, and their numbers of persons), for the release path and the
+    steward's views only. ``persons[i]`` is candidate i's number of distinct persons (rows, when
+    each row is a person); ``keys[i]`` its key values, one per key column; ``max_keys`` the
+    bound k on keys per person (public); ``epsilon`` and ``delta`` the selection's declared
+    budget (public)."""
+
+    persons: tuple[int, ...]
+    keys: tuple[tuple[str, ...], ...]
+    max_keys: int
+    epsilon: float
+    delta: float
+
+    def keep_probabilities(self, t: int, s: int, threshold: int) -> list[float]:
+        """Each candidate's chance of being kept (a private fact: the steward's view only)."""
+        return [keep_probability(c, t, s, threshold) for c in self.persons]

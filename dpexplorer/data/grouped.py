@@ -28,28 +28,39 @@ k' = min(k, number of groups) groups, each by at most r rows:
 
 (a group {L} joined by r rows at U moves its mean by r W / (r + 1), at least h for r >= 1, which
 also covers an empty group), and (k' r h, k' r) for the centred sums and counts. D' removes the
-person who moves the statistic most (l1 over the groups)."""
+person who moves the statistic most (l1 over the groups).
+
+Private keys (:class:`~dpexplorer.data.queries.PrivateKeys`): the candidate groups are the
+combinations of key values that keep at least one row after bounding (a private set); the
+statistic is computed on each, and the input carries each candidate's number of persons (rows
+without a privacy unit) for the release's noisy threshold
+(:class:`~dpexplorer.core.partition_selection.Candidates`). The number of groups is then private,
+so k' = k (not min(k, groups)) in every sensitivity: nothing public depends on the candidates.
+Private keys need the add/remove relation (a person, or a row, added or removed)."""
 
 from __future__ import annotations
 
 import math
+import secrets
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from dpexplorer.core.mechanisms.base import CentredMoments, NumericInput, Relation
+from dpexplorer.core.partition_selection import Candidates
 from dpexplorer.data.engine import (
     BoundContributions,
     CellCounts,
     DistinctCount,
+    DistinctValues,
     GroupedCentredSums,
     PersonContributions,
     RowCount,
     RowStep,
 )
 from dpexplorer.data.errors import DataError
-from dpexplorer.data.queries import GroupBy
+from dpexplorer.data.queries import Axis, GroupBy
 
 Steps = tuple[RowStep, ...]
 
@@ -97,8 +108,11 @@ def group_answer(dataset: Any, query: GroupBy, bounding_seed: int | None = None)
 
 
 def _touched(query: GroupBy) -> int:
-    """k' = min(groups per person, number of groups)."""
+    """k' = min(groups per person, number of groups); k itself when the keys are private (their
+    number is private)."""
     assert query.unit is not None
+    if query.private is not None:
+        return query.unit.max_groups
     return min(query.unit.max_groups, len(query.labels))
 
 
@@ -143,6 +157,8 @@ def group_input(
             "with a privacy unit, neighbouring datasets differ by one whole person: choose "
             "'add or remove one person'"
         )
+    if query.private is not None and not query.keys:
+        return _private_input(dataset, query, relation, bounding_seed)
     labels = query.labels
     steps = bounding_steps(query, bounding_seed)
     s1, s2 = sensitivities(query, relation)
@@ -309,3 +325,83 @@ def _removal_effect(
     rest = n - counts
     after = np.divide(s - sums, rest, out=np.zeros_like(s), where=rest > 0)
     return np.abs(after - before)
+
+
+# ---------------------------------------------------------------- private keys
+MISSING_KEY = "(missing)"
+"""The label of the group of rows whose key value is missing."""
+
+
+def resolve_keys(dataset: Any, query: GroupBy) -> GroupBy:
+    """``query`` with its private key columns as axes over the values that occur (text; the
+    axis' last cell holds the missing values). PRIVATE: used internally, never published."""
+    assert query.private is not None
+    axes = []
+    for column in query.private.columns:
+        values = _aggregate(dataset, DistinctValues(column))
+        # an all-missing column: a placeholder category, which no row matches (count 0)
+        axes.append(Axis(column, tuple(values) or ("",)))
+    return replace(query, keys=tuple(axes))
+
+
+def _persons_per_cell(dataset: Any, query: GroupBy, steps: Steps, counts: np.ndarray) -> np.ndarray:
+    """Distinct persons per cell after bounding (rows per cell without a privacy unit)."""
+    if query.unit is None:
+        return counts.astype(np.int64)
+    request = PersonContributions("", 0.0, 1.0, query.keys, query.unit.column)
+    _, cells, _, _, _ = _aggregate(dataset, request, steps)
+    return np.bincount(cells.astype(np.int64), minlength=counts.size)
+
+
+def _cell_keys(query: GroupBy, cells: np.ndarray) -> tuple[tuple[str, ...], ...]:
+    """The key values of each cell (MISSING_KEY for the missing-value cell)."""
+    per_axis = [(*(str(c) for c in a.categories or ()), MISSING_KEY) for a in query.keys]
+    index = np.unravel_index(cells, query.shape)
+    return tuple(
+        tuple(per_axis[j][int(index[j][i])] for j in range(len(query.keys))) for i in range(cells.size)
+    )
+
+
+def _private_input(dataset: Any, query: GroupBy, relation: Relation, seed: int | None) -> NumericInput:
+    """The statistic on every candidate key (module docstring), with the candidates' numbers of
+    persons for the release's threshold. One bounding (one seed, from the OS CSPRNG in a
+    release) serves every aggregate, so the counts and the statistics see the same rows."""
+    assert query.private is not None
+    if relation != "add_remove":
+        raise DataError(
+            "private keys are selected under 'add or remove one person (row)': under replace the "
+            "key set of D and D' can differ by two keys; choose add/remove or declare the keys"
+        )
+    seed = secrets.randbits(63) if seed is None else seed
+    resolved = resolve_keys(dataset, query)
+    full = group_input(dataset, resolved, relation, seed)
+    counts = np.array([m.count for m in full.moments], dtype=float) if full.moments else full.value_d
+    persons = _persons_per_cell(dataset, resolved, bounding_steps(resolved, seed), np.asarray(counts))
+    kept = np.flatnonzero(persons > 0)
+    keys = _cell_keys(resolved, kept)
+    candidates = Candidates(
+        tuple(int(persons[i]) for i in kept),
+        keys,
+        query.unit.max_groups if query.unit is not None else 1,
+        float(query.private.epsilon),
+        float(query.private.delta),
+    )
+    columns = query.private.columns
+    labels = tuple(", ".join(f"{c} = {v}" for c, v in zip(columns, k, strict=True)) for k in keys)
+    extra: dict[str, Any] = {}
+    if full.moments is not None:
+        extra = {
+            "moments": tuple(full.moments[i] for i in kept),
+            "moments_prime": tuple(full.moments_prime[i] for i in kept),  # type: ignore[index]
+        }
+    return replace(
+        full,
+        value_d=full.value_d[kept],
+        value_d_prime=full.value_d_prime[kept],
+        labels=labels,
+        partition=candidates,
+        differing_row=f"{full.differing_row} Keys selected privately: {kept.size:,} candidate group(s) "
+        "occur after bounding (a private fact: the release keeps those whose noisy number of persons "
+        "reaches the threshold).",
+        **extra,
+    )

@@ -707,6 +707,41 @@ class PrivacyUnit:
 
 
 @dataclass(frozen=True)
+class PrivateKeys:
+    """Group keys that are NOT declared: the values of ``columns`` that occur in the data are
+    private, so the groups released are chosen by a noisy threshold on each candidate key's
+    number of persons (partition selection, :mod:`dpexplorer.core.partition_selection`), at a
+    cost of (``epsilon``, ``delta``) charged on top of the statistic's. Only the kept keys are
+    released; the set of kept keys is itself a DP output."""
+
+    columns: tuple[str, ...]
+    epsilon: float
+    delta: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "columns", tuple(str(c) for c in self.columns))
+        _require(1 <= len(self.columns) <= 2, "select private keys over one or two columns")
+        _require(len(set(self.columns)) == len(self.columns), "the private key columns repeat a column")
+        _require(
+            isinstance(self.epsilon, int | float) and 0 < self.epsilon < math.inf,
+            f"the key selection's epsilon must be positive, got {self.epsilon!r}",
+        )
+        _require(
+            isinstance(self.delta, int | float) and 0 < self.delta < 1,
+            f"the key selection's delta must be in (0, 1), got {self.delta!r}",
+        )
+
+    def describe(self) -> str:
+        return (
+            f"keys of {' and '.join(self.columns)} selected privately (noisy threshold, "
+            f"epsilon {_fmt(self.epsilon)}, delta {self.delta:g})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"columns": list(self.columns), "epsilon": self.epsilon, "delta": self.delta}
+
+
+@dataclass(frozen=True)
 class GroupBy:
     """A statistic (``count``, or ``sum`` / ``mean`` of ``column`` clipped to [lower, upper]) in
     every group of up to two declared key axes (:class:`Axis`: categories plus "other", or bins;
@@ -720,13 +755,19 @@ class GroupBy:
     lower: float | None = None
     upper: float | None = None
     unit: PrivacyUnit | None = None
+    private: PrivateKeys | None = None
+    """Keys selected privately (``keys`` then empty: the data layer resolves them internally to
+    the values that occur, a private fact never published)."""
     kind = "group_by"
     max_groups = 10_000
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "keys", tuple(self.keys))
         _require(len(self.keys) <= 2, "group by one or two columns (or none, with a privacy unit)")
-        _require(len(self.keys) >= 1 or self.unit is not None, "group by one or two columns")
+        _require(
+            len(self.keys) >= 1 or self.unit is not None or self.private is not None,
+            "group by one or two columns",
+        )
         _require(len({a.column for a in self.keys}) == len(self.keys), "the group columns repeat a column")
         _require(
             self.statistic in GROUPED_STATISTICS,
@@ -735,6 +776,13 @@ class GroupBy:
         if self.statistic != "count":
             _require(self.column is not None, f"the {self.statistic} by group needs a column")
             _check_bounds(str(self.column), self.lower, self.upper)  # type: ignore[arg-type]
+        if self.private is not None:
+            # resolved keys (the values that occur) are private: no refusal may depend on them
+            _require(
+                not self.keys or tuple(a.column for a in self.keys) == self.private.columns,
+                "declare keys or select them privately, not both",
+            )
+            return
         n_groups = math.prod(len(a.labels) for a in self.keys)
         _require(
             n_groups <= self.max_groups, f"{n_groups:,} groups (limit {self.max_groups:,}): use fewer keys"
@@ -752,15 +800,25 @@ class GroupBy:
         names = [[f"{a.column} = {lab}" for lab in a.labels] for a in self.keys]
         return tuple(", ".join(combo) for combo in itertools.product(*names))
 
+    @property
+    def key_columns(self) -> tuple[str, ...]:
+        """The grouping columns, declared or private."""
+        if self.private is not None:
+            return self.private.columns
+        return tuple(a.column for a in self.keys)
+
     def check(self, schema: Mapping[str, pl.DataType]) -> None:
         for a in self.keys:
             a.check(schema)
+        for c in self.private.columns if self.private is not None else ():
+            _column(schema, c)
         if self.column is not None:
             _numeric_column(schema, self.column, f"the {self.statistic} by group")
+            _require(self.column not in self.key_columns, f"{self.column!r} is both a key and measured")
         if self.unit is not None:
             self.unit.check(schema)
             _require(
-                self.unit.column not in {a.column for a in self.keys} | {self.column},
+                self.unit.column not in set(self.key_columns) | {self.column},
                 f"the privacy unit {self.unit.column!r} cannot also be a key or the measured column",
             )
 
@@ -772,7 +830,9 @@ class GroupBy:
             )
         by = " and ".join(a.column for a in self.keys)
         out = f"{what} in each of the {len(self.labels):,} groups of {by} (keys declared, public)"
-        if not self.keys:
+        if self.private is not None:
+            out = f"{what} in each group of {self.private.describe()}"
+        elif not self.keys:
             out = f"{what} over all rows"
         return out + (f", {self.unit.describe()}" if self.unit is not None else "")
 
@@ -783,6 +843,10 @@ class GroupBy:
             "keys": [a.to_dict() for a in self.keys],
             "statistic": self.statistic,
         }
+        if self.private is not None:
+            out["keys_origin"] = "selected privately (noisy threshold)"
+            out["keys"] = []
+            out["private_keys"] = self.private.to_dict()
         if self.statistic != "count":
             out.update({"column": self.column, "lower": self.lower, "upper": self.upper})
         if self.unit is not None:
@@ -854,8 +918,11 @@ def _from_dict(kind: Any, d: Mapping[str, Any]) -> Query:
         unit = d.get("unit")
         if unit is not None:
             unit = PrivacyUnit(str(unit["column"]), unit.get("max_groups", 1), unit.get("max_rows", 1))
+        private = d.get("private_keys")
+        if private is not None:
+            private = PrivateKeys(tuple(private["columns"]), private["epsilon"], private["delta"])
         return GroupBy(
-            keys, d.get("statistic", "count"), d.get("column"), d.get("lower"), d.get("upper"), unit
+            keys, d.get("statistic", "count"), d.get("column"), d.get("lower"), d.get("upper"), unit, private
         )
     raise DataError(f"unknown query type {kind!r}")
 
@@ -876,6 +943,7 @@ __all__ = [
     "Predicate",
     "PredicateCount",
     "PrivacyUnit",
+    "PrivateKeys",
     "Quantile",
     "Query",
     "Sum",

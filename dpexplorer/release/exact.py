@@ -73,6 +73,12 @@ class ExactRelease:
     sidecar under ``dp_outputs``. Everything in ``provenance`` is fixed before the charge and
     depends on public facts only (tests/release/test_public_facts.py)."""
 
+    def released_labels(self) -> tuple[str, ...]:
+        """The labels of the values the last ``draw`` returned: ``labels``, or, where the set of
+        released groups is itself a DP output (private keys), the labels ``draw`` put in
+        ``dp_outputs["labels"]``."""
+        return tuple(self.dp_outputs.get("labels", self.labels))
+
     @classmethod
     def pure(cls, epsilon: float, **fields: Any) -> ExactRelease:
         """A pure epsilon-DP release: the guarantee and the reported (epsilon, 0) from one number."""

@@ -22,6 +22,7 @@ The release pipeline (:mod:`.release`) charges the ledger first and calls ``draw
 | mwem | exact exponential selections, discrete Laplace measurements | PureDP(eps' <= eps) |
 | noisy_mean | discrete Laplace on the centred sum and the count, clamped ratio | PureDP(eps' <= eps) |
 | dp_quantile | exact exponential mechanism over the declared grid | PureDP(eps) |
+| noisy_mean, private keys | the above on the keys a noisy threshold keeps | ApproxDP(eps'+eps_sel', delta) |
 
 Refused (NotApplicableError says so): any mechanism added later until it gets a path here. Details and
 citations: :mod:`.numeric_paths`, :mod:`.selection_paths`, :mod:`.svt_paths`, :mod:`.exact`."""
@@ -33,10 +34,11 @@ from typing import Any
 
 from dpexplorer.core.accounting.guarantees import GaussianNoise, LaplaceNoise
 from dpexplorer.core.errors import NotApplicableError
-from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
+from dpexplorer.core.mechanisms.base import Mechanism, NumericInput, QueryInput
 from dpexplorer.release import (
     continuous_paths,
     numeric_paths,
+    partition_paths,
     ratio_paths,
     selection_paths,
     svt_paths,
@@ -112,4 +114,10 @@ def exact_release(
             f"{mechanism.label} cannot be released exactly (no exact sampler for it here); explore "
             f"it in the app, or release with one of: {', '.join(PATHS)}"
         )
-    return path(mechanism, params, query, ci_level)
+    candidates = query.partition if isinstance(query, NumericInput) else None
+    if candidates is None:
+        return path(mechanism, params, query, ci_level)
+    refused = partition_paths.refusal(mechanism.name)
+    if refused is not None:
+        raise NotApplicableError(refused)
+    return partition_paths.select_keys(path(mechanism, params, query, ci_level), candidates)

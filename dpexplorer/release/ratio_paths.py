@@ -59,7 +59,7 @@ def _labels(query: NumericInput, counts_public: bool) -> tuple[str, ...]:
     parts = (
         ("mean", "centred sum (noisy)") if counts_public else ("mean", "count (noisy)", "centred sum (noisy)")
     )
-    if len(query.moments or ()) == 1:
+    if len(query.moments or ()) == 1 and query.partition is None:
         return parts
     groups = (
         query.labels
@@ -171,7 +171,10 @@ def noisy_mean_release(
     eps2 = epsilon_claimed - eps1  # exact, so eps1 + eps2 is the claimed epsilon
     # groups one neighbour can change: at most one per unit of count sensitivity (each changed
     # group's count moves by at least one, or it is the one group of a within-group replace)
-    touched = min(len(query.moments), max(1, math.ceil(count_l1)))
+    # (with private keys the number of groups is private: the bound alone, a public fact)
+    touched = max(1, math.ceil(count_l1))
+    if query.partition is None:
+        touched = min(len(query.moments), touched)
     grid = _sum_grid([Fraction(m.centred_sum) for m in query.moments], sum_l1 / eps1, sum_l1, touched)
     t1, s1 = discrete_scale(grid.sensitivity / eps1)
     charged = Fraction(grid.sensitivity * s1, t1)

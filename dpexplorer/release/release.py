@@ -451,10 +451,11 @@ def _draw_and_write(
         },
     )
     stem = f"release-{row_id:06d}-{prepared.token or new_token()}-{prepared.mechanism}"
-    files = export_release(out_dir, stem, exact.labels, values, sidecar)
+    labels = exact.released_labels()  # private keys: the kept groups, a DP output of the draw
+    files = export_release(out_dir, stem, labels, values, sidecar)
     return ReleaseResult(
         row_id=row_id,
-        labels=exact.labels,
+        labels=labels,
         values=tuple(values),
         confidence_intervals=intervals,
         ci_level=prepared.ci_level,

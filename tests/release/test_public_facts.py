@@ -6,7 +6,10 @@ dataset D and on a neighbour D' (add/remove: one row added, n = 64 against 65, s
 through the real pipeline. The two provenance sidecars must then be equal except for what is
 itself a DP output: the released values (in the CSV, not compared), the confidence interval's
 position (its width must be equal), and the fields a path lists under ``dp_outputs`` (quantities
-drawn with noise after the charge, e.g. a noisy row count, and what is computed from them). A
+drawn with noise after the charge, e.g. a noisy row count, and what is computed from them; for a
+statistic by privately selected keys, the kept keys and their labels: the key set is itself a DP
+output, while the candidate keys, their number and their counts are private, so the neighbour
+"a key only in D'" checks that none of them reaches the provenance). A
 refusal must not depend on the data either: both sides refuse with the same message, or neither.
 
 New mechanisms and query kinds are covered automatically (the registry and the catalogue below)."""
@@ -49,6 +52,15 @@ QUERIES: dict[str, dict[str, Any]] = {
     "binned_histogram": {"type": "histogram", "axis": {"column": "x", "edges": EDGES}},
     "argmax": {"type": "argmax", "column": "c", "categories": CATEGORIES},
     "top_k": {"type": "top_k", "column": "c", "categories": CATEGORIES, "k": 2},
+    "mean_by_private_key": {
+        "type": "group_by",
+        "statistic": "mean",
+        "column": "x",
+        "lower": 0,
+        "upper": 10,
+        "keys": [],
+        "private_keys": {"columns": ["c"], "epsilon": 1.0, "delta": 1e-3},
+    },
     "workload": {
         "type": "workload",
         "axes": [{"column": "c", "categories": CATEGORIES}],
@@ -76,6 +88,7 @@ NEIGHBOURS: dict[str, Callable[[pl.DataFrame], pl.DataFrame]] = {
     "row at the clipping bound": lambda d: pl.concat([d, pl.DataFrame({"x": [10.0], "c": ["a"]})]),
     "tie at the median": lambda d: pl.concat([d, pl.DataFrame({"x": [5.0], "c": ["d"]})]),
     "category at its boundary": lambda d: pl.concat([d, pl.DataFrame({"x": [7.0], "c": ["b"]})]),
+    "a key only in D'": lambda d: pl.concat([d, pl.DataFrame({"x": [10.0], "c": ["e"]})]),
 }
 
 ALLOWED = frozenset({"time", "ledger_row_id", "ledger_path", "dataset_fingerprint", "files", "dp_outputs"})

@@ -14,6 +14,7 @@ import numpy as np
 
 from dpexplorer.core.accounting.guarantees import Guarantee, PureDP
 from dpexplorer.core.mechanisms.params import Param, validate_params
+from dpexplorer.core.partition_selection import Candidates
 
 Relation = Literal["add_remove", "replace"]
 
@@ -84,6 +85,9 @@ class NumericInput:
     moment_sensitivities: tuple[float, float] | None = None
     """(l1 sensitivity of the vector of centred sums, of the vector of counts), set with
     ``moments``. A count sensitivity of 0: the counts are public (one mean under replace)."""
+    partition: Candidates | None = None
+    """Set when the group keys are private: the coordinates are the candidate keys (a private
+    set), to be released only where a noisy threshold keeps them (partition selection)."""
 
 
 @dataclass(frozen=True, eq=False)

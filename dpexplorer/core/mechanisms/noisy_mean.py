@@ -35,7 +35,7 @@ import numpy as np
 from scipy import optimize
 
 from dpexplorer.core import accuracy as acc
-from dpexplorer.core.accounting.guarantees import PureDP
+from dpexplorer.core.accounting.guarantees import ApproxDP, PureDP
 from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
@@ -251,12 +251,18 @@ class NoisyMeanMechanism(Mechanism):
             return None if query.moment_sensitivities is not None else "the query gives no sensitivities"
         return f"{self.label} releases the mean of a clipped column; choose a mean query"
 
-    def guarantee(self, params: Mapping[str, Any], query: QueryInput) -> PureDP:
-        """PureDP(eps1 + eps2) = PureDP(epsilon) (basic composition, D&R Theorem 3.16)."""
-        return PureDP(float(params["epsilon"]))
+    def guarantee(self, params: Mapping[str, Any], query: QueryInput) -> PureDP | ApproxDP:
+        """PureDP(eps1 + eps2) = PureDP(epsilon) (basic composition, D&R Theorem 3.16); with
+        private keys, plus the key selection's declared (epsilon, delta) (adaptive basic
+        composition: the means are measured on the kept keys)."""
+        epsilon, delta = self.epsilon_delta(params, query)
+        return ApproxDP(epsilon, delta) if delta > 0 else PureDP(epsilon)
 
     def epsilon_delta(self, params: Mapping[str, Any], query: QueryInput) -> tuple[float, float]:
-        return float(params["epsilon"]), 0.0
+        selection = query.partition if isinstance(query, NumericInput) else None
+        if selection is None:
+            return float(params["epsilon"]), 0.0
+        return float(params["epsilon"]) + selection.epsilon, selection.delta
 
     def all_laws(self, params: Mapping[str, Any], query: QueryInput) -> list[tuple[RatioLaw, RatioLaw]]:
         """The output laws on D and on D' of every coordinate (one per group; D' the query's,

@@ -128,6 +128,14 @@ class DistinctCount:
 
 
 @dataclass(frozen=True)
+class DistinctValues:
+    """The distinct non-missing values of ``column``, as text, sorted (candidate group keys of a
+    private partition selection: a private fact, never published). Returns a tuple of str."""
+
+    column: str
+
+
+@dataclass(frozen=True)
 class PersonContributions(_Clipped):
     """Per (person, cell of ``axes``) with rows: the person's code (0..persons-1, in no
     meaningful order), the cell, the row count and the centred sum of the clipped column (0

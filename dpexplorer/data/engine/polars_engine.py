@@ -21,6 +21,7 @@ from dpexplorer.data.engine.base import (
     ClippedMoments,
     DatasetSummary,
     DistinctCount,
+    DistinctValues,
     Engine,
     Filter,
     GroupedCentredSums,
@@ -109,6 +110,7 @@ class PolarsEngine(Engine):
         CentredSums: "_centred",
         GroupedCentredSums: "_grouped_centred",
         DistinctCount: "_distinct",
+        DistinctValues: "_values",
         PersonContributions: "_persons",
         SortedClipped: "_sorted",
         CellCounts: "_cells",
@@ -149,9 +151,10 @@ class PolarsEngine(Engine):
         cell = cell_index_expr(step.keys, step.shape).alias("__cell")
         frame = frame.filter(unit.is_not_null()).with_row_index("__row").with_columns(cell)
         # a random key per (person, group), made distinct within a person by putting the group's
-        # index (< 2^14: GroupBy allows 10,000 groups) in its low bits: a dense rank then counts
-        # groups exactly, with no join
-        pair_key = (pl.struct(step.unit, "__cell").hash(seeds[0]) // 16384) * 16384 + pl.col("__cell").cast(
+        # index in its low bits (as many as the number of groups needs: private keys can be
+        # many): a dense rank then counts groups exactly, with no join
+        width = 1 << max(14, (int(np.prod(step.shape)) - 1).bit_length())
+        pair_key = (pl.struct(step.unit, "__cell").hash(seeds[0]) // width) * width + pl.col("__cell").cast(
             pl.UInt64
         )
         frame = frame.filter(pair_key.rank("dense").over(step.unit) <= step.max_groups)
@@ -163,6 +166,12 @@ class PolarsEngine(Engine):
         return int(
             self._select(dataset, steps, pl.col(request.column).drop_nulls().n_unique().alias("n"))["n"][0]
         )
+
+    def _values(
+        self, dataset: Dataset, request: DistinctValues, steps: tuple[RowStep, ...]
+    ) -> tuple[str, ...]:
+        values = pl.col(request.column).drop_nulls().cast(pl.String).unique().sort()
+        return tuple(self._select(dataset, steps, values)[request.column].to_list())
 
     def _persons(
         self, dataset: Dataset, request: PersonContributions, steps: tuple[RowStep, ...]
