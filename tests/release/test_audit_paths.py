@@ -171,3 +171,63 @@ def test_the_audit_catches_a_planted_bug() -> None:
     release_dp = exact_release(mech, params, count(65.0))
     (result,) = audits(release_d, release_dp, AUDITED["laplace"][3]).values()
     assert result.epsilon_lb > release_d.epsilon
+
+
+# ---------------------------------------------------------------- private keys (partition selection)
+PRIVATE_KEYS = {
+    **QUERIES["mean_by_private_key"],
+    "private_keys": {"columns": ["c"], "epsilon": 1.0, "delta": 0.12},
+}
+"""A large delta, so that the key only in D' is kept often (about 0.1 of the draws) and a wrong
+threshold shows within a few thousand draws: k = 1, scale 1, threshold 3, exact delta 0.0995."""
+
+
+def _key_sets(release: ExactRelease, size: int, seed: int) -> list[tuple[Any, ...]]:
+    bits = SeededBitSource(seed)
+    out = []
+    for _ in range(size):
+        release.draw(bits)
+        out.append(tuple(map(tuple, release.dp_outputs["kept_keys"])))
+    return out
+
+
+def _audit_key_sets(pairs: dict[str, Any], size: int) -> tuple[AuditResult, ExactRelease]:
+    mech = registry.get("noisy_mean")
+    params = mech.validate({"epsilon": 0.1})
+    query = query_from_dict(PRIVATE_KEYS)
+    release_d = exact_release(mech, params, query_input(pairs["D"], query, "add_remove"))
+    release_dp = exact_release(mech, params, query_input(pairs["a key only in D'"], query, "add_remove"))
+    codes = _codes(_key_sets(release_d, size, 1), _key_sets(release_dp, size, 2))
+    assert codes is not None
+    return _audit(*codes, release_d.delta, categorical=True), release_d
+
+
+@pytest.mark.slow
+def test_private_key_selection_leaks_no_more_than_it_charges(pairs: dict[str, Any]) -> None:
+    """The released key set on D and on D' = D plus one row with a key D lacks: the audit at the
+    charged delta finds no epsilon above the charge (the key appears with chance delta_exact)."""
+    result, release = _audit_key_sets(pairs, 4_000)
+    assert release.delta == 0.12
+    assert result.epsilon_lb <= release.epsilon, (
+        f"the key set shows epsilon >= {result.epsilon_lb:.3f} at delta {release.delta}, more than the "
+        f"{release.epsilon:g} charged (event: {result.event})"
+    )
+
+
+@pytest.mark.slow
+def test_the_key_set_audit_catches_a_threshold_one_too_low(
+    pairs: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Planted bug: the threshold one below the one the delta needs (true delta 0.269 for the 0.12
+    charged); the same audit must see it."""
+    from dpexplorer.release import partition_paths
+
+    rule = partition_paths.rule
+
+    def low(candidates: Any) -> tuple[int, int, int, float]:
+        t, s, threshold, delta = rule(candidates)
+        return t, s, threshold - 1, delta
+
+    monkeypatch.setattr(partition_paths, "rule", low)
+    result, release = _audit_key_sets(pairs, 4_000)
+    assert result.epsilon_lb > release.epsilon
