@@ -63,6 +63,8 @@ PLAN = [
 
 
 def run(folder: Path, persons: int, groups: int) -> dict[str, object]:
+    import polars as pl
+
     data, plan, out = folder / "visits.csv", folder / "plan.json", folder / "released"
     rows = write_data(data, persons, groups)
     plan.write_text(json.dumps(PLAN))
@@ -75,8 +77,7 @@ def run(folder: Path, persons: int, groups: int) -> dict[str, object]:
     (provenance,) = out.glob("*.provenance.json")
     sidecar = json.loads(provenance.read_text())
     (csv,) = out.glob("*.csv")
-    lines = [line.rsplit(",", 1) for line in csv.read_text().splitlines()[1:]]
-    means = [float(v) for label, v in lines if label.endswith(": mean")]
+    means = pl.read_csv(csv)["mean"].to_list()  # one row per kept group
     selection = sidecar["discretisation"]["keys_selection"]
     return {
         "rows": rows,

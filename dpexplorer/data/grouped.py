@@ -40,6 +40,7 @@ Private keys need the add/remove relation (a person, or a row, added or removed)
 
 from __future__ import annotations
 
+import itertools
 import math
 import secrets
 from dataclasses import replace
@@ -203,6 +204,8 @@ def group_input(
         relation=relation,
         differing_row=text,
         labels=labels,
+        key_columns=tuple(a.column for a in query.keys),
+        group_keys=tuple(itertools.product(*(a.labels for a in query.keys))) if query.keys else (),
         **common,
         **extra,
     )
@@ -399,6 +402,7 @@ def _private_input(dataset: Any, query: GroupBy, relation: Relation, seed: int |
         value_d=full.value_d[kept],
         value_d_prime=full.value_d_prime[kept],
         labels=labels,
+        group_keys=keys,
         partition=candidates,
         differing_row=f"{full.differing_row} Keys selected privately: {kept.size:,} candidate group(s) "
         "occur after bounding (a private fact: the release keeps those whose noisy number of persons "

@@ -73,6 +73,16 @@ class ExactRelease:
     sidecar under ``dp_outputs``. Everything in ``provenance`` is fixed before the charge and
     depends on public facts only (tests/release/test_public_facts.py)."""
 
+    key_columns: tuple[str, ...] = ()
+    """The grouping columns of a statistic by group (public: declared in the query)."""
+    group_keys: tuple[tuple[str, ...], ...] = ()
+    """The groups' key values, in the order of the values (declared keys; with private keys the
+    kept ones are a DP output: ``dp_outputs["kept_keys"]``)."""
+
+    def released_groups(self) -> tuple[tuple[str, ...], ...]:
+        """The key values of the groups the last ``draw`` released."""
+        return tuple(tuple(k) for k in self.dp_outputs.get("kept_keys", self.group_keys))
+
     def released_labels(self) -> tuple[str, ...]:
         """The labels of the values the last ``draw`` returned: ``labels``, or, where the set of
         released groups is itself a DP output (private keys), the labels ``draw`` put in

@@ -170,23 +170,66 @@ def _csv_text(labels: Sequence[str], values: Sequence[float | str]) -> str:
     return buffer.getvalue()
 
 
+Table = tuple[list[str], list[list[Any]]]
+"""A CSV's header and rows."""
+
+
+def group_rows(
+    key_columns: Sequence[str],
+    groups: Sequence[Sequence[str]],
+    labels: Sequence[str],
+    values: Sequence[float | str],
+    intervals: Sequence[Sequence[float] | None] | None,
+) -> Table:
+    """A statistic by group as one row per group: the key columns, then each released value of
+    the group (``labels`` end in ": <part>" when a group has several, e.g. the mean, the noisy
+    count and the noisy sum; else the part is "value") with its interval's ends when there are
+    intervals. ``values`` (and ``intervals``) hold the groups' values one group after another."""
+    per = len(values) // len(groups) if groups else 1
+    parts = [label.rsplit(": ", 1)[1] if per > 1 else "value" for label in labels[:per]]
+    header = list(key_columns)
+    for part in parts:
+        header += [part, f"{part} ci low", f"{part} ci high"] if intervals is not None else [part]
+    rows = []
+    for g, key in enumerate(groups):
+        row: list[Any] = list(key)
+        for j in range(g * per, (g + 1) * per):
+            row.append(values[j])
+            if intervals is not None:  # a value without an interval leaves its two cells empty
+                row += list(intervals[j]) if intervals[j] is not None else ["", ""]
+        rows.append(row)
+    return header, rows
+
+
+def _table_text(table: Table) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(table[0])
+    for row in table[1]:
+        writer.writerow([repr(v) if isinstance(v, float) else v for v in row])
+    return buffer.getvalue()
+
+
 def export_release(
     out_dir: str | os.PathLike[str],
     stem: str,
     labels: Sequence[str],
     values: Sequence[float | str],
     provenance: Mapping[str, Any],
+    table: Table | None = None,
 ) -> dict[str, Path]:
     """Write the values (CSV, JSON) and the sidecar; returns the three final paths by kind
     (``"csv"``, ``"json"``, ``"provenance"``). On any failure what was written is removed again
-    and the error raised (OSError, or :class:`ExportError` for a name that exists)."""
+    and the error raised (OSError, or :class:`ExportError` for a name that exists). ``table`` (a
+    statistic by group, from :func:`group_rows`): the CSV has one row per group instead of one
+    per value."""
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
     paths = release_paths(directory, stem)
     values_doc = {"values": [{"label": k, "value": v} for k, v in zip(labels, values, strict=True)]}
     sidecar = {**provenance, "files": {k: p.name for k, p in paths.items() if k != "provenance"}}
     texts = {
-        "csv": _csv_text(labels, values),
+        "csv": _csv_text(labels, values) if table is None else _table_text(table),
         "json": json.dumps(values_doc, indent=2, allow_nan=False) + "\n",
         "provenance": json.dumps(sidecar, indent=2, sort_keys=True, allow_nan=False) + "\n",
     }

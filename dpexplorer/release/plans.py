@@ -30,6 +30,7 @@ citations: :mod:`.numeric_paths`, :mod:`.selection_paths`, :mod:`.svt_paths`, :m
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from dpexplorer.core.accounting.guarantees import GaussianNoise, LaplaceNoise
@@ -115,9 +116,15 @@ def exact_release(
             f"it in the app, or release with one of: {', '.join(PATHS)}"
         )
     candidates = query.partition if isinstance(query, NumericInput) else None
-    if candidates is None:
-        return path(mechanism, params, query, ci_level)
-    refused = partition_paths.refusal(mechanism.name)
-    if refused is not None:
-        raise NotApplicableError(refused)
-    return partition_paths.select_keys(path(mechanism, params, query, ci_level), candidates)
+    if candidates is not None:
+        refused = partition_paths.refusal(mechanism.name)
+        if refused is not None:
+            raise NotApplicableError(refused)
+    release = path(mechanism, params, query, ci_level)
+    if not isinstance(query, NumericInput) or not query.key_columns:
+        return release
+    if candidates is not None:
+        release = partition_paths.select_keys(release, candidates)
+    else:
+        release = replace(release, group_keys=query.group_keys)
+    return replace(release, key_columns=query.key_columns)

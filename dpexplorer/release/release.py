@@ -39,7 +39,14 @@ from dpexplorer.core.errors import DPExplorerError, InvalidParameterError, NotAp
 from dpexplorer.core.mechanisms import registry
 from dpexplorer.core.mechanisms.base import NumericInput, QueryInput, Relation, SelectionInput
 from dpexplorer.release.exact import ExactRelease, Value
-from dpexplorer.release.export import check_output_dir, export_release, new_token, remove_partial_files
+from dpexplorer.release.export import (
+    Table,
+    check_output_dir,
+    export_release,
+    group_rows,
+    new_token,
+    remove_partial_files,
+)
 from dpexplorer.release.ledger import Budget, Ledger, LedgerError, guarantee_to_dict, total_epsilon
 from dpexplorer.release.plans import exact_release
 from dpexplorer.release.rational import float_down, float_up
@@ -350,6 +357,20 @@ def _check_sidecar(prepared: PreparedRelease, charged: Guarantee, ledger: Ledger
         raise InvalidParameterError(f"the release's provenance cannot be written: {exc}") from None
 
 
+def _group_table(
+    exact: ExactRelease,
+    labels: tuple[str, ...],
+    values: list[Value],
+    intervals: tuple[tuple[float, float], ...] | None,
+) -> Table | None:
+    """One CSV row per group for a statistic by group (None otherwise); the intervals are the
+    release's own or those it computed from its values (``dp_outputs``)."""
+    if not exact.key_columns:
+        return None
+    shown = intervals if intervals is not None else exact.dp_outputs.get("confidence_intervals")
+    return group_rows(exact.key_columns, exact.released_groups(), labels, values, shown)
+
+
 def execute(
     prepared: PreparedRelease,
     *,
@@ -452,7 +473,9 @@ def _draw_and_write(
     )
     stem = f"release-{row_id:06d}-{prepared.token or new_token()}-{prepared.mechanism}"
     labels = exact.released_labels()  # private keys: the kept groups, a DP output of the draw
-    files = export_release(out_dir, stem, labels, values, sidecar)
+    files = export_release(
+        out_dir, stem, labels, values, sidecar, _group_table(exact, labels, values, intervals)
+    )
     return ReleaseResult(
         row_id=row_id,
         labels=labels,

@@ -195,6 +195,28 @@ def test_group_mean_by_private_keys_from_the_cli(tmp_path: Path) -> None:
     kept = {k[0] for k in sidecar["dp_outputs"]["kept_keys"]}
     assert kept <= {"GP", "Cardiology", "Orthopaedics", "Dermatology"}
     (csv,) = out.glob("*.csv")
-    rows = [line.split(",") for line in csv.read_text().splitlines()[1:]]
-    assert {label.split(":")[0].removeprefix("department = ") for label, _ in rows} == kept
-    assert all(0 <= float(v) <= 500 for label, v in rows if label.endswith(": mean"))
+    table = pl.read_csv(csv)
+    assert table.columns[:4] == ["department", "mean", "mean ci low", "mean ci high"]
+    assert set(table["department"]) == kept and table.height == len(kept)
+    assert table["mean"].is_between(0, 500).all()
+    assert (table["mean ci low"] <= table["mean"]).all() and (table["mean"] <= table["mean ci high"]).all()
+
+
+def test_group_rows_put_one_group_per_row() -> None:
+    """Two key columns, three parts per group with intervals; one part without intervals."""
+    from dpexplorer.release.export import group_rows
+
+    labels = [f"{g}: {p}" for g in ("a, x", "b, y") for p in ("mean", "count (noisy)", "sum")]
+    values = [1.0, 10.0, 5.0, 2.0, 20.0, 40.0]
+    intervals = [(v - 1, v + 1) for v in values]
+    header, rows = group_rows(("k1", "k2"), (("a", "x"), ("b", "y")), labels, values, intervals)
+    assert header[:5] == ["k1", "k2", "mean", "mean ci low", "mean ci high"]
+    assert header[-3:] == ["sum", "sum ci low", "sum ci high"]
+    assert rows == [
+        ["a", "x", 1.0, 0.0, 2.0, 10.0, 9.0, 11.0, 5.0, 4.0, 6.0],
+        ["b", "y", 2.0, 1.0, 3.0, 20.0, 19.0, 21.0, 40.0, 39.0, 41.0],
+    ]
+    assert group_rows(("k",), (("a",), ("b",)), ["k = a", "k = b"], [3.0, 4.0], None) == (
+        ["k", "value"],
+        [["a", 3.0], ["b", 4.0]],
+    )

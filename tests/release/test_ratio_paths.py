@@ -149,10 +149,11 @@ def test_group_mean_with_a_privacy_unit_from_the_cli(tmp_path) -> None:
     )
     assert sidecar["discretisation"]["sum_sensitivity_l1"] == 2 * 3 * 250.0
     assert sidecar["discretisation"]["count_sensitivity_l1"] == 6.0
-    (csv,) = out.glob("*.csv")
-    rows = [line.split(",") for line in csv.read_text().splitlines()[1:]]
-    means = [float(v) for label, v in rows if label.endswith(": mean")]
-    assert len(means) == 5 and all(0 <= m <= 500 for m in means)
+    (csv,) = out.glob("*.csv")  # one row per group: the key, then each value and its interval
+    header, *rows = [line.split(",") for line in csv.read_text().splitlines()]
+    assert header[:4] == ["department", "mean", "mean ci low", "mean ci high"]
+    assert [r[0] for r in rows] == ["GP", "Cardiology", "Orthopaedics", "Dermatology", "other"]
+    assert all(0 <= float(r[1]) <= 500 and float(r[2]) <= float(r[1]) <= float(r[3]) for r in rows)
     assert sidecar["epsilon"] <= 1.0
 
 

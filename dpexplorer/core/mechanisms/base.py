@@ -85,6 +85,10 @@ class NumericInput:
     moment_sensitivities: tuple[float, float] | None = None
     """(l1 sensitivity of the vector of centred sums, of the vector of counts), set with
     ``moments``. A count sensitivity of 0: the counts are public (one mean under replace)."""
+    key_columns: tuple[str, ...] = ()
+    """The grouping columns of a statistic by group (empty otherwise)."""
+    group_keys: tuple[tuple[str, ...], ...] = ()
+    """Each coordinate's key values, one per key column (a statistic by group)."""
     partition: Candidates | None = None
     """Set when the group keys are private: the coordinates are the candidate keys (a private
     set), to be released only where a noisy threshold keeps them (partition selection)."""
