@@ -53,6 +53,7 @@ from dpexplorer.data.queries import (
     Sum,
     TopK,
     TrimmedMean,
+    Variance,
     Workload,
 )
 
@@ -165,6 +166,8 @@ def true_answer(dataset: Any, query: Query) -> Answer:
         return statistic_function(name, query.lower, query.upper, quantile=q, trim_fraction=trim)(
             clipped_sorted_values(dataset, query)
         )
+    if isinstance(query, Variance):
+        return float(_variance_input(dataset, query, "add_remove").value_d[0])
     if isinstance(query, Histogram):
         return cell_counts(dataset, (query.axis,)).copy()
     if isinstance(query, ArgMax | TopK):
@@ -197,6 +200,8 @@ def query_input(
         return _count_input(dataset, query, relation)
     if isinstance(query, Sum | Mean | Quantile | TrimmedMean):
         return _clipped_input(dataset, query, relation)
+    if isinstance(query, Variance):
+        return _variance_input(dataset, query, relation)
     if isinstance(query, Histogram):
         return _histogram_input(dataset, query, relation)
     if isinstance(query, ArgMax | TopK):
@@ -338,6 +343,46 @@ def _moments_pair(
     half = (query.upper - query.lower) / 2.0
     sensitivities = (2 * half, 0.0) if relation == "replace" else (half, 1.0)
     return {"moments": (moments,), "moments_prime": (prime,), "moment_sensitivities": sensitivities}
+
+
+def _variance_input(dataset: Any, query: Variance, relation: Relation) -> NumericInput:
+    """The clipped column's population variance (or std) from the engine's centred sums, on D and
+    on D' (:func:`~dpexplorer.core.mechanisms.noisy_mean.worst_neighbour`: a row added at the
+    bound farther from the mean, or moved from one bound to the other). Global sensitivity: the
+    width of the statistic's range, h^2 for the variance and h for the std (Popoviciu: a
+    variance of values in [lower, upper] lies in [0, h^2], h = (upper - lower) / 2)."""
+    from dpexplorer.core.mechanisms.noisy_mean import worst_neighbour
+    from dpexplorer.core.mechanisms.noisy_variance import estimate
+
+    low, high = float(query.lower), float(query.upper)
+    moments: CentredMoments = aggregate(dataset, CentredSums(query.column, low, high))
+    prime = worst_neighbour(moments, low, high, relation)
+    std = query.std
+
+    def value(m: CentredMoments) -> float:
+        return float(
+            estimate(
+                np.array([m.count]), np.array([m.centred_sum]), np.array([m.centred_squares]), low, high, std
+            )[0]
+        )
+
+    half = (high - low) / 2
+    width = half if std else half * half
+    change = "one row added at" if relation == "add_remove" else "one row moved to"
+    return _scalar_input(
+        value(moments),
+        value(prime),
+        width,
+        width,
+        n=moments.count,
+        statistic=query.statistic,
+        relation=relation,
+        output_range=(0.0, width),
+        bounds=(low, high),
+        moments=(moments,),
+        moments_prime=(prime,),
+        differing_row=f"D' = D with {change} the bound of {query.column} farther from its mean",
+    )
 
 
 def _histogram_input(dataset: Any, query: Histogram, relation: Relation) -> NumericInput:

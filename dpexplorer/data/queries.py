@@ -349,6 +349,25 @@ class Mean(_ClippedColumn):
 
 
 @dataclass(frozen=True)
+class Variance(_ClippedColumn):
+    """The population variance (``std``: the standard deviation) of the clipped column."""
+
+    std: bool = False
+    kind = "variance"
+
+    @property
+    def statistic(self) -> str:
+        return "std" if self.std else "variance"
+
+    @property
+    def noun(self) -> str:  # type: ignore[override]
+        return "standard deviation" if self.std else "variance"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "std": self.std}
+
+
+@dataclass(frozen=True)
 class Quantile(_ClippedColumn):
     """The q-quantile: the order statistic of rank max(1, ceil(q n)) (q = 0.5: lower median)."""
 
@@ -859,6 +878,7 @@ Query: TypeAlias = (
     | PredicateCount
     | Sum
     | Mean
+    | Variance
     | Quantile
     | TrimmedMean
     | Histogram
@@ -897,6 +917,8 @@ def _from_dict(kind: Any, d: Mapping[str, Any]) -> Query:
     clipped = {"sum": Sum, "mean": Mean}
     if kind in clipped:
         return clipped[kind](d["column"], d["lower"], d["upper"])
+    if kind == "variance":
+        return Variance(d["column"], d["lower"], d["upper"], bool(d.get("std", False)))
     if kind == "quantile":
         return Quantile(d["column"], d["lower"], d["upper"], d.get("q", 0.5))
     if kind == "trimmed_mean":
@@ -949,6 +971,7 @@ __all__ = [
     "Sum",
     "TopK",
     "TrimmedMean",
+    "Variance",
     "Workload",
     "marginal_workload",
     "predicate_from_dict",

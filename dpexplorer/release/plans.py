@@ -22,6 +22,7 @@ The release pipeline (:mod:`.release`) charges the ledger first and calls ``draw
 | mwem | exact exponential selections, discrete Laplace measurements | PureDP(eps' <= eps) |
 | noisy_mean | discrete Laplace on the centred sum and the count, clamped ratio | PureDP(eps' <= eps) |
 | dp_quantile | exact exponential mechanism over the declared grid | PureDP(eps) |
+| noisy_variance | discrete Laplace on the count, centred sum and squares, clamped | PureDP(eps' <= eps) |
 | noisy_mean, private keys | the above on the keys a noisy threshold keeps | ApproxDP(eps'+eps_sel', delta) |
 
 Refused (NotApplicableError says so): any mechanism added later until it gets a path here. Details and
@@ -97,6 +98,7 @@ PATHS: dict[str, Path] = {
     "mwem": synthetic_paths.mwem_release,
     "noisy_mean": ratio_paths.noisy_mean_release,
     "dp_quantile": selection_paths.dp_quantile_release,
+    "noisy_variance": ratio_paths.noisy_variance_release,
 }
 """Mechanism name -> exact path (module docstring)."""
 

@@ -248,3 +248,125 @@ def noisy_mean_release(
         simulate=plan.simulate,
         dp_outputs=facts,
     )
+
+
+# ---------------------------------------------------------------- variance / standard deviation
+def _variance_range(
+    n: float, s: float, q: float, halves: tuple[float, float, float], half: float
+) -> tuple[float, float]:
+    """The range of q'/m + h^2/2 - (s'/m)^2 over m in n +- a, s' in s +- b, q' in q +- c (m >= 1),
+    clamped to [0, h^2]: exact over the box. With u = 1/m the expression is c0 + q' u - s'^2 u^2,
+    concave in u: its largest value takes the largest q', the smallest s'^2 and u at the vertex
+    q' / (2 s'^2) clipped to [1/m_hi, 1/m_lo]; its smallest value the smallest q', the largest
+    s'^2 and u at an end."""
+    a, b, c = halves
+    if n - a < 1:
+        return 0.0, half * half
+    u_lo, u_hi = 1 / (n + a), 1 / (n - a)
+    s2_min = 0.0 if abs(s) <= b else min(abs(s - b), abs(s + b)) ** 2
+    s2_max = max(abs(s - b), abs(s + b)) ** 2
+    q_hi, q_lo = q + c, q - c
+
+    def f(qq: float, s2: float, u: float) -> float:
+        return half * half / 2 + qq * u - s2 * u * u
+
+    vertex = q_hi / (2 * s2_min) if s2_min > 0 else (u_hi if q_hi >= 0 else u_lo)
+    high = max(f(q_hi, s2_min, u) for u in (u_lo, u_hi, min(max(vertex, u_lo), u_hi)))
+    low = min(f(q_lo, s2_max, u) for u in (u_lo, u_hi))
+    return _clamp(low, 0.0, half * half), _clamp(high, 0.0, half * half)
+
+
+def noisy_variance_release(
+    mechanism: Mechanism, params: Mapping[str, Any], query: NumericInput, ci_level: float
+) -> ExactRelease:
+    """The exact path of :mod:`~dpexplorer.core.mechanisms.noisy_variance`: discrete Laplace on
+    the centred sum and the centred squares, each on its own 2^k grid (l1 sensitivity on the grid
+    floor(Delta / 2^k) + 2, as for the mean), and on the count (integer, sensitivity 1) unless n is
+    public (replace); the statistic from the released values, clamped to [0, h^2] (or its root).
+    Charged PureDP(sum of the parts' Delta_g s / t) <= epsilon (CKS 2020; basic composition).
+    Every public number comes from the bounds and epsilon; the intervals, from the released values
+    and the noise laws (union bound over the parts, exact range over the box:
+    :func:`_variance_range`), go to ``dp_outputs``."""
+    from dpexplorer.core.mechanisms.noisy_variance import part_sensitivities
+
+    if query.moments is None or query.bounds is None or len(query.moments) != 1:
+        raise NotApplicableError("a variance needs the moments of one clipped column")
+    lower, upper = query.bounds
+    public = query.relation == "replace"
+    half = (upper - lower) / 2
+    (moments,) = query.moments
+    epsilon = Fraction(float(params["epsilon"]))
+    eps_part = epsilon / (2 if public else 3)  # the equal split (noisy_variance.part_epsilons)
+    _, d_sum, d_squares = (Fraction(x) for x in part_sensitivities(lower, upper, public))
+    beta = (1 - ci_level) / (2 if public else 3)
+    parts, charged = [], Fraction(0)
+    for value, sensitivity in ((moments.centred_sum, d_sum), (moments.centred_squares, d_squares)):
+        grid = _sum_grid([Fraction(value)], sensitivity / eps_part, sensitivity, 1)
+        t, s = discrete_scale(grid.sensitivity / eps_part)
+        charged += Fraction(grid.sensitivity * s, t)
+        parts.append((grid, t, s, (laplace_ci_steps(t, s, 1 - beta) + 0.5) * float(grid.spacing)))
+    tn = sn = 1
+    half_n = 0.0
+    if not public:
+        tn, sn = discrete_scale(1 / eps_part)
+        charged += Fraction(sn, tn)
+        half_n = float(laplace_ci_steps(tn, sn, 1 - beta))
+    assert charged <= epsilon  # each discrete scale is rounded up
+    std = query.statistic == "std"
+    facts: dict[str, Any] = {}
+
+    def draw(bits: BitSource) -> list[Value]:
+        (g1, t1, s1, h1), (g2, t2, s2, h2) = parts
+        total = float((g1.centres[0] + int(samplers.discrete_laplace_array(t1, s1, 1, bits)[0])) * g1.spacing)
+        squares = float(
+            (g2.centres[0] + int(samplers.discrete_laplace_array(t2, s2, 1, bits)[0])) * g2.spacing
+        )
+        n = (
+            float(query.n)
+            if public
+            else float(moments.count + int(samplers.discrete_laplace_array(tn, sn, 1, bits)[0]))
+        )
+        var = float(np.clip(squares / max(n, 1) + half * half / 2 - (total / max(n, 1)) ** 2, 0, half * half))
+        low, high = _variance_range(n, total, squares, (0.0 if public else half_n, h1, h2), half)
+        if std:
+            var, low, high = math.sqrt(var), math.sqrt(low), math.sqrt(high)
+        facts["confidence_intervals"] = [
+            [low, high],
+            [n - half_n, n + half_n],
+            [total - h1, total + h1],
+            [squares - h2, squares + h2],
+        ]
+        facts["confidence_level"] = ci_level
+        return [var, n, total, squares]
+
+    names = (
+        "standard deviation" if std else "variance",
+        "count" + ("" if public else " (noisy)"),
+        "centred sum (noisy)",
+        "centred squares (noisy)",
+    )
+    provenance: dict[str, Any] = {
+        "centre": (lower + upper) / 2,
+        "parts": "count, sum of y = x - centre, sum of y^2 - h^2/2 (h = (upper - lower)/2)",
+        "epsilon_split": "equal (halves when n is public)",
+        "sum_grid": parts[0][0].describe(),
+        "squares_grid": parts[1][0].describe(),
+        "sum_discrete_scale_grid_units": f"{parts[0][1]}/{parts[0][2]}",
+        "squares_discrete_scale_grid_units": f"{parts[1][1]}/{parts[1][2]}",
+        "count_discrete_scale": None if public else f"{tn}/{sn}",
+        "public_n": query.n if public else None,
+        "interval_method": "union bound over the parts' discrete Laplace quantiles, exact range of the "
+        "statistic over the box, from the released values only",
+    }
+    epsilon_charged = float_up(charged)
+    return ExactRelease(
+        guarantee=PureDP(epsilon_charged),
+        epsilon=epsilon_charged,
+        delta=0.0,
+        rho=None,
+        sampler=LAPLACE_SAMPLER,
+        labels=names,
+        draw=draw,
+        provenance=provenance,
+        dp_outputs=facts,
+    )

@@ -59,6 +59,7 @@ AUDITED: dict[str, tuple[str, str, dict[str, Any], int]] = {
     "blr": ("workload", "one row added", {"epsilon": 1.0, "m": 3}, 2_000),
     "noisy_mean": ("mean", "row at the clipping bound", {"epsilon": 1.0}, 8_000),
     "dp_quantile": ("median", "tie at the median", {"epsilon": 1.0, "bins": 8}, 10_000),
+    "noisy_variance": ("variance", "row at the clipping bound", {"epsilon": 1.0}, 8_000),
 }
 
 

@@ -45,6 +45,7 @@ QUERIES: dict[str, dict[str, Any]] = {
     "predicate_count": {"type": "predicate_count", "predicate": {"compare": ">=", "column": "x", "value": 5}},
     "sum": {"type": "sum", "column": "x", "lower": 0, "upper": 10},
     "mean": {"type": "mean", "column": "x", "lower": 0, "upper": 10},
+    "variance": {"type": "variance", "column": "x", "lower": 0, "upper": 10},
     "median": {"type": "quantile", "column": "x", "lower": 0, "upper": 10, "q": 0.5},
     "quantile_0.9": {"type": "quantile", "column": "x", "lower": 0, "upper": 10, "q": 0.9},
     "trimmed_mean": {"type": "trimmed_mean", "column": "x", "lower": 0, "upper": 10, "trim_fraction": 0.1},
