@@ -34,7 +34,7 @@ def test_bounds_hold_on_random_data() -> None:
     frame = pl.DataFrame(
         {"p": rng.integers(0, 50, 2000), "g": rng.choice(["a", "b", "z", "w"], 2000), "v": rng.random(2000)}
     )
-    for k, r in ((1, 1), (2, 3), (3, 5)):
+    for k, r in ((1, 1), (2, 3), (3, 5), (6, 2)):  # k > 4: the dense-rank path
         kept = _bounded(frame, k, r).with_columns(cell=pl.col("g").replace({"w": "z"}))
         per_group = kept.group_by("p", "cell").len()
         assert per_group["len"].max() <= r
@@ -79,6 +79,18 @@ def test_groups_are_chosen_uniformly() -> None:
     counts = np.array([chosen.count(c) for c in CELLS])
     assert stats.chisquare(counts).pvalue > 1e-4
     assert kept.filter(pl.col("g") == "z").group_by("p").len()["len"].max() == 2
+
+
+def test_pairs_of_groups_are_chosen_uniformly() -> None:
+    """k = 2 of three groups (the successive-minima path): each of the three pairs is kept for
+    about a third of 4,000 persons (chi-square p > 1e-4)."""
+    persons = 4000
+    frame = pl.DataFrame({"p": np.repeat(np.arange(persons), 3), "g": ["a", "b", "z"] * persons})
+    kept = _bounded(frame, 2, 1, seed=5)
+    chosen = kept.group_by("p").agg(pl.col("g").sort().str.join(""))["g"].to_list()
+    counts = np.array([chosen.count(c) for c in ("ab", "az", "bz")])
+    assert counts.sum() == persons
+    assert stats.chisquare(counts).pvalue > 1e-4
 
 
 def _stat(rows: list[tuple[str, float]], statistic: str) -> np.ndarray:

@@ -139,10 +139,10 @@ class PolarsEngine(Engine):
     @staticmethod
     def _bound(frame: pl.LazyFrame, step: BoundContributions) -> pl.LazyFrame:
         """Contribution bounding (:class:`BoundContributions`): groups per person first (a random
-        key per (person, group), dense rank within the person), then rows per kept group (a
-        random key per row, ordinal rank within (person, group)). The random keys are a seeded
-        hash of the row number or of (person, group); the two 63-bit seeds come from ``seed``
-        or from the OS CSPRNG."""
+        key per (person, group), the k smallest within the person: :func:`_keep_smallest_pairs`),
+        then rows per kept group (a random key per row, ordinal rank within (person, group)). The
+        random keys are a seeded hash of the row number or of (person, group); the two 63-bit
+        seeds come from ``seed`` or from the OS CSPRNG."""
         if step.seed is None:
             seeds = [secrets.randbits(63) for _ in range(2)]
         else:
@@ -157,7 +157,7 @@ class PolarsEngine(Engine):
         pair_key = (pl.struct(step.unit, "__cell").hash(seeds[0]) // width) * width + pl.col("__cell").cast(
             pl.UInt64
         )
-        frame = frame.filter(pair_key.rank("dense").over(step.unit) <= step.max_groups)
+        frame = _keep_smallest_pairs(frame, pair_key, step.unit, step.max_groups)
         row_key = pl.col("__row").hash(seeds[1])
         frame = frame.filter(row_key.rank("ordinal").over([step.unit, "__cell"]) <= step.max_rows)
         return frame.drop("__row", "__cell")
@@ -302,6 +302,29 @@ class PolarsEngine(Engine):
             )
             for i, c in enumerate(names)
         )
+
+
+SMALL_GROUP_BOUND = 4
+"""Up to this many groups per person, the groups are chosen by repeated window minima (about 2x
+faster than a dense rank at 1M rows: a minimum needs no sort within the person)."""
+
+
+def _keep_smallest_pairs(frame: pl.LazyFrame, pair_key: pl.Expr, unit: str, k: int) -> pl.LazyFrame:
+    """The rows whose pair key is among the k smallest distinct pair keys of their person (the
+    keys are distinct across a person's groups, so this keeps exactly min(k, groups) groups):
+    a dense rank within the person, or, for small k, the k successive minima (the same rows)."""
+    if k > SMALL_GROUP_BOUND:
+        return frame.filter(pair_key.rank("dense").over(unit) <= k)
+    frame = frame.with_columns(pair_key.alias("__pair"))
+    minima: list[str] = []
+    for j in range(k):
+        key = (
+            pl.col("__pair") if not minima else pl.when(pl.col("__pair") > pl.col(minima[-1])).then("__pair")
+        )
+        frame = frame.with_columns(key.min().over(unit).alias(f"__min{j}"))
+        minima.append(f"__min{j}")
+    kept = pl.any_horizontal(pl.col("__pair") == pl.col(m) for m in minima)
+    return frame.filter(kept).drop("__pair", *minima)
 
 
 def _ranges(numeric: list[str], bounds: Any) -> dict[str, tuple[float, float]]:
