@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 from dpexplorer.core.errors import InvalidParameterError
 
@@ -72,6 +73,28 @@ def count_at_probability(t: int, s: int, threshold: int, probability: float) -> 
     return count
 
 
+SCALE_PRECISION_BITS = 10
+"""The noise scale t/s has t >= 2^10 (as the release's other discrete scales): rounding it up
+costs under 0.1 % of the selection's epsilon."""
+
+
+def selection_rule(epsilon: float, delta: float, max_keys: int) -> tuple[int, int, int, float]:
+    """(t, s, threshold, exact delta) of the selection at a declared (epsilon, delta) with k keys
+    per person: t/s >= k / epsilon the smallest with s a power of two and t >= 2^10 (so the
+    charged k s / t <= epsilon), the threshold of :func:`threshold_for`, and its
+    :func:`selection_delta` (<= delta). Public facts only; used by the release path and the
+    steward's views alike."""
+    if not 0 < epsilon < math.inf:
+        raise InvalidParameterError(f"the key selection's ε must be positive, got {epsilon}")
+    target = Fraction(max_keys) / Fraction(epsilon)
+    exponent = target.numerator.bit_length() - target.denominator.bit_length()
+    exponent -= Fraction(2) ** exponent > target  # floor(log2 target), exactly
+    s = 2 ** max(0, SCALE_PRECISION_BITS - exponent)
+    t = -((-target.numerator * s) // target.denominator)  # ceil(target * s)
+    threshold = threshold_for(t, s, delta, max_keys)
+    return t, s, threshold, selection_delta(t, s, threshold, max_keys)
+
+
 @dataclass(frozen=True)
 class Candidates:
     """The candidate keys of a private partition selection: PRIVATE (the keys that occur after
@@ -90,3 +113,15 @@ class Candidates:
     def keep_probabilities(self, t: int, s: int, threshold: int) -> list[float]:
         """Each candidate's chance of being kept (a private fact: the steward's view only)."""
         return [keep_probability(c, t, s, threshold) for c in self.persons]
+
+    def describe(self, labels: tuple[str, ...]) -> str:
+        """For the steward only (private: the candidates and their counts): the rule, and each
+        candidate's number of persons and chance of being kept, least likely first."""
+        t, s, threshold, delta = selection_rule(self.epsilon, self.delta, self.max_keys)
+        chances = sorted(zip(self.keep_probabilities(t, s, threshold), labels, self.persons, strict=True))
+        shown = "; ".join(f"{label}: {n:,} persons, kept with probability {p:.3g}" for p, label, n in chances)
+        return (
+            f"Keys selected privately: a key is released when its number of persons plus discrete "
+            f"Laplace noise (scale {t}/{s}) reaches {threshold} (exact δ {delta:.3g}). "
+            f"{len(self.persons):,} candidate key(s) occur (private; never published): {shown}."
+        )

@@ -6,9 +6,9 @@ after contribution bounding: a private set) and each candidate's number of perso
 (:class:`~dpexplorer.core.partition_selection.Candidates`; rows when each row is a person). The
 release then
 
-1. draws for each candidate discrete Laplace noise Z_i of scale t/s >= k / eps_sel (rounded up by
-   :func:`~.exact.discrete_scale`, k the keys per person) and keeps the candidate when
-   c_i + Z_i >= tau, tau = :func:`~dpexplorer.core.partition_selection.threshold_for`
+1. draws for each candidate discrete Laplace noise Z_i of scale t/s >= k / eps_sel (k the keys
+   per person; rounded up by :func:`~dpexplorer.core.partition_selection.selection_rule`) and
+   keeps the candidate when c_i + Z_i >= tau, tau = :func:`~dpexplorer.core.partition_selection.threshold_for`
    (t, s, delta, k): the smallest threshold whose delta, exact for the worst neighbour (a person
    bringing k new keys of count 1), is at most the declared delta;
 2. publishes the statistic's own exact path (:mod:`.ratio_paths`) on the kept candidates only.
@@ -38,11 +38,10 @@ from dpexplorer.core.partition_selection import (
     Candidates,
     count_at_probability,
     keep_probability,
-    selection_delta,
-    threshold_for,
+    selection_rule,
 )
 from dpexplorer.release import samplers
-from dpexplorer.release.exact import ExactRelease, Value, discrete_scale
+from dpexplorer.release.exact import ExactRelease, Value
 from dpexplorer.release.rational import float_up
 from dpexplorer.release.samplers import BitSource
 
@@ -68,10 +67,9 @@ def refusal(mechanism: str) -> str | None:
 def rule(candidates: Candidates) -> tuple[int, int, int, float]:
     """(t, s, threshold, exact delta) of the selection: scale t/s >= k / epsilon (module
     docstring). Public facts only: k, epsilon and delta."""
-    k = candidates.max_keys
-    t, s = discrete_scale(Fraction(k) / Fraction(candidates.epsilon))
-    threshold = threshold_for(t, s, candidates.delta, k)
-    return t, s, threshold, selection_delta(t, s, threshold, k)
+    t, s, threshold, delta = selection_rule(candidates.epsilon, candidates.delta, candidates.max_keys)
+    assert Fraction(t, s) >= Fraction(candidates.max_keys) / Fraction(candidates.epsilon)
+    return t, s, threshold, delta
 
 
 def _describe(candidates: Candidates, t: int, s: int, threshold: int, delta: float) -> dict[str, Any]:

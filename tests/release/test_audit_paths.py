@@ -180,7 +180,7 @@ PRIVATE_KEYS = {
     "private_keys": {"columns": ["c"], "epsilon": 1.0, "delta": 0.12},
 }
 """A large delta, so that the key only in D' is kept often (about 0.1 of the draws) and a wrong
-threshold shows within a few thousand draws: k = 1, scale 1, threshold 3, exact delta 0.0995."""
+threshold shows within a few thousand draws: k = 1, scale 1, threshold 3, exact delta 0.0989."""
 
 
 def _key_sets(release: ExactRelease, size: int, seed: int) -> list[tuple[Any, ...]]:

@@ -220,3 +220,17 @@ def test_group_rows_put_one_group_per_row() -> None:
         ["k", "value"],
         [["a", 3.0], ["b", 4.0]],
     )
+
+
+def test_the_stewards_view_lists_each_candidate_with_its_chance(tmp_path: Path) -> None:
+    """The accuracy notes (the steward's own view) name every candidate, its persons and its
+    chance of being kept, by the same rule as the release; the guarantee adds the selection's."""
+    keys = ["a"] + ["b"] * 2 + ["c"] * 3 + ["d"] * 4
+    frame = pl.DataFrame({"p": range(10), "g": keys, "x": np.linspace(-5, 15, 10)})
+    built = query_input(_dataset(tmp_path, frame), _query(delta=0.12), "add_remove", bounding_seed=0)
+    mech = registry.get("noisy_mean")
+    params = mech.validate({"epsilon": 1.0})
+    notes = " ".join(mech.accuracy(params, built).notes)
+    assert "reaches 3" in notes and "g = a: 1 persons, kept with probability 0.0989" in notes
+    assert "g = d: 4 persons, kept with probability 0.9" in notes
+    assert mech.epsilon_delta(params, built) == (2.0, 0.12)

@@ -382,6 +382,8 @@ class NoisyMeanMechanism(Mechanism):
         where = f" (in {query.labels[i]})" if len(query.moments) > 1 and len(query.labels) > i else ""
         clipped = moments.clipped_low + moments.clipped_high
         notes = [f"The error is measured against the clipped mean{where}."]
+        if query.partition is not None:
+            notes.append(query.partition.describe(query.labels))
         if moments.raw_mean is not None:
             clip_bias = float(np.atleast_1d(query.value_d)[i]) - moments.raw_mean
             notes.append(
