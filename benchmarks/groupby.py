@@ -13,6 +13,8 @@ timed after the imports:
   :class:`~dpexplorer.data.engine.GroupedCentredSums` after
   :class:`~dpexplorer.data.engine.BoundContributions` (2 groups per person, 3 rows per group),
   on the file loaded by ``load_dataset``, then the exact release path (``noisy_mean``) drawn.
+* ``bounded_rank``: the same with each person's groups chosen by a dense rank (the engine's
+  path for more than 4 groups per person, and its only path before 2026-11-24), side by side.
 
 Printed: medians of wall time and peak RSS; ``groupby_ratio_vs_polars`` (bounded / polars
 median time) and ``groupby_peak_rss_mb`` (bounded's largest peak RSS). Targets: ratio <= 3,
@@ -69,6 +71,10 @@ def child(mode: str, path: str, groups: int) -> dict[str, float]:
         from dpexplorer.release.samplers import default_bit_source
 
         get("noisy_mean")  # imports (scipy, the registry) are not timed, as polars' own are not
+        if mode == "bounded_rank":  # the groups chosen by a dense rank (the path before 2026-11-24)
+            from dpexplorer.data.engine import polars_engine
+
+            polars_engine.SMALL_GROUP_BOUND = 0
         start = time.perf_counter()
         keys = (Axis("group", categories=tuple(f"g{g}" for g in range(groups))),)
         dataset = load_dataset(path)
@@ -107,7 +113,7 @@ def main() -> None:
         # the children must not be forked from one that held the generated columns
         sizes = ["--rows", str(args.rows), "--persons", str(args.persons), "--groups", str(args.groups)]
         subprocess.run([sys.executable, __file__, *sizes, "--write", str(path)], check=True)
-        runs: dict[str, list[dict[str, float]]] = {"polars": [], "bounded": []}
+        runs: dict[str, list[dict[str, float]]] = {"polars": [], "bounded": [], "bounded_rank": []}
         for _ in range(args.repeat):
             for mode in runs:
                 command = [sys.executable, __file__, "--groups", str(args.groups), "--child", mode, str(path)]
@@ -125,6 +131,8 @@ def main() -> None:
         "polars_peak_rss_mb": max(r["peak_rss_mb"] for r in runs["polars"]),
         "groupby_peak_rss_mb": max(r["peak_rss_mb"] for r in runs["bounded"]),
         "groupby_ratio_vs_polars": medians["bounded"] / medians["polars"],
+        "bounded_rank_seconds": medians["bounded_rank"],
+        "rank_ratio_vs_polars": medians["bounded_rank"] / medians["polars"],
         "runs": runs,
     }
     if args.json:
