@@ -28,6 +28,7 @@ from dpexplorer.data.queries import (
     Median,
     PredicateCount,
     PrivacyUnit,
+    PrivateKeys,
     Quantile,
     Sum,
     TopK,
@@ -193,6 +194,18 @@ def test_a_privacy_unit_bounds_identically_on_both_polars_engines_and_spark_refu
     assert not [k for k in reference if not _same(reference[k], fields[k])]
     with pytest.raises(DataError, match="cannot apply BoundContributions"):
         query_input(spark, query, "add_remove", bounding_seed=EXPLORATION_SEED)
+
+
+@pytest.mark.parametrize("column", ["c", "k"])
+def test_private_keys_find_the_same_candidates_on_every_engine(sources, column):
+    """Keys selected privately (text and integer keys, with missing values): the same candidates,
+    persons and statistics on every engine (no privacy unit: Spark does not bound yet)."""
+    query = GroupBy((), "mean", "x", -2, 3.5, private=PrivateKeys((column,), 1.0, 1e-6))
+    eager, lazy, spark = sources["generated"]
+    reference = _fields(query_input(eager, query, "add_remove"))
+    for other in (lazy, spark):
+        fields = _fields(query_input(other, query, "add_remove"))
+        assert not [k for k in reference if not _same(reference[k], fields[k])]
 
 
 def test_the_generated_data_exercises_missing_and_clipping(sources):

@@ -234,3 +234,17 @@ def test_the_stewards_view_lists_each_candidate_with_its_chance(tmp_path: Path) 
     assert "reaches 3" in notes and "g = a: 1 persons, kept with probability 0.0989" in notes
     assert "g = d: 4 persons, kept with probability 0.9" in notes
     assert mech.epsilon_delta(params, built) == (2.0, 0.12)
+
+
+def test_eager_and_streaming_polars_find_the_same_candidates(tmp_path: Path) -> None:
+    """The same file read eagerly and as a streaming scan: identical candidates, persons and
+    statistics (the privacy unit's bounding seeded, as in the exploration)."""
+    _frame().write_parquet(tmp_path / "d.parquet")
+    query = _query({"column": "p", "max_groups": 2, "max_rows": 2})
+    inputs = [
+        query_input(load_dataset(tmp_path / "d.parquet", lazy=lazy), query, "add_remove", bounding_seed=4)
+        for lazy in (False, True)
+    ]
+    assert inputs[0].partition == inputs[1].partition
+    assert inputs[0].labels == inputs[1].labels
+    assert np.array_equal(inputs[0].value_d, inputs[1].value_d)

@@ -31,6 +31,7 @@ from dpexplorer.data.engine.base import (
     ClippedMoments,
     DatasetSummary,
     DistinctCount,
+    DistinctValues,
     Engine,
     Filter,
     GroupedCentredSums,
@@ -266,6 +267,7 @@ class SparkEngine(Engine):
         CentredSums: "_centred",
         GroupedCentredSums: "_grouped_centred",
         DistinctCount: "_distinct",
+        DistinctValues: "_values",
         PersonContributions: "_persons",
         SortedClipped: "_sorted",
         CellCounts: "_cells",
@@ -344,6 +346,14 @@ class SparkEngine(Engine):
     def _distinct(self, dataset: SparkDataset, request: DistinctCount, steps: tuple[RowStep, ...]) -> int:
         frame = self._frame(dataset, steps)
         return int(frame.agg(F.countDistinct(_col(request.column)).alias("n")).first()["n"])
+
+    def _values(
+        self, dataset: SparkDataset, request: DistinctValues, steps: tuple[RowStep, ...]
+    ) -> tuple[str, ...]:
+        """As the polars engine: the distinct non-missing values as text, sorted."""
+        column = _col(request.column)
+        rows = self._frame(dataset, steps).where(column.isNotNull()).select(column.cast("string").alias("v"))
+        return tuple(sorted(r["v"] for r in rows.distinct().collect()))
 
     def _persons(
         self, dataset: SparkDataset, request: PersonContributions, steps: tuple[RowStep, ...]
