@@ -102,6 +102,9 @@ def _statistic(query: GroupBy, moments: tuple[CentredMoments, ...]) -> np.ndarra
 
 def group_answer(dataset: Any, query: GroupBy, bounding_seed: int | None = None) -> np.ndarray:
     """f(D): the statistic in every group (exact, after the privacy unit's bounding)."""
+    if query.private is not None and not query.keys:  # the candidates' statistics (private)
+        seed = EXPLORATION_SEED if bounding_seed is None else bounding_seed
+        return np.array(_private_input(dataset, query, "add_remove", seed).value_d)
     steps = bounding_steps(query, bounding_seed)
     if query.statistic == "count":
         return _aggregate(dataset, CellCounts(query.keys), steps).copy()
