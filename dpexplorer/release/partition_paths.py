@@ -45,22 +45,24 @@ from dpexplorer.release.exact import ExactRelease, Value
 from dpexplorer.release.rational import float_up
 from dpexplorer.release.samplers import BitSource
 
-SUPPORTED = frozenset({"noisy_mean"})
-"""Mechanisms whose exact path has no public parameter depending on the number of groups."""
+SUPPORTED = {"noisy_mean": "mean", "laplace": "histogram"}
+"""Mechanism -> the statistic by group whose exact path has no public parameter depending on the
+number of groups: the noisy mean (its grid and scales use k, not the groups), and Laplace on
+counts (integers on the unit grid, whose l1 sensitivity on the grid is the count's own)."""
 
 SAMPLER = (
     "partition selection: discrete Laplace on each candidate key's number of persons, kept at a threshold"
 )
 
 
-def refusal(mechanism: str) -> str | None:
-    """Why ``mechanism`` cannot release a statistic by private keys (None: it can). Decided from
-    the mechanism's name only, never from the data."""
-    if mechanism in SUPPORTED:
+def refusal(mechanism: str, statistic: str) -> str | None:
+    """Why ``mechanism`` cannot release ``statistic`` by private keys (None: it can). Decided
+    from the mechanism's name and the declared statistic only, never from the data."""
+    if SUPPORTED.get(mechanism) == statistic:
         return None
     return (
-        "a statistic by privately selected keys is released with the noisy mean (noisy_mean) for "
-        "now; declare the keys to use this mechanism"
+        "by privately selected keys, a mean is released with the noisy mean (noisy_mean) and a "
+        "count with the Laplace mechanism (laplace) for now; declare the keys to use this mechanism"
     )
 
 
@@ -98,16 +100,24 @@ def _describe(candidates: Candidates, t: int, s: int, threshold: int, delta: flo
     }
 
 
-def select_keys(inner: ExactRelease, candidates: Candidates) -> ExactRelease:
+def select_keys(inner: ExactRelease, candidates: Candidates, level: float) -> ExactRelease:
     """``inner`` (the statistic on every candidate) released on the keys a noisy threshold keeps
-    (module docstring)."""
+    (module docstring). Every interval (one per kept value, at ``level``) goes to ``dp_outputs``:
+    how many there are is a DP output too."""
     t, s, threshold, delta = rule(candidates)
+    if inner.provenance.get("grid_exponent", 0) != 0 and "sum_noise_scale" not in inner.provenance:
+        # a count off the unit grid would add one step per group to the grid's sensitivity
+        raise NotApplicableError("the counts' noise is too large for the unit grid: raise epsilon")
     if delta > candidates.delta:  # threshold_for guarantees this; a wrong delta is worse than a crash
         raise NotApplicableError("the key selection's threshold misses its delta")
     d = len(candidates.persons)
     block = len(inner.labels) // d if d else 0
     epsilon = float_up(Fraction(inner.epsilon) + Fraction(candidates.max_keys * s, t))
     facts: dict[str, Any] = {}
+    half = inner.ci_halfwidth
+    provenance = {**inner.provenance, **_describe(candidates, t, s, threshold, delta)}
+    if half is not None:
+        provenance["ci_halfwidth"] = half  # the intervals themselves are listed per kept key
 
     def draw(bits: BitSource) -> list[Value]:
         noise = samplers.discrete_laplace_array(t, s, d, bits)
@@ -121,6 +131,11 @@ def select_keys(inner: ExactRelease, candidates: Candidates) -> ExactRelease:
         if intervals is not None:
             facts["confidence_intervals"] = [intervals[j] for j in chosen]
             facts["confidence_level"] = inner.dp_outputs.get("confidence_level")
+        elif half is not None:  # a public width around each released value: one per kept key
+            facts["confidence_intervals"] = [
+                [float(values[j]) - half, float(values[j]) + half] for j in chosen
+            ]
+            facts["confidence_level"] = level
         return [values[j] for j in chosen]
 
     return ExactRelease(
@@ -131,6 +146,6 @@ def select_keys(inner: ExactRelease, candidates: Candidates) -> ExactRelease:
         sampler=f"{inner.sampler}; {SAMPLER}",
         labels=(),  # the released labels are a DP output (dp_outputs["labels"])
         draw=draw,
-        provenance={**inner.provenance, **_describe(candidates, t, s, threshold, delta)},
+        provenance=provenance,
         dp_outputs=facts,
     )

@@ -119,14 +119,14 @@ def exact_release(
         )
     candidates = query.partition if isinstance(query, NumericInput) else None
     if candidates is not None:
-        refused = partition_paths.refusal(mechanism.name)
+        refused = partition_paths.refusal(mechanism.name, query.statistic)
         if refused is not None:
             raise NotApplicableError(refused)
     release = path(mechanism, params, query, ci_level)
     if not isinstance(query, NumericInput) or not query.key_columns:
         return release
     if candidates is not None:
-        release = partition_paths.select_keys(release, candidates)
+        release = partition_paths.select_keys(release, candidates, ci_level)
     else:
         release = replace(release, group_keys=query.group_keys)
     return replace(release, key_columns=query.key_columns)

@@ -146,16 +146,24 @@ def test_each_key_is_kept_with_its_probability(tmp_path: Path) -> None:
         assert abs(kept[key] / draws - p) <= error, (key, kept[key] / draws, p)
 
 
-def test_release_publishes_the_same_provenance_when_a_person_brings_new_keys(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("statistic", "mechanism"), [("mean", "noisy_mean"), ("count", "laplace")])
+def test_release_publishes_the_same_provenance_when_a_person_brings_new_keys(
+    tmp_path: Path, statistic: str, mechanism: str
+) -> None:
     """D against D' = D plus one person with 12 rows in five keys, three of them new (same random
-    bits): every published field outside ``dp_outputs`` is equal."""
+    bits): every published field outside ``dp_outputs`` is equal (a mean, and a count)."""
     base = _frame()
     person = pl.DataFrame({"p": [999] * 12, "g": ["a", "b", "e", "f", "h", "a"] * 2, "x": [10.0] * 12})
-    query = _query({"column": "p", "max_groups": 3, "max_rows": 2})
+    as_dict = _query({"column": "p", "max_groups": 3, "max_rows": 2}).to_dict()
+    if statistic == "count":
+        as_dict = {k: v for k, v in as_dict.items() if k not in {"column", "lower", "upper"}}
+    query = query_from_dict({**as_dict, "statistic": statistic})
     sidecars = []
     for i, frame in enumerate((base, pl.concat([base, person]))):
         built = query_input(_dataset(tmp_path, frame, f"{i}.csv"), query, "add_remove")
-        prepared = prepare_input(built, "noisy_mean", {}, fingerprint="ab" * 32, query=query.to_dict())
+        prepared = prepare_input(
+            built, mechanism, {"epsilon": 1.0}, fingerprint="ab" * 32, query=query.to_dict()
+        )
         with Ledger(tmp_path / f"{i}.sqlite") as ledger:
             ledger.set_budget("ab" * 32, 10.0, 1e-3, "basic")
             result = execute(prepared, ledger=ledger, out_dir=tmp_path / f"out{i}", bits=SeededBitSource(5))

@@ -62,6 +62,12 @@ QUERIES: dict[str, dict[str, Any]] = {
         "keys": [],
         "private_keys": {"columns": ["c"], "epsilon": 1.0, "delta": 1e-3},
     },
+    "count_by_private_key": {
+        "type": "group_by",
+        "statistic": "count",
+        "keys": [],
+        "private_keys": {"columns": ["c"], "epsilon": 1.0, "delta": 1e-3},
+    },
     "workload": {
         "type": "workload",
         "axes": [{"column": "c", "categories": CATEGORIES}],
