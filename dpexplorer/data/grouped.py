@@ -36,7 +36,11 @@ statistic is computed on each, and the input carries each candidate's number of 
 without a privacy unit) for the release's noisy threshold
 (:class:`~dpexplorer.core.partition_selection.Candidates`). The number of groups is then private,
 so k' = k (not min(k, groups)) in every sensitivity: nothing public depends on the candidates.
-Private keys need the add/remove relation (a person, or a row, added or removed)."""
+Private keys need the add/remove relation (a person, or a row, added or removed). The bounding's
+random keys then name a group by its index among the values that occur, which another person can
+shift: the choice for one person is no longer the same bits on D and D', but it is the same law
+(uniform among the person's groups and rows, independently of the others), which is what the
+sensitivities above need."""
 
 from __future__ import annotations
 
