@@ -101,3 +101,26 @@ def test_release_intervals_cover_and_the_charge_is_epsilon(std: bool) -> None:
         assert 0 <= low <= value <= high <= (4.0 if std else 16.0)
         hits += low <= truth <= high
     assert hits >= 270
+
+
+def test_standard_deviation_of_age_on_adult_from_the_cli(tmp_path) -> None:
+    """Adult's age in [17, 90] at epsilon 1 through `dpexplorer release`: the standard deviation
+    and its interval inside [0, h], the interval under dp_outputs, epsilon charged <= 1."""
+    import json
+
+    from dpexplorer.cli import main
+    from dpexplorer.data.default import default_dataset_path
+
+    plan = tmp_path / "plan.json"
+    query = {"type": "variance", "column": "age", "lower": 17, "upper": 90, "std": True}
+    plan.write_text(
+        json.dumps([{"query": query, "mechanism": "noisy_variance", "parameters": {"epsilon": 1.0}}])
+    )
+    out = tmp_path / "out"
+    args = ["release", str(plan), "--data", str(default_dataset_path()), "--out", str(out)]
+    assert main([*args, "--ledger", str(tmp_path / "l.sqlite"), "--budget-epsilon", "1"]) == 0
+    (provenance,) = out.glob("*.provenance.json")
+    sidecar = json.loads(provenance.read_text())
+    low, high = sidecar["dp_outputs"]["confidence_intervals"][0]
+    assert 0 <= low <= high <= 36.5 and high - low < 0.1
+    assert sidecar["epsilon"] <= 1.0 and sidecar["query"] == query
