@@ -21,9 +21,9 @@ The release pipeline (:mod:`.release`) charges the ledger first and calls ``draw
 | blr | error level by lazy-uniform inversion, then a uniform candidate of it | PureDP(eps) |
 | mwem | exact exponential selections, discrete Laplace measurements | PureDP(eps' <= eps) |
 | noisy_mean | discrete Laplace on the centred sum and the count, clamped ratio | PureDP(eps' <= eps) |
-| dp_quantile | exact exponential mechanism over the declared grid | PureDP(eps) |
+| noisy_mean, private keys | noisy_mean on the keys a noisy threshold keeps | ApproxDP(eps'+eps_sel', delta) |
 | noisy_variance | discrete Laplace on the count, centred sum and squares, clamped | PureDP(eps' <= eps) |
-| noisy_mean, private keys | the above on the keys a noisy threshold keeps | ApproxDP(eps'+eps_sel', delta) |
+| dp_quantile | exact exponential mechanism over the declared grid | PureDP(eps) |
 
 Refused (NotApplicableError says so): any mechanism added later until it gets a path here. Details and
 citations: :mod:`.numeric_paths`, :mod:`.selection_paths`, :mod:`.svt_paths`, :mod:`.exact`."""
