@@ -361,7 +361,7 @@ def _group_table(
     exact: ExactRelease,
     labels: tuple[str, ...],
     values: list[Value],
-    intervals: tuple[tuple[float, float], ...] | None,
+    intervals: tuple[tuple[float, float] | None, ...] | None,
 ) -> Table | None:
     """One CSV row per group for a statistic by group (None otherwise); the intervals are the
     release's own or those it computed from its values (``dp_outputs``)."""
