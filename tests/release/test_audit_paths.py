@@ -9,7 +9,9 @@ What the observer looks at, per draw (each an audit of its own):
 * the whole output as one outcome, when outputs repeat (at most ``MAX_OUTCOMES`` distinct): a
   selection, a transcript of ⊤/⊥, a synthetic dataset;
 * the binary denominators of the values (``Fraction(v).denominator``): a grid that depends on a
-  private fact such as n shows here even when the values never repeat.
+  private fact such as n shows here even when the values never repeat;
+* the provenance published beside the values (fixed before the charge): on b8a0fac, sparse
+  vector's and PMW's grid built from 1/n showed here with certainty.
 
 Sample sizes are modest (the exact samplers draw in Python): they find leaks such as an n-
 dependent grid or lattice at once, and a noise 20 % too narrow on the vectorised paths (the
@@ -18,6 +20,7 @@ mechanism must appear below (a test says so), so a new one is audited or the sui
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -120,6 +123,17 @@ def _audit(on_d: np.ndarray, on_dp: np.ndarray, delta: float, categorical: bool)
     )
 
 
+def _provenance_audit(
+    release_d: ExactRelease, release_dp: ExactRelease, size: int, delta: float
+) -> AuditResult:
+    """The provenance fixed before the charge, seen once per release (it is the same at every
+    draw of one release): any difference between D and D' is a certain tell."""
+    text_d, text_dp = (json.dumps(r.provenance, sort_keys=True, default=str) for r in (release_d, release_dp))
+    codes = _codes([text_d] * size, [text_dp] * size)
+    assert codes is not None
+    return _audit(*codes, delta, categorical=True)
+
+
 def audits(release_d: ExactRelease, release_dp: ExactRelease, size: int) -> dict[str, AuditResult]:
     """Every view of the outputs (module docstring) audited on the same draws."""
     delta = release_d.delta
@@ -128,7 +142,7 @@ def audits(release_d: ExactRelease, release_dp: ExactRelease, size: int) -> dict
         on_dp = release_dp.simulate(SeededBitSource(2), size)
         return {"first value": _audit(on_d, on_dp, delta, categorical=False)}
     on_d, on_dp = _draws(release_d, size, 1), _draws(release_dp, size, 2)
-    out = {}
+    out = {"provenance": _provenance_audit(release_d, release_dp, size, delta)}
     first = np.array([_first_number(d) for d in on_d]), np.array([_first_number(d) for d in on_dp])
     if np.isfinite(first[0]).any():
         out["first value"] = _audit(*first, delta, categorical=False)
