@@ -17,11 +17,20 @@ from typing import Any
 import numpy as np
 
 from dpexplorer.core.mechanisms.base import WorkloadInput
+from dpexplorer.core.mechanisms.pmw import check_any_workload, workload_answers
 from dpexplorer.core.row_count import count_is_private
 from dpexplorer.release import samplers
 from dpexplorer.release.exact import discrete_scale
 from dpexplorer.release.rational import float_up
 from dpexplorer.release.samplers import BitSource
+
+
+def true_counts(query: WorkloadInput) -> tuple[int, ...]:
+    """(W h)_i on D, the workload's true counts (integers by construction; PRIVATE: a release
+    uses them only in ``draw``). The shape check depends on the declared query only."""
+    check_any_workload(query)
+    counts = np.rint(workload_answers(query.workload, np.asarray(query.histogram_d)))
+    return tuple(int(c) for c in counts)
 
 
 @dataclass(frozen=True)

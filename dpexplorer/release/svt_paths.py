@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.core.mechanisms.base import WorkloadInput
 from dpexplorer.core.mechanisms.pmw import dense_workload
 from dpexplorer.release import samplers
@@ -47,24 +47,10 @@ from dpexplorer.release.exact import (
     make_grid,
 )
 from dpexplorer.release.rational import ceil_fraction
-from dpexplorer.release.row_count import Denominator
+from dpexplorer.release.row_count import Denominator, true_counts
 from dpexplorer.release.samplers import BitSource
 
 TOP, HALTED = "⊤", "—"
-
-
-def _counts(query: WorkloadInput) -> list[int]:
-    """(W h)_i, the true counts (integers by construction; PRIVATE: used only in ``draw``). The
-    shape check depends on the declared query only."""
-    workload = dense_workload(query.workload)
-    histogram = np.asarray(query.histogram_d)
-    if workload.ndim != 2 or workload.shape[1] != histogram.size or workload.shape[0] == 0:
-        raise InvalidParameterError("the workload must be a (k, N) matrix over the cells; rebuild the query")
-    return [int(c) for c in np.rint(workload @ histogram)]
-
-
-def _shares(counts: list[int], denominator: int) -> list[Fraction]:
-    return [Fraction(c, denominator) for c in counts]
 
 
 class _Laplace:
@@ -80,37 +66,57 @@ class _Laplace:
         return f"{self.t}/{self.s}"
 
 
+@dataclass(frozen=True)
+class _Tests:
+    """AboveThreshold's part of a release at ``per_run`` epsilon per run (Dwork & Roth 2014,
+    Theorem 3.23), built after the charge from the drawn denominator n_hat: the grid of the shares
+    c_i / n_hat (Delta = 1 / n_hat), the threshold noise (2 Delta_g / per_run grid steps), the
+    test noise (4 Delta_g / per_run) and the threshold in grid units."""
+
+    grid: Grid
+    rho: _Laplace
+    nu: _Laplace
+    threshold: int
+
+    @classmethod
+    def build(cls, counts: tuple[int, ...], n_hat: int, per_run: Fraction, threshold: Fraction) -> _Tests:
+        delta = Fraction(1, n_hat)
+        shares = [Fraction(c, n_hat) for c in counts]
+        grid = make_grid(shares, 2 * delta / per_run, delta, integral=False, norm="each")
+        rho = _Laplace(2 * grid.sensitivity / per_run)
+        nu = _Laplace(4 * grid.sensitivity / per_run)
+        return cls(grid, rho, nu, ceil_fraction(threshold / grid.spacing))
+
+    def describe(self, n_hat: int) -> dict[str, Any]:
+        """Published under ``dp_outputs`` (the test noise's key is the caller's)."""
+        return {
+            "denominator": n_hat,
+            **self.grid.describe(),
+            "threshold_grid_units": self.threshold,
+            "threshold_noise_scale_grid_units": self.rho.describe(),
+        }
+
+
 def sparse_vector_release(query: WorkloadInput, params: Mapping[str, Any]) -> ExactRelease:
     """Sparse vector on the grid: the responses ⊤ / ⊥ / — (halted) per query. The denominator,
     the grid and the noise scales are drawn or built after the charge (module docstring)."""
     epsilon, c = float(params["epsilon"]), int(params["c"])
-    counts, rows = _counts(query), Denominator.for_query(query, params)
-    per_run = rows.rest / c
+    counts, rows = true_counts(query), Denominator.for_query(query, params)
     threshold_value = Fraction(float(params["threshold"]))
     facts: dict[str, Any] = {}
 
     def draw(bits: BitSource) -> list[Value]:
         n_hat = rows.draw(bits)
-        delta = Fraction(1, n_hat)
-        grid = make_grid(_shares(counts, n_hat), 2 * delta / per_run, delta, integral=False, norm="each")
-        rho = _Laplace(2 * grid.sensitivity / per_run)
-        nu = _Laplace(4 * grid.sensitivity / per_run)
-        threshold = ceil_fraction(threshold_value / grid.spacing)
-        facts.update(
-            denominator=n_hat,
-            **grid.describe(),
-            threshold_grid_units=threshold,
-            threshold_noise_scale_grid_units=rho.describe(),
-            query_noise_scale_grid_units=nu.describe(),
-        )
+        tests = _Tests.build(counts, n_hat, rows.rest / c, threshold_value)
+        facts.update(tests.describe(n_hat), query_noise_scale_grid_units=tests.nu.describe())
         # all noises drawn up front (independent, so the same law): c thresholds at most
-        thresholds, tests = iter(rho(bits, c).tolist()), nu(bits, len(counts)).tolist()
+        thresholds, noises = iter(tests.rho(bits, c).tolist()), tests.nu(bits, len(counts)).tolist()
         out: list[Value] = []
         positives, noisy = 0, next(thresholds)
-        for v, z in zip(grid.centres, tests, strict=True):
+        for v, z in zip(tests.grid.centres, noises, strict=True):
             if positives >= c:
                 out.append(HALTED)
-            elif v + z - noisy >= threshold:
+            elif v + z - noisy >= tests.threshold:
                 out.append(TOP)
                 positives += 1
                 noisy = next(thresholds, 0)
@@ -138,29 +144,22 @@ def pmw_release(query: WorkloadInput, params: Mapping[str, Any]) -> ExactRelease
     denominator, the grid and the noise scales are drawn or built after the charge."""
     epsilon, limit = float(params["epsilon"]), int(params["updates"])
     threshold_value, eta = Fraction(float(params["threshold"])), float(params["threshold"]) / 4
-    counts, rows = _counts(query), Denominator.for_query(query, params)
+    counts, rows = true_counts(query), Denominator.for_query(query, params)
     workload = dense_workload(query.workload)
     eps_tests, eps_answers = rows.rest * 8 / 9, rows.rest * 2 / 9
     facts: dict[str, Any] = {}
 
     def draw(bits: BitSource) -> list[Value]:
         n_hat = rows.draw(bits)
-        delta = Fraction(1, n_hat)
-        noise = 2 * limit * delta / eps_tests
-        grid = make_grid(_shares(counts, n_hat), noise, delta, integral=False, norm="each")
-        rho = _Laplace(2 * limit * grid.sensitivity / eps_tests)
-        nu = _Laplace(4 * limit * grid.sensitivity / eps_tests)
-        answer_noise = _Laplace(limit * grid.sensitivity / eps_answers)
-        threshold = ceil_fraction(threshold_value / grid.spacing)
+        tests = _Tests.build(counts, n_hat, eps_tests / limit, threshold_value)  # L runs of AboveThreshold
+        answer_noise = _Laplace(limit * tests.grid.sensitivity / eps_answers)
         facts.update(
-            denominator=n_hat,
-            **grid.describe(),
-            threshold_grid_units=threshold,
-            threshold_noise_scale_grid_units=rho.describe(),
-            test_noise_scale_grid_units=nu.describe(),
+            tests.describe(n_hat),
+            test_noise_scale_grid_units=tests.nu.describe(),
             answer_noise_scale_grid_units=answer_noise.describe(),
         )
-        return _pmw_transcript(workload, grid, (rho, nu, answer_noise), threshold, eta, limit, bits)
+        noises = (tests.rho, tests.nu, answer_noise)
+        return _pmw_transcript(workload, tests.grid, noises, tests.threshold, eta, limit, bits)
 
     return ExactRelease.pure(
         epsilon,

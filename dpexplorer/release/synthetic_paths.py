@@ -46,12 +46,12 @@ from mpmath.ctx_iv import MPIntervalContext
 from dpexplorer.core.mechanisms.base import Mechanism, WorkloadInput
 from dpexplorer.core.mechanisms.blr import BLR, ErrorLevels
 from dpexplorer.core.mechanisms.mwem import mw_update
-from dpexplorer.core.mechanisms.pmw import check_any_workload, workload_answers
+from dpexplorer.core.mechanisms.pmw import workload_answers
 from dpexplorer.release import samplers
 from dpexplorer.release.exact import ExactRelease, Value, discrete_scale, finite_fractions
 from dpexplorer.release.lazy import Bounds, fraction_bounds, pick_index, rational
 from dpexplorer.release.rational import float_up
-from dpexplorer.release.row_count import Denominator
+from dpexplorer.release.row_count import Denominator, true_counts
 from dpexplorer.release.samplers import BitSource
 from dpexplorer.release.selection_paths import exponential_pick, gaps
 
@@ -180,12 +180,6 @@ def mwem_plan(params: Mapping[str, Any], rows: Denominator) -> MWEMPlan:
     return MWEMPlan(step, t, s, count + rounds * (step + Fraction(s, t)))
 
 
-def _true_counts(query: WorkloadInput) -> tuple[int, ...]:
-    check_any_workload(query)
-    counts = np.rint(workload_answers(query.workload, np.asarray(query.histogram_d)))
-    return tuple(int(c) for c in counts)
-
-
 def mwem_release(
     mechanism: Mechanism, params: Mapping[str, Any], query: WorkloadInput, ci_level: float
 ) -> ExactRelease:
@@ -193,7 +187,7 @@ def mwem_release(
     denominator is drawn after the charge (module docstring)."""
     rows, rounds = Denominator.for_query(query, params), int(params["rounds"])
     plan = mwem_plan(params, rows)
-    counts = _true_counts(query)
+    counts = true_counts(query)
     cells = query.workload.shape[1]
     facts: dict[str, Any] = {}
 

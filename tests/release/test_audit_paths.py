@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,12 +32,11 @@ from dpexplorer.core.audit import AuditResult, audit
 from dpexplorer.core.mechanisms import registry
 from dpexplorer.core.mechanisms.base import NumericInput
 from dpexplorer.data.answers import query_input
-from dpexplorer.data.load import load_dataset
 from dpexplorer.data.queries import query_from_dict
 from dpexplorer.release.exact import ExactRelease
 from dpexplorer.release.plans import exact_release
 from dpexplorer.release.samplers import SeededBitSource
-from tests.release.test_public_facts import NEIGHBOURS, QUERIES, _base
+from tests.release.test_public_facts import QUERIES, load_neighbours
 
 CONFIDENCE = 0.999
 MAX_OUTCOMES = 400
@@ -68,15 +66,7 @@ AUDITED: dict[str, tuple[str, str, dict[str, Any], int]] = {
 
 @pytest.fixture(scope="module")
 def pairs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    folder = tmp_path_factory.mktemp("audit")
-    base = _base()
-    frames = {"D": base, **{name: make(base) for name, make in NEIGHBOURS.items()}}
-    out = {}
-    for i, (name, frame) in enumerate(frames.items()):
-        path = Path(folder) / f"{i}.csv"
-        frame.write_csv(path)
-        out[name] = load_dataset(path)
-    return out
+    return load_neighbours(tmp_path_factory.mktemp("audit"))
 
 
 def _release(dataset: Any, mechanism: str, query: str, params: dict[str, Any]) -> ExactRelease:

@@ -109,13 +109,23 @@ def _accepted(mechanism: str, query: Query, dataset: Any) -> bool:
         return True  # a refusal is compared too
 
 
+def load_neighbours(folder: Path, names: tuple[str, ...] = ("D", *NEIGHBOURS)) -> dict[str, Any]:
+    """D (``_base``) and each named neighbour written as CSV in ``folder`` and loaded as the CLI
+    loads them."""
+    base = _base()
+    out = {}
+    for i, name in enumerate(names):
+        path = folder / f"{i}.csv"
+        (base if name == "D" else NEIGHBOURS[name](base)).write_csv(path)
+        out[name] = load_dataset(path)
+    return out
+
+
 def _cases() -> list[tuple[str, str]]:
     """Every (mechanism, query kind) pair the mechanism accepts, or whose input it refuses (a
     refusal is compared too), on the base dataset."""
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "base.csv"
-        _base().write_csv(path)
-        dataset = load_dataset(path)
+        dataset = load_neighbours(Path(folder), ("D",))["D"]
         return [
             (m.name, name)
             for m in registry.all_mechanisms()
@@ -126,15 +136,7 @@ def _cases() -> list[tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def datasets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    folder = tmp_path_factory.mktemp("neighbours")
-    base = _base()
-    frames = {"D": base, **{name: make(base) for name, make in NEIGHBOURS.items()}}
-    out = {}
-    for name, frame in frames.items():
-        path = folder / f"{len(out)}.csv"
-        frame.write_csv(path)
-        out[name] = load_dataset(path)
-    return out
+    return load_neighbours(tmp_path_factory.mktemp("neighbours"))
 
 
 def _record(dataset: Any, query: Query, mechanism: str, folder: Path) -> dict[str, Any]:

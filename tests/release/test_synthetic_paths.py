@@ -21,12 +21,11 @@ from dpexplorer.core.mechanisms.base import WorkloadInput
 from dpexplorer.core.mechanisms.blr import BLR, ErrorLevels
 from dpexplorer.core.mechanisms.mwem import MWEM
 from dpexplorer.release.lazy import context
-from dpexplorer.release.row_count import Denominator
+from dpexplorer.release.row_count import Denominator, true_counts
 from dpexplorer.release.samplers import SeededBitSource
 from dpexplorer.release.synthetic_paths import (
     MWEMPlan,
     MWEMSteps,
-    _true_counts,
     blr_release,
     level_weights,
     mwem_plan,
@@ -146,7 +145,7 @@ def _mwem_query(n: int = 100, relation: str = "add_remove") -> WorkloadInput:
 def _mwem_steps(params: dict, query: WorkloadInput) -> tuple[MWEMPlan, MWEMSteps]:
     """The plan and the steps with the true n as denominator (the public n under replace)."""
     plan = mwem_plan(params, Denominator.for_query(query, params))
-    return plan, plan.steps(_true_counts(query), query.n)
+    return plan, plan.steps(true_counts(query), query.n)
 
 
 def test_mwem_selection_matches_exponential_mechanism() -> None:
