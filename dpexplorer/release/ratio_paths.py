@@ -44,7 +44,6 @@ from typing import Any
 
 import numpy as np
 
-from dpexplorer.core.accounting.guarantees import PureDP
 from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms.base import Mechanism, NumericInput
 from dpexplorer.core.mechanisms.noisy_mean import split
@@ -236,11 +235,8 @@ def noisy_mean_release(
         facts["confidence_level"] = ci_level
         return values
 
-    return ExactRelease(
-        guarantee=PureDP(epsilon),
-        epsilon=epsilon,
-        delta=0.0,
-        rho=None,
+    return ExactRelease.pure(
+        epsilon,
         sampler=LAPLACE_SAMPLER,
         labels=_labels(query, counts_public),
         draw=draw,
@@ -359,11 +355,8 @@ def noisy_variance_release(
         "statistic over the box, from the released values only",
     }
     epsilon_charged = float_up(charged)
-    return ExactRelease(
-        guarantee=PureDP(epsilon_charged),
-        epsilon=epsilon_charged,
-        delta=0.0,
-        rho=None,
+    return ExactRelease.pure(
+        epsilon_charged,
         sampler=LAPLACE_SAMPLER,
         labels=names,
         draw=draw,
