@@ -36,6 +36,9 @@ statistic is computed on each, and the input carries each candidate's number of 
 without a privacy unit) for the release's noisy threshold
 (:class:`~dpexplorer.core.partition_selection.Candidates`). The number of groups is then private,
 so k' = k (not min(k, groups)) in every sensitivity: nothing public depends on the candidates.
+A quantile by private keys carries each candidate's sorted clipped values on D and D' (D' adds a
+person to a candidate group, the one whose quantile moves most); each candidate's exponential
+mechanism then runs at epsilon / k with the score sensitivity times r, as for declared keys.
 Private keys need the add/remove relation (a person, or a row, added or removed). The bounding's
 random keys then name a group by its index among the values that occur, which another person can
 shift: the choice for one person is no longer the same bits on D and D', but it is the same law
@@ -290,6 +293,10 @@ def _quantile_input(dataset: Any, query: GroupBy, relation: Relation, seed: int 
     value = np.array([_quantile(query, v) for v in values])
     changed = [np.sort(np.r_[values[g], [bound] * rows]) for g in range(len(values)) for bound in (low, high)]
     moves = [abs(_quantile(query, c) - value[i // 2]) for i, c in enumerate(changed)]
+    if query.private is not None and any(v.size for v in values):
+        # private keys: only the groups that keep a row are candidates (shown in the views), so
+        # D' moves one of those (an empty cell's change would vanish from the candidates)
+        moves = [m if values[i // 2].size else -1.0 for i, m in enumerate(moves)]
     best = int(np.argmax(moves))
     target, bound = best // 2, (low, high)[best % 2]
     prime = list(values)
@@ -506,7 +513,11 @@ def _private_input(
     seed = secrets.randbits(63) if seed is None else seed
     resolved = resolve_keys(dataset, query)
     full = group_input(dataset, resolved, relation, seed, exact_sums)
-    counts = np.array([m.count for m in full.moments], dtype=float) if full.moments else full.value_d
+    counts = full.value_d  # a count by group
+    if full.moments is not None:
+        counts = np.array([m.count for m in full.moments], dtype=float)
+    elif full.group_values_d is not None:  # a quantile by group: each group's clipped values
+        counts = np.array([v.size for v in full.group_values_d], dtype=float)
     persons = _persons_per_cell(dataset, resolved, bounding_steps(resolved, seed), np.asarray(counts))
     kept = np.flatnonzero(persons > 0)
     keys = _cell_keys(resolved, kept)
@@ -527,6 +538,9 @@ def _private_input(
         }
     if full.exact_values is not None:
         extra["exact_values"] = tuple(full.exact_values[i] for i in kept)
+    if full.group_values_d is not None and full.group_values_d_prime is not None:
+        extra["group_values_d"] = tuple(full.group_values_d[i] for i in kept)
+        extra["group_values_d_prime"] = tuple(full.group_values_d_prime[i] for i in kept)
     return replace(
         full,
         value_d=full.value_d[kept],

@@ -849,10 +849,6 @@ class GroupBy:
                 isinstance(self.q, int | float) and 0 < self.q <= 1,
                 f"the quantile must be in (0, 1], got {self.q}",
             )
-            _require(
-                self.private is None,
-                "a quantile by group needs declared keys (private keys are not available for it yet)",
-            )
         if self.private is not None:
             # resolved keys (the values that occur) are private: no refusal may depend on them
             _require(

@@ -45,10 +45,12 @@ from dpexplorer.release.exact import ExactRelease, Value
 from dpexplorer.release.rational import float_up
 from dpexplorer.release.samplers import BitSource
 
-SUPPORTED = {"noisy_mean": "mean", "laplace": "histogram"}
+SUPPORTED = {"noisy_mean": "mean", "laplace": "histogram", "dp_quantile": "quantile"}
 """Mechanism -> the statistic by group whose exact path has no public parameter depending on the
-number of groups: the noisy mean (its grid and scales use k, not the groups), and Laplace on
-counts (integers on the unit grid, whose l1 sensitivity on the grid is the count's own)."""
+number of groups: the noisy mean (its grid and scales use k, not the groups), Laplace on counts
+(integers on the unit grid, whose l1 sensitivity on the grid is the count's own), and the DP
+quantile (one exponential-mechanism draw per group over the declared grid, at epsilon / k with
+the score sensitivity times r: a key absent from D is an empty group, whose draw is uniform)."""
 
 SAMPLER = (
     "partition selection: discrete Laplace on each candidate key's number of persons, kept at a threshold"
@@ -61,8 +63,9 @@ def refusal(mechanism: str, statistic: str) -> str | None:
     if SUPPORTED.get(mechanism) == statistic:
         return None
     return (
-        "by privately selected keys, a mean is released with the noisy mean (noisy_mean) and a "
-        "count with the Laplace mechanism (laplace) for now; declare the keys to use this mechanism"
+        "by privately selected keys, a mean is released with the noisy mean (noisy_mean), a "
+        "count with the Laplace mechanism (laplace) and a quantile with the DP quantile "
+        "(dp_quantile) for now; declare the keys to use this mechanism"
     )
 
 

@@ -164,7 +164,9 @@ def dp_quantile_release(
     score of each in rationals, one exact exponential-mechanism draw; PureDP(epsilon). By group
     (``group_values_d``): one draw per declared group, each at epsilon / m in rationals, m the
     groups one neighbour changes (:func:`~dpexplorer.core.mechanisms.dp_quantile.groups_changed`);
-    PureDP(epsilon) for the vector (basic composition over those m, parallel over the rest)."""
+    PureDP(epsilon) for the vector (basic composition over those m, parallel over the rest).
+    By privately selected keys (one draw per candidate, m = k: public), the number of groups is
+    left out of the provenance, and :mod:`.partition_paths` publishes the kept ones only."""
     points = mechanism.points(params, query)  # type: ignore[attr-defined]
     q = Fraction(query.quantile)
     sensitivity = (max(q, 1 - q) if query.relation == "add_remove" else Fraction(1)) * rows_per_group(query)
@@ -179,7 +181,9 @@ def dp_quantile_release(
     values = [float(p) for p in points]
     low, high = query.bounds
     labels = tuple(query.labels) if grouped else (f"quantile {float(q):g}",)
-    extra = {"groups": len(data), "epsilon_per_group": epsilon / split, "groups_one_neighbour_changes": split}
+    extra: dict[str, Any] = {"epsilon_per_group": epsilon / split, "groups_one_neighbour_changes": split}
+    if query.partition is None:  # by private keys the number of candidate groups is private
+        extra["groups"] = len(data)
     return ExactRelease.pure(
         epsilon,
         sampler=DP_QUANTILE_SAMPLER,

@@ -186,21 +186,25 @@ def test_release_publishes_the_same_provenance_when_a_person_brings_new_keys(
     assert sidecars[0] == sidecars[1]
 
 
-def test_group_mean_by_private_keys_from_the_cli(tmp_path: Path) -> None:
-    """visits.csv by department, keys selected privately: only kept keys in the CSV, every mean
-    inside its bounds, the threshold and the delta in the provenance, epsilon and delta charged."""
+def release_by_private_department(
+    tmp_path: Path, statistic: dict[str, Any], mechanism: str, parameters: dict[str, Any]
+) -> tuple[dict[str, Any], set[str], pl.DataFrame]:
+    """``statistic`` of visits.csv's cost in [0, 500] by department, keys selected privately
+    (epsilon 0.5, delta 1e-6), each patient bounded to 2 departments and 3 visits, released
+    through the CLI: (provenance, kept departments, CSV), after checking the selection's delta
+    and that only departments of the file are kept."""
     query = {
         "type": "group_by",
         "keys": [],
         "private_keys": {"columns": ["department"], "epsilon": 0.5, "delta": 1e-6},
-        "statistic": "mean",
+        **statistic,
         "column": "cost",
         "lower": 0,
         "upper": 500,
         "unit": {"column": "patient_id", "max_groups": 2, "max_rows": 3},
     }
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps([{"query": query, "mechanism": "noisy_mean", "parameters": {"epsilon": 1.0}}]))
+    plan.write_text(json.dumps([{"query": query, "mechanism": mechanism, "parameters": parameters}]))
     out = tmp_path / "out"
     args = ["release", str(plan), "--data", str(VISITS), "--out", str(out)]
     args += ["--ledger", str(tmp_path / "l.sqlite"), "--budget-epsilon", "2", "--budget-delta", "1e-5"]
@@ -209,11 +213,19 @@ def test_group_mean_by_private_keys_from_the_cli(tmp_path: Path) -> None:
     sidecar = json.loads(provenance.read_text())
     selection = sidecar["discretisation"]["keys_selection"]
     assert selection["delta_exact"] <= selection["delta_declared"] == 1e-6
-    assert sidecar["epsilon"] <= 1.5 and sidecar["delta"] == 1e-6
     kept = {k[0] for k in sidecar["dp_outputs"]["kept_keys"]}
     assert kept <= {"GP", "Cardiology", "Orthopaedics", "Dermatology"}
     (csv,) = out.glob("*.csv")
-    table = pl.read_csv(csv)
+    return sidecar, kept, pl.read_csv(csv)
+
+
+def test_group_mean_by_private_keys_from_the_cli(tmp_path: Path) -> None:
+    """visits.csv by department, keys selected privately: only kept keys in the CSV, every mean
+    inside its bounds, the threshold and the delta in the provenance, epsilon and delta charged."""
+    sidecar, kept, table = release_by_private_department(
+        tmp_path, {"statistic": "mean"}, "noisy_mean", {"epsilon": 1.0}
+    )
+    assert sidecar["epsilon"] <= 1.5 and sidecar["delta"] == 1e-6
     assert table.columns[:4] == ["department", "mean", "mean ci low", "mean ci high"]
     assert set(table["department"]) == kept and table.height == len(kept)
     assert table["mean"].is_between(0, 500).all()

@@ -71,6 +71,16 @@ QUERIES: dict[str, dict[str, Any]] = {
         "upper": 10,
         "q": 0.5,
     },
+    "quantile_by_private_key": {
+        "type": "group_by",
+        "statistic": "quantile",
+        "column": "x",
+        "lower": 0,
+        "upper": 10,
+        "q": 0.5,
+        "keys": [],
+        "private_keys": {"columns": ["c"], "epsilon": 1.0, "delta": 1e-3},
+    },
     "count_by_private_key": {
         "type": "group_by",
         "statistic": "count",

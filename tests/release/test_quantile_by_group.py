@@ -20,7 +20,7 @@ from dpexplorer.core.mechanisms.dp_quantile import candidates, scores
 from dpexplorer.data.answers import query_input
 from dpexplorer.data.errors import DataError
 from dpexplorer.data.load import load_dataset
-from dpexplorer.data.queries import Axis, GroupBy, PrivacyUnit, PrivateKeys
+from dpexplorer.data.queries import Axis, GroupBy, PrivacyUnit
 from dpexplorer.release.plans import exact_release
 from dpexplorer.release.samplers import SeededBitSource
 from tests.data.test_privacy_unit import CELLS, _persons
@@ -188,8 +188,6 @@ def test_quantile_by_group_from_the_cli(tmp_path) -> None:
 
 
 def test_a_quantile_by_group_refuses_what_this_version_cannot_bound() -> None:
-    with pytest.raises(DataError, match="needs declared keys"):
-        GroupBy((), "quantile", "v", LOW, HIGH, private=PrivateKeys(("g",), 1.0, 1e-6))
     with pytest.raises(DataError, match=r"in \(0, 1\]"):
         GroupBy((AXIS,), "quantile", "v", LOW, HIGH, q=0.0)
 

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from dpexplorer.core.accounting.guarantees import Guarantee, PureDP
+from dpexplorer.core.accounting.guarantees import ApproxDP, Guarantee, PureDP
 from dpexplorer.core.mechanisms.params import Param, validate_params
 from dpexplorer.core.partition_selection import Candidates
 
@@ -150,6 +150,23 @@ class WorkloadInput:
 
 
 QueryInput = NumericInput | SelectionInput | WorkloadInput
+
+
+def with_key_selection(epsilon: float, query: QueryInput) -> tuple[float, float]:
+    """(epsilon, delta) of a statistic measured at ``epsilon`` on the keys a private partition
+    selection keeps: plus the selection's declared (epsilon, delta) when the query's keys are
+    private (adaptive basic composition, Dwork & Roth 2014, Theorem 3.16: the measurement is
+    epsilon-DP for every fixed key set), else (epsilon, 0)."""
+    selection = query.partition if isinstance(query, NumericInput) else None
+    if selection is None:
+        return epsilon, 0.0
+    return epsilon + selection.epsilon, selection.delta
+
+
+def key_selection_guarantee(epsilon: float, query: QueryInput) -> PureDP | ApproxDP:
+    """:func:`with_key_selection` as a guarantee: PureDP without private keys."""
+    total, delta = with_key_selection(epsilon, query)
+    return ApproxDP(total, delta) if delta > 0 else PureDP(total)
 
 
 # ---------------------------------------------------------------- outputs (for the views)

@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from scipy.special import log_softmax
 
+from dpexplorer.core.accounting.guarantees import ApproxDP, PureDP
 from dpexplorer.core.accuracy import EPSILON_SWEEP, curve_over, discrete_hockey_stick
 from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.core.mechanisms.base import (
@@ -35,6 +36,8 @@ from dpexplorer.core.mechanisms.base import (
     NumericOutput,
     PureEpsilonMechanism,
     QueryInput,
+    key_selection_guarantee,
+    with_key_selection,
 )
 from dpexplorer.core.mechanisms.exponential import error_quantile, error_tail, sample_pmf
 from dpexplorer.core.mechanisms.params import EPSILON, Param
@@ -135,6 +138,15 @@ class DPQuantile(PureEpsilonMechanism):
         assert isinstance(query, NumericInput)
         return query
 
+    def guarantee(self, params: Mapping[str, Any], query: QueryInput) -> PureDP | ApproxDP:  # type: ignore[override]
+        """PureDP(epsilon); by privately selected keys, plus the selection's declared (epsilon,
+        delta) (adaptive basic composition: the quantiles are measured on the kept keys, each
+        at epsilon / k, as for declared keys)."""
+        return key_selection_guarantee(float(params["epsilon"]), query)
+
+    def epsilon_delta(self, params: Mapping[str, Any], query: QueryInput) -> tuple[float, float]:
+        return with_key_selection(float(params["epsilon"]), query)
+
     def points(self, params: Mapping[str, Any], query: QueryInput) -> np.ndarray:
         """The candidates of ``query`` at ``params`` (public: bounds and bins only)."""
         checked = self._check(query)
@@ -225,6 +237,7 @@ class DPQuantile(PureEpsilonMechanism):
                     if checked.group_values_d is not None
                     else ()
                 ),
+                *((checked.partition.describe(checked.labels),) if checked.partition is not None else ()),
             ),
         )
 

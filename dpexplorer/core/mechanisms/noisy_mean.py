@@ -46,6 +46,8 @@ from dpexplorer.core.mechanisms.base import (
     NumericOutput,
     PointMass,
     QueryInput,
+    key_selection_guarantee,
+    with_key_selection,
 )
 from dpexplorer.core.mechanisms.laplace import LAPLACE_EPSILON, vector_laplace_delta
 from dpexplorer.core.mechanisms.params import Param
@@ -255,14 +257,10 @@ class NoisyMeanMechanism(Mechanism):
         """PureDP(eps1 + eps2) = PureDP(epsilon) (basic composition, D&R Theorem 3.16); with
         private keys, plus the key selection's declared (epsilon, delta) (adaptive basic
         composition: the means are measured on the kept keys)."""
-        epsilon, delta = self.epsilon_delta(params, query)
-        return ApproxDP(epsilon, delta) if delta > 0 else PureDP(epsilon)
+        return key_selection_guarantee(float(params["epsilon"]), query)
 
     def epsilon_delta(self, params: Mapping[str, Any], query: QueryInput) -> tuple[float, float]:
-        selection = query.partition if isinstance(query, NumericInput) else None
-        if selection is None:
-            return float(params["epsilon"]), 0.0
-        return float(params["epsilon"]) + selection.epsilon, selection.delta
+        return with_key_selection(float(params["epsilon"]), query)
 
     def all_laws(self, params: Mapping[str, Any], query: QueryInput) -> list[tuple[RatioLaw, RatioLaw]]:
         """The output laws on D and on D' of every coordinate (one per group; D' the query's,
