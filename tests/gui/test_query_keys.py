@@ -98,3 +98,17 @@ def test_a_quantile_by_group_is_offered(panel) -> None:
         "age",
     )
     assert panel.form.isRowVisible(panel.q_value)
+
+
+def test_a_quantile_by_privately_selected_groups_is_built(panel) -> None:
+    """The panel's private groups with a quantile: a GroupBy of the quantile with private keys
+    (refused by the query itself before issue 16's private-key quantile)."""
+    panel.select_kind("group_quantile", "age")
+    panel.group1.setCurrentText("education")
+    _origin(panel, "private")
+    panel.lower.setValue(17)
+    panel.upper.setValue(90)
+    query = panel.build()
+    assert isinstance(query, q.GroupBy) and query.statistic == "quantile" and query.keys == ()
+    assert query.private is not None and query.private.columns == ("education",)
+    assert panel.form.isRowVisible(panel.key_rule) and panel.form.isRowVisible(panel.q_value)

@@ -232,7 +232,7 @@ class DPQuantile(PureEpsilonMechanism):
                     (
                         f"group {checked.labels[shown] if checked.labels else shown} of "
                         f"{len(checked.group_values_d)}, where D and D' differ; each group's draw "
-                        f"runs at ε / {groups_changed(checked)}",
+                        f"runs at ε / {groups_changed(checked)}.",
                     )
                     if checked.group_values_d is not None
                     else ()
