@@ -316,11 +316,13 @@ def test_spark_chooses_among_identical_rows_uniformly(tmp_path, spark):
     assert stats.binomtest(x, persons, 2 / 3).pvalue > 1e-4
 
 
+@pytest.mark.parametrize("statistic", ["mean", "quantile"])
 @pytest.mark.parametrize("column", ["c", "k"])
-def test_private_keys_find_the_same_candidates_on_every_engine(sources, column):
+def test_private_keys_find_the_same_candidates_on_every_engine(sources, column, statistic):
     """Keys selected privately (text and integer keys, with missing values): the same candidates,
-    persons and statistics on every engine (no privacy unit)."""
-    query = GroupBy((), "mean", "x", -2, 3.5, private=PrivateKeys((column,), 1.0, 1e-6))
+    persons and statistics (a quantile's sorted values per candidate) on every engine (no
+    privacy unit)."""
+    query = GroupBy((), statistic, "x", -2, 3.5, private=PrivateKeys((column,), 1.0, 1e-6), q=0.75)
     eager, lazy, spark = sources["generated"]
     reference = _fields(query_input(eager, query, "add_remove"))
     for other in (lazy, spark):
