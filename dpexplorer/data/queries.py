@@ -900,7 +900,8 @@ class GroupBy:
         if self.statistic != "count":
             name = f"{_fmt(self.q)}-quantile" if self.statistic == "quantile" else self.statistic
             what = f"the {name} of {self.column} clipped to [{_fmt(self.lower)}, {_fmt(self.upper)}]"
-        by = " and ".join(a.column for a in self.keys)
+        # a binned key says its bins (a histogram by group: the count by a group and bins)
+        by = " and ".join(a.column if a.edges is None else a.describe() for a in self.keys)
         out = f"{what} in each of the {len(self.labels):,} groups of {by} (keys declared, public)"
         if self.private is not None:
             out = f"{what} in each group of {self.private.describe()}"

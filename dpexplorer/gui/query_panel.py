@@ -48,13 +48,17 @@ QUERY_KINDS: dict[str, str] = {
     "group_sum": "Sum of a column by group",
     "group_mean": "Mean of a column by group",
     "group_quantile": "Quantile of a column by group",
+    "group_histogram": "Histogram of a column by group",
 }
 GROUP_KINDS = {
     "group_count": "count",
     "group_sum": "sum",
     "group_mean": "mean",
     "group_quantile": "quantile",
+    "group_histogram": "count",
 }
+"""Statistic by group -> its statistic (a histogram by group: a count by the group and the
+column binned over its declared bounds)."""
 NUMERIC_KINDS = {
     "sum",
     "mean",
@@ -66,6 +70,7 @@ NUMERIC_KINDS = {
     "group_sum",
     "group_mean",
     "group_quantile",
+    "group_histogram",
 }
 EACH_ROW = "(each row is a person)"
 KEY_ORIGINS = {
@@ -180,6 +185,10 @@ class QueryPanel(QGroupBox):
         self.bins = QSpinBox()
         self.bins.setRange(2, 64)
         self.bins.setValue(8)
+        self.bins.setToolTip(
+            "Equal bins over the declared bounds (public edges); values outside the bounds fall "
+            "in the first or last bin, missing values in a cell of their own."
+        )
         self.categories = QLineEdit()
         self.categories.setToolTip(
             "Declared categories, separated by commas. Rows with any other value count as "
@@ -573,7 +582,7 @@ class QueryPanel(QGroupBox):
             self.q_value: kind in ("quantile", "group_quantile"),
             self.trim: kind == "trimmed_mean",
             self.k: kind == "top_k",
-            self.bins: kind in ("histogram", "workload") and numeric_column,
+            self.bins: (kind in ("histogram", "workload") and numeric_column) or kind == "group_histogram",
             self.categories: kind in CATEGORY_KINDS
             or (kind in ("histogram", "workload") and not numeric_column),
             self.category_row: kind in CATEGORY_KINDS,
@@ -586,6 +595,7 @@ class QueryPanel(QGroupBox):
         private = self.key_origin.currentData() == "private"
         for widget in (self.group1, self.group2, self.key_origin, self.unit):
             show[widget] = grouped
+        show[self.group2] = grouped and kind != "group_histogram"  # its second key is the binned column
         show[self.group_categories] = grouped and not private
         for widget in (self.key_epsilon, self.key_delta, self.key_rule):
             show[widget] = grouped and private
@@ -650,6 +660,8 @@ class QueryPanel(QGroupBox):
             return q.ArgMax(column, self._categories())
         if kind == "top_k":
             return q.TopK(column, self._categories(), self.k.value())
+        if kind == "group_histogram":
+            return self._group_histogram(column)
         if kind in GROUP_KINDS:
             return self._group_by(GROUP_KINDS[kind], column, low, high)
         second = self.columns2.currentText()
@@ -689,6 +701,19 @@ class QueryPanel(QGroupBox):
         return q.GroupBy(
             tuple(keys), statistic, column, low, high, unit, private, round(self.q_value.value(), 4)
         )
+
+    def _group_histogram(self, column: str) -> q.GroupBy:
+        """A histogram of ``column`` by group: the count by two keys, the first group column and
+        ``column`` in ``bins`` equal bins over its declared bounds (public edges; values outside
+        fall in the first or last bin)."""
+        if self.key_origin.currentData() == "private":
+            raise DPExplorerError(
+                "a histogram by group needs declared groups (a list, or all categories of the "
+                "column): privately selected groups are available for a count, sum, mean or quantile"
+            )
+        by = self._group_by("count", column, 0.0, 1.0)
+        keys = (by.keys[0], self._axis(column))
+        return q.GroupBy(keys, "count", unit=by.unit)
 
     @staticmethod
     def _selection_rule(private: q.PrivateKeys, unit: q.PrivacyUnit | None) -> str:

@@ -112,3 +112,29 @@ def test_a_quantile_by_privately_selected_groups_is_built(panel) -> None:
     assert isinstance(query, q.GroupBy) and query.statistic == "quantile" and query.keys == ()
     assert query.private is not None and query.private.columns == ("education",)
     assert panel.form.isRowVisible(panel.key_rule) and panel.form.isRowVisible(panel.q_value)
+
+
+def test_a_histogram_by_group_is_a_count_by_the_group_and_the_binned_column(panel) -> None:
+    """"Histogram of a column by group": the count by the first group column and the column in
+    equal bins over its declared bounds (public edges); no second group, no quantile; private
+    groups refused from the panel's choices alone; the choice survives a session."""
+    panel.select_kind("group_histogram", "age")
+    panel.group1.setCurrentText("sex")
+    panel.group_categories.setText("Male, Female")
+    panel.lower.setValue(17)
+    panel.upper.setValue(90)
+    panel.bins.setValue(4)
+    query = panel.build()
+    assert query == q.GroupBy(
+        (q.Axis("sex", categories=("Male", "Female")), q.Axis("age", edges=(17, 35.25, 53.5, 71.75, 90))),
+        "count",
+    )
+    assert "age in 4 bins from 17 to 90" in query.describe()
+    assert panel.form.isRowVisible(panel.bins) and panel.form.isRowVisible(panel.group1)
+    assert not panel.form.isRowVisible(panel.group2) and not panel.form.isRowVisible(panel.q_value)
+    state = panel.state()
+    _origin(panel, "private")
+    with pytest.raises(DPExplorerError, match="needs declared groups"):
+        panel.build()
+    panel.set_state(state)
+    assert panel.build() == query
