@@ -115,7 +115,7 @@ def test_a_quantile_by_privately_selected_groups_is_built(panel) -> None:
 
 
 def test_a_histogram_by_group_is_a_count_by_the_group_and_the_binned_column(panel) -> None:
-    """"Histogram of a column by group": the count by the first group column and the column in
+    """The panel's "Histogram of a column by group": the count by the first group column and the column in
     equal bins over its declared bounds (public edges); no second group, no quantile; private
     groups refused from the panel's choices alone; the choice survives a session."""
     panel.select_kind("group_histogram", "age")
