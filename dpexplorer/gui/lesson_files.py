@@ -36,7 +36,7 @@ TABS: dict[str, str] = {
 QUERY_KINDS = (
     "count", "predicate_count", "sum", "mean", "median", "quantile", "trimmed_mean", "variance",
     "std", "histogram", "argmax", "top_k", "workload", "group_count", "group_sum", "group_mean",
-    "group_quantile",
+    "group_quantile", "group_histogram",
 )  # fmt: skip
 """The query panel's kinds (dpexplorer.gui.query_panel.QUERY_KINDS, not imported: no widgets
 are needed to read a lesson)."""
@@ -67,9 +67,9 @@ QUERY_DEFAULTS: dict[str, Any] = {
 """A complete query-panel state (QueryPanel.state()); a lesson's query overrides some keys."""
 NUMERIC_KINDS = {
     "sum", "mean", "median", "quantile", "trimmed_mean", "variance", "std", "group_sum", "group_mean",
-    "group_quantile",
+    "group_quantile", "group_histogram",
 }  # fmt: skip
-GROUP_KINDS = {"group_count", "group_sum", "group_mean", "group_quantile"}
+GROUP_KINDS = {"group_count", "group_sum", "group_mean", "group_quantile", "group_histogram"}
 RANDOM_WALK_KEYS = {"epsilon": float, "t": int, "delta_prime": float, "paths": int, "law": str}
 STEP_KEYS = {"title", "text", "try", "tab", "dataset", "query", "mechanism", "params", "plan", "random_walk"}
 LESSON_KEYS = {"title", "summary", "reference", "steps"}
