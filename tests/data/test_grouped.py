@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import numpy as np
 import polars as pl
@@ -139,3 +140,8 @@ def test_grouped_sums_agree_eager_and_streaming(tmp_path) -> None:
     for e, z in zip(eager, lazy, strict=True):
         assert e.count == z.count and e.clipped_low == z.clipped_low
         assert e.centred_sum == pytest.approx(z.centred_sum, abs=1e-9)
+        # no statistic by group reads the squares: not summed, and never mistaken for zero
+        assert np.isnan(e.centred_squares) and np.isnan(z.centred_squares)
+    exact = POLARS.aggregate(load_dataset(path, lazy=True), replace(request, exact=True))
+    assert all(m.exact_sums is not None and m.exact_sums[1] is None for m in exact)
+    assert [m.exact_sums[0] for m in exact][1] == 0

@@ -30,7 +30,8 @@ class CentredMoments:
     to its summation order; ``exact_sums``, when the data layer computed them for a release, are
     (centred sum, centred squares) added exactly on a fixed-point lattice, each row's value kept
     in its declared range (dpexplorer.data.engine.base: the same on D and D' for a group the
-    neighbour does not touch). ``clipped_low``/``clipped_high`` count the rows clipped at each
+    neighbour does not touch). By group the squares are not summed: NaN, and None in
+    ``exact_sums``. ``clipped_low``/``clipped_high`` count the rows clipped at each
     bound and ``raw_mean`` is the unclipped column's mean (exploration only: it shows the
     clipping bias)."""
 
@@ -40,7 +41,7 @@ class CentredMoments:
     clipped_low: int = 0
     clipped_high: int = 0
     raw_mean: float | None = None
-    exact_sums: tuple[Fraction, Fraction] | None = None
+    exact_sums: tuple[Fraction, Fraction | None] | None = None
 
     def changed(
         self, removed: float | None, added: float | None, lower: float, upper: float

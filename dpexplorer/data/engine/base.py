@@ -185,6 +185,8 @@ class CentredSums(_Clipped):
     ``exact``, its ``exact_sums`` hold the two sums on their lattices (module docstring)."""
 
     exact: bool = False
+    squares: ClassVar[bool] = True
+    """Whether the engine sums the centred squares (GroupedCentredSums does not)."""
 
 
 @dataclass(frozen=True)
@@ -205,10 +207,13 @@ class MeanParts(_Clipped):
 class GroupedCentredSums(_Clipped):
     """:class:`CentredSums` in every cell of the universe of ``axes`` (row-major, as
     :class:`CellCounts`). Returns a tuple of
-    :class:`~dpexplorer.core.mechanisms.base.CentredMoments`, one per cell (empty cells too)."""
+    :class:`~dpexplorer.core.mechanisms.base.CentredMoments`, one per cell (empty cells too),
+    without the centred squares (``squares``: no statistic by group reads them; their float sum
+    is NaN and their exact sum None, so a reader cannot take them for zero)."""
 
     axes: tuple[Axis, ...] = ()
     exact: bool = False
+    squares: ClassVar[bool] = False
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -6,6 +6,7 @@ except :class:`SortedClipped`, which sorts the one clipped column (order statist
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any, ClassVar
 
@@ -85,8 +86,10 @@ def cell_index_expr(axes: tuple[Axis, ...], shape: tuple[int, ...]) -> pl.Expr:
 
 
 def empty_moments(request: CentredSums | GroupedCentredSums) -> CentredMoments:
-    """The moments of no rows (an empty cell), with exact zero sums for an exact request."""
-    return CentredMoments(0, 0.0, exact_sums=(Fraction(0), Fraction(0)) if request.exact else None)
+    """The moments of no rows (an empty cell), with exact zero sums for an exact request (the
+    squares as the request's rows have them: :func:`centred_moments`)."""
+    squares = (0.0, Fraction(0)) if request.squares else (math.nan, None)
+    return CentredMoments(0, 0.0, squares[0], exact_sums=(Fraction(0), squares[1]) if request.exact else None)
 
 
 def lattice_sum(value: pl.Expr, lattice: Lattice) -> pl.Expr:
@@ -127,7 +130,8 @@ def moments_from(row: dict[str, Any], request: ClippedMoments) -> Moments:
 
 def centred_exprs(request: CentredSums | GroupedCentredSums) -> tuple[pl.Expr, ...]:
     """The aggregates of :class:`CentredSums` as polars expressions over :func:`value_columns`
-    (named for :func:`centred_moments`); with ``exact``, the two sums on their lattices as well."""
+    (named for :func:`centred_moments`; the squares only if the request has them); with
+    ``exact``, the sums on their lattices as well."""
     half = (request.upper - request.lower) / 2.0
     raw = pl.col(RAW)
     y = pl.col(CLIPPED) - request.midpoint
@@ -135,7 +139,7 @@ def centred_exprs(request: CentredSums | GroupedCentredSums) -> tuple[pl.Expr, .
     exprs = (
         pl.len().alias("n"),
         y.sum().alias("s"),
-        squares.sum().alias("q"),
+        *((squares.sum().alias("q"),) if request.squares else ()),
         (raw < request.lower).sum().alias("low"),
         (raw > request.upper).sum().alias("high"),
         raw.mean().alias("mean"),
@@ -143,19 +147,22 @@ def centred_exprs(request: CentredSums | GroupedCentredSums) -> tuple[pl.Expr, .
     if not request.exact:
         return exprs
     _, centred, square = exact_lattices(request)
-    return (*exprs, lattice_sum(y, centred).alias("se"), lattice_sum(squares, square).alias("qe"))
+    exprs = (*exprs, lattice_sum(y, centred).alias("se"))
+    return (*exprs, lattice_sum(squares, square).alias("qe")) if request.squares else exprs
 
 
 def centred_moments(row: dict[str, Any], request: CentredSums | GroupedCentredSums) -> CentredMoments:
     """A :class:`CentredMoments` from one row of :func:`centred_exprs` (or of the Spark engine's
-    columns of the same names). With ``exact``, the float sums are the exact ones, rounded."""
+    columns of the same names). With ``exact``, the float sums are the exact ones, rounded.
+    Without the request's squares, their sum is NaN (exact: None)."""
     n = int(row["n"])
-    floats = (float(row["s"] or 0.0), float(row["q"] or 0.0))
+    floats = (float(row["s"] or 0.0), float(row["q"] or 0.0) if request.squares else math.nan)
     exact = None
     if request.exact:
         _, centred, square = exact_lattices(request)
-        exact = (centred.value(int(row["se"] or 0)), square.value(int(row["qe"] or 0)))
-        floats = (float(exact[0]), float(exact[1]))
+        exact_squares = square.value(int(row["qe"] or 0)) if request.squares else None
+        exact = (centred.value(int(row["se"] or 0)), exact_squares)
+        floats = (float(exact[0]), math.nan if exact_squares is None else float(exact_squares))
     return CentredMoments(
         count=n,
         centred_sum=floats[0],

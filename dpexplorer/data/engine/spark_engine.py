@@ -163,7 +163,7 @@ def centred_columns(request: CentredSums | GroupedCentredSums) -> tuple[Column, 
     columns = (
         F.count(F.lit(1)).alias("n"),
         F.sum(y).alias("s"),
-        F.sum(squares).alias("q"),
+        *((F.sum(squares).alias("q"),) if request.squares else ()),
         F.sum((raw < F.lit(float(request.lower))).cast("long")).alias("low"),
         F.sum((raw > F.lit(float(request.upper))).cast("long")).alias("high"),
         F.avg(raw).alias("mean"),
@@ -171,7 +171,8 @@ def centred_columns(request: CentredSums | GroupedCentredSums) -> tuple[Column, 
     if not request.exact:
         return columns
     _, centred, square = exact_lattices(request)
-    return (*columns, lattice_sum(y, centred).alias("se"), lattice_sum(squares, square).alias("qe"))
+    columns = (*columns, lattice_sum(y, centred).alias("se"))
+    return (*columns, lattice_sum(squares, square).alias("qe")) if request.squares else columns
 
 
 def clipped_column(request: ClippedMoments | SortedClipped | CentredSums | GroupedCentredSums) -> Column:
