@@ -7,6 +7,8 @@ except :class:`SortedClipped`, which sorts the one clipped column (order statist
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
@@ -221,25 +223,34 @@ class PolarsEngine(Engine):
     @staticmethod
     def _bound(frame: pl.LazyFrame, step: BoundContributions) -> pl.LazyFrame:
         """Contribution bounding (:class:`BoundContributions`): groups per person first (a random
-        key per (person, group), the k smallest within the person: :func:`_keep_smallest_pairs`),
-        then rows per kept group (a random key per row, ordinal rank within (person, group)). The
-        random keys are a seeded hash of the row number or of (person, group); the two 63-bit
-        seeds are :meth:`BoundContributions.hash_seeds`."""
+        key per (person, group), the k smallest within the person), then rows per kept group (a
+        random key per row, the r smallest within (person, group); ties by row order, as an
+        ordinal rank). The random keys are a seeded hash of the row number or of (person, group);
+        the two 63-bit seeds are :meth:`BoundContributions.hash_seeds`. The keys and the person
+        column are collected once and the choice made on them in numpy (:func:`_kept_rows`);
+        the frame is then filtered by the kept row numbers (the other columns are never held)."""
         seeds = step.hash_seeds()
-        unit = pl.col(step.unit)
+        frame = frame.filter(pl.col(step.unit).is_not_null()).with_row_index("__row")
         cell = cell_index_expr(step.keys, step.shape).alias("__cell")
-        frame = frame.filter(unit.is_not_null()).with_row_index("__row").with_columns(cell)
         # a random key per (person, group), made distinct within a person by putting the group's
-        # index in its low bits (as many as the number of groups needs: private keys can be
-        # many): a dense rank then counts groups exactly, with no join
+        # index in its low bits (as many as the number of groups needs: private keys can be many)
         width = 1 << max(14, (int(np.prod(step.shape)) - 1).bit_length())
-        pair_key = (pl.struct(step.unit, "__cell").hash(seeds[0]) // width) * width + pl.col("__cell").cast(
-            pl.UInt64
-        )
-        frame = _keep_smallest_pairs(frame, pair_key, step.unit, step.max_groups)
-        row_key = pl.col("__row").hash(seeds[1])
-        frame = frame.filter(row_key.rank("ordinal").over([step.unit, "__cell"]) <= step.max_rows)
-        return frame.drop("__row", "__cell")
+        pair_key = (pl.struct(pl.col(step.unit), cell).hash(seeds[0]) // width) * width + cell.cast(pl.UInt64)
+        keys = frame.select(pl.col(step.unit), pair_key.alias("__pair")).collect()
+        if keys.height == 0:
+            return frame.drop("__row")
+        row_type = frame.collect_schema()["__row"]
+
+        def row_keys(rows: np.ndarray) -> np.ndarray:
+            # the same values as pl.col("__row").hash(seed) on those rows
+            return pl.Series(rows).cast(row_type).hash(seeds[1]).to_numpy()
+
+        people = _person_runs(keys[step.unit])
+        kept = _kept_rows(people, keys["__pair"].to_numpy(), step.max_groups, step.max_rows, row_keys)
+        mask = np.zeros(keys.height, dtype=bool)
+        mask[kept] = True
+        # gathered by row number, so the mask meets its rows whatever the chunking of the frame
+        return frame.filter(pl.lit(pl.Series(mask)).gather(pl.col("__row"))).drop("__row")
 
     def _distinct(self, dataset: Dataset, request: DistinctCount, steps: tuple[RowStep, ...]) -> int:
         return int(
@@ -437,26 +448,94 @@ class PolarsEngine(Engine):
 
 
 SMALL_GROUP_BOUND = 4
-"""Up to this many groups per person, the groups are chosen by repeated window minima (about 2x
-faster than a dense rank at 1M rows: a minimum needs no sort within the person)."""
+"""Up to this many groups per person, the groups are chosen by successive minima of the pair
+keys over each person (k passes, no sort); above it, by a sort of (person, pair key)."""
+_NO_KEY = np.uint64(2**64 - 1)
 
 
-def _keep_smallest_pairs(frame: pl.LazyFrame, pair_key: pl.Expr, unit: str, k: int) -> pl.LazyFrame:
-    """The rows whose pair key is among the k smallest distinct pair keys of their person (the
-    keys are distinct across a person's groups, so this keeps exactly min(k, groups) groups):
-    a dense rank within the person, or, for small k, the k successive minima (the same rows)."""
-    if k > SMALL_GROUP_BOUND:
-        return frame.filter(pair_key.rank("dense").over(unit) <= k)
-    frame = frame.with_columns(pair_key.alias("__pair"))
-    minima: list[str] = []
-    for j in range(k):
-        key = (
-            pl.col("__pair") if not minima else pl.when(pl.col("__pair") > pl.col(minima[-1])).then("__pair")
-        )
-        frame = frame.with_columns(key.min().over(unit).alias(f"__min{j}"))
-        minima.append(f"__min{j}")
-    kept = pl.any_horizontal(pl.col("__pair") == pl.col(m) for m in minima)
-    return frame.filter(kept).drop("__pair", *minima)
+@dataclass(frozen=True)
+class _Persons:
+    """Each row's person as an integer code in [0, count); ``starts``: where each person's run
+    begins when the rows are sorted by person (then codes are run numbers), else None."""
+
+    codes: np.ndarray
+    count: int
+    starts: np.ndarray | None
+
+
+def _person_runs(person: pl.Series) -> _Persons:
+    """Integer codes of the persons (no nulls): run numbers when the column is sorted (an
+    export sorted by person: no hashing, no sort), the offset from the smallest id for integers
+    in a range at most a few times the rows (a direct index), else a dense rank (a sort). Any of
+    the three is a one-to-one naming of the persons, so the choice below is the same rows."""
+    n = len(person)
+    if person.is_sorted():
+        new = (person.slice(1) != person.slice(0, n - 1)).arg_true().to_numpy().astype(np.int64) + 1
+        starts = np.concatenate(([0], new)).astype(np.int64)
+        lengths = np.diff(np.append(starts, n))
+        return _Persons(np.repeat(np.arange(starts.size, dtype=np.int64), lengths), starts.size, starts)
+    if person.dtype.is_integer():
+        values = person.to_numpy()
+        low, high = int(values.min()), int(values.max())
+        if high - low < 4 * n + 1024:
+            return _Persons((values - values.dtype.type(low)).astype(np.int64), high - low + 1, None)
+    codes = person.rank("dense").to_numpy().astype(np.int64) - 1
+    return _Persons(codes, int(codes.max()) + 1 if n else 0, None)
+
+
+def _smallest_by_person(people: _Persons, values: np.ndarray) -> np.ndarray:
+    """Each row's person's smallest value (reduceat over runs, or an unbuffered minimum)."""
+    if people.starts is not None:
+        lengths = np.diff(np.append(people.starts, values.size))
+        return np.repeat(np.minimum.reduceat(values, people.starts), lengths)
+    smallest = np.full(people.count, _NO_KEY)
+    np.minimum.at(smallest, people.codes, values)
+    return smallest[people.codes]
+
+
+def _group_ranks(people: _Persons, pair: np.ndarray, k: int) -> np.ndarray:
+    """Each row's group's rank (0 = smallest pair key) among its person's groups, or -1 from
+    the k-th on. The pair keys are distinct across a person's groups, so exactly min(k, groups)
+    groups of each person get a rank."""
+    rank = np.full(pair.size, -1, dtype=np.int64)
+    if k <= SMALL_GROUP_BOUND:
+        previous: np.ndarray | None = None
+        for j in range(k):  # the j-th smallest distinct key: the smallest above the (j-1)-th
+            candidates = pair if previous is None else np.where(pair > previous, pair, _NO_KEY)
+            previous = _smallest_by_person(people, candidates)
+            rank[(pair == previous) & (rank < 0)] = j  # (a key of 2^64 - 1 is ranked once)
+        return rank
+    order = np.lexsort((pair, people.codes))
+    codes, keys = people.codes[order], pair[order]
+    new_person = np.concatenate(([True], codes[1:] != codes[:-1]))
+    new_group = new_person | np.concatenate(([True], keys[1:] != keys[:-1]))
+    dense = np.cumsum(new_group) - 1
+    within = dense - dense[np.flatnonzero(new_person)][np.cumsum(new_person) - 1]
+    rank[order] = np.where(within < k, within, -1)
+    return rank
+
+
+def _kept_rows(
+    people: _Persons, pair: np.ndarray, k: int, r: int, row_keys: Callable[[np.ndarray], np.ndarray]
+) -> np.ndarray:
+    """The row numbers kept: in each of the k groups of a person with the smallest pair keys
+    (:func:`_group_ranks`), the r rows with the smallest row keys (ties by row number). The
+    (person, group) pair is then the integer person * k + rank: a group with at most r rows keeps
+    them all, and only the rows of fuller groups are sorted (by pair, then row key)."""
+    rank = _group_ranks(people, pair, k)
+    rows = np.flatnonzero(rank >= 0)
+    pairs = people.codes[rows] * k + rank[rows]
+    full = np.bincount(pairs, minlength=people.count * k)[pairs] > r
+    kept, crowded = rows[~full], rows[full]
+    if crowded.size:
+        crowded_pairs = pairs[full]
+        order = np.lexsort((row_keys(crowded), crowded_pairs))  # stable: ties by row number
+        sorted_pairs = crowded_pairs[order]
+        first = np.concatenate(([True], sorted_pairs[1:] != sorted_pairs[:-1]))
+        position = np.arange(order.size)
+        within = position - np.maximum.accumulate(np.where(first, position, 0))
+        kept = np.concatenate((kept, crowded[order[within < r]]))
+    return kept
 
 
 SELECT_ABOVE = 1 << 21
