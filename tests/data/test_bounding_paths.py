@@ -144,7 +144,8 @@ def test_a_pair_key_of_all_ones_is_ranked_once() -> None:
     for layout in (np.array([0, 0, 0, 1]), np.array([1, 0, 0, 0])):
         people = engine._person_runs(pl.Series(layout))
         pair = np.array([top, 5, top, top], dtype=np.uint64)
-        ranks = engine._group_ranks(people, pair, 3)
+        rows, ranks = engine._group_ranks(people, pair, 3)
+        assert rows.tolist() == [0, 1, 2, 3]
         person_zero = layout == 0
         assert sorted(ranks[person_zero & (pair == top)].tolist()) == [1, 1]
         assert ranks[pair == 5].tolist() == [0]
