@@ -95,6 +95,17 @@ def test_nul_byte_after_the_head_is_refused(tmp_path) -> None:
         load_dataset(path)
 
 
+def test_nul_is_found_in_the_bytes_of_any_text(tmp_path) -> None:
+    """The NUL check reads the UTF-8 bytes: multi-byte characters are no NUL, a NUL in Parquet
+    text is refused like one in a CSV."""
+    clean, dirty = tmp_path / "clean.parquet", tmp_path / "dirty.parquet"
+    pl.DataFrame({"c": ["é", "日本", "\u0100", None, "a"]}).write_parquet(clean)
+    pl.DataFrame({"c": ["é", "日\x00本"]}).write_parquet(dirty)
+    assert load_dataset(clean).n_rows == 5
+    with pytest.raises(DataError, match="NUL"):
+        load_dataset(dirty)
+
+
 def test_corrupt_gzip_stream_is_a_data_error(tmp_path) -> None:
     packed = gzip.compress(("x,c\n" + "".join(f"{i % 10},abc\n" for i in range(20_000))).encode())
     corrupt = packed[:10] + b"\xff" * 30 + packed[40:]  # zlib.error: invalid block type
