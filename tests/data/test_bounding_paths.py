@@ -66,6 +66,8 @@ def _ids(kind: str, seed: int) -> pl.Series:
         return pl.Series("p", ids)
     if kind == "sorted text":
         return pl.Series("p", [f"person {i:04d}" for i in ids])
+    if kind == "sorted float":  # the last persons' ids NaN: one person, as polars groups them
+        return pl.Series("p", np.where(ids < 150, ids / 7, np.nan))
     rng.shuffle(ids)
     if kind == "shuffled":  # compact integers: the direct index
         return pl.Series("p", ids)
@@ -73,12 +75,14 @@ def _ids(kind: str, seed: int) -> pl.Series:
         return pl.Series("p", ids * 10_000_019 - 2**40)
     if kind == "text":
         return pl.Series("p", [f"person {i}" for i in ids])
+    if kind == "float":
+        return pl.Series("p", np.where(ids < 150, ids / 7, np.nan))
     assert kind == "missing"  # some ids missing: dropped before the choice
     missing = rng.random(ids.size) < 0.1
     return pl.Series("p", [None if m else int(i) for m, i in zip(missing, ids, strict=True)], dtype=pl.Int64)
 
 
-KINDS = ["sorted", "sorted text", "shuffled", "sparse", "text", "missing"]
+KINDS = ["sorted", "sorted text", "sorted float", "shuffled", "sparse", "text", "float", "missing"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -91,7 +95,8 @@ def test_keeps_the_same_rows_as_the_window_path(kind: str, k: int, r: int) -> No
         old = _windows_bound(frame.lazy(), step).collect().sort("i")
         assert new.equals(old)
         with_id = int(frame["p"].is_not_null().sum())
-        assert new.height == with_id if (k, r) == (8, 40) else 0 < new.height < with_id
+        everything = (k, r) == (8, 40) and "float" not in kind  # (the NaN person has > 40 rows)
+        assert new.height == with_id if everything else 0 < new.height < with_id
 
 
 def test_each_naming_of_the_persons_is_taken_where_it_should_be() -> None:

@@ -469,18 +469,22 @@ def _person_runs(person: pl.Series) -> _Persons:
     in a range at most a few times the rows (a direct index), else a dense rank (a sort). Any of
     the three is a one-to-one naming of the persons, so the choice below is the same rows."""
     n = len(person)
+    index = np.int32 if 4 * n + 1024 < 2**31 else np.int64  # the codes fit: half the bytes to move
     if person.is_sorted():
-        new = (person.slice(1) != person.slice(0, n - 1)).arg_true().to_numpy().astype(np.int64) + 1
-        starts = np.concatenate(([0], new)).astype(np.int64)
-        runs = np.zeros(n, dtype=np.int64)
+        if person.dtype.is_integer():
+            values = person.to_numpy()
+            new = np.flatnonzero(values[1:] != values[:-1]) + 1
+        else:  # polars' equality: one run for all NaN of a float column, as its grouping has
+            new = (person.slice(1) != person.slice(0, n - 1)).arg_true().to_numpy().astype(np.int64) + 1
+        runs = np.zeros(n, dtype=index)
         runs[new] = 1
-        return _Persons(np.cumsum(runs), starts.size, starts)
+        return _Persons(np.cumsum(runs, dtype=index), new.size + 1, np.concatenate(([0], new)))
     if person.dtype.is_integer():
         values = person.to_numpy()
         low, high = int(values.min()), int(values.max())
         if high - low < 4 * n + 1024:
-            return _Persons((values - values.dtype.type(low)).astype(np.int64), high - low + 1, None)
-    codes = person.rank("dense").to_numpy().astype(np.int64) - 1
+            return _Persons((values - values.dtype.type(low)).astype(index), high - low + 1, None)
+    codes = person.rank("dense").to_numpy().astype(index) - 1
     return _Persons(codes, int(codes.max()) + 1 if n else 0, None)
 
 
@@ -534,7 +538,7 @@ def _kept_rows(
     (person, group) pair is then the integer person * k + rank: a group with at most r rows keeps
     them all, and only the rows of fuller groups are sorted (by pair, then row key)."""
     rows, rank = _group_ranks(people, pair, k)
-    pairs = people.codes[rows] * k + rank
+    pairs = people.codes[rows].astype(np.int64) * k + rank
     full = np.bincount(pairs, minlength=people.count * k)[pairs] > r
     kept, crowded = rows[~full], rows[full]
     if crowded.size:
