@@ -161,3 +161,17 @@ def test_no_rows_with_an_identifier() -> None:
     frame = pl.DataFrame({"p": [None, None], "g": ["a", "b"]}, schema={"p": pl.Int64, "g": pl.String})
     step = BoundContributions("p", (AXIS,), 2, 2, 0)
     assert POLARS._bound(frame.lazy(), step).collect().height == 0
+
+
+def test_a_file_gone_before_the_bounding_is_a_data_error(tmp_path) -> None:
+    """The keys are collected when the plan is built: a lazily scanned file that has gone is a
+    DataError there, as in any other evaluation."""
+    from dpexplorer.data.errors import DataError
+    from dpexplorer.data.load import load_dataset
+
+    path = tmp_path / "rows.parquet"
+    _data(300, 1).with_columns(_ids("sorted", 1).head(300)).write_parquet(path)
+    dataset = load_dataset(path, lazy=True)
+    path.unlink()
+    with pytest.raises(DataError, match="bound the contributions"):
+        POLARS._rows(dataset, (BoundContributions("p", (AXIS,), 2, 2, 0),))

@@ -236,7 +236,10 @@ class PolarsEngine(Engine):
         # index in its low bits (as many as the number of groups needs: private keys can be many)
         width = 1 << max(14, (int(np.prod(step.shape)) - 1).bit_length())
         pair_key = (pl.struct(pl.col(step.unit), cell).hash(seeds[0]) // width) * width + cell.cast(pl.UInt64)
-        keys = frame.select(pl.col(step.unit), pair_key.alias("__pair")).collect()
+        try:  # collected here, when the plan is built: the evaluation's errors are DataErrors too
+            keys = frame.select(pl.col(step.unit), pair_key.alias("__pair")).collect()
+        except (pl.exceptions.PolarsError, OSError) as exc:
+            raise DataError(f"could not bound the contributions per {step.unit!r}: {exc}") from exc
         if keys.height == 0:
             return frame.drop("__row")
         row_type = frame.collect_schema()["__row"]
