@@ -126,14 +126,24 @@ def _brute_kept(codes: np.ndarray, pair: np.ndarray, row_key: np.ndarray, k: int
     return kept
 
 
+EDGES = np.array(
+    [0, 1, 2, 2**62, 2**63 - 1, 2**63, 2**63 + 1, 2**64 - 3, 2**64 - 2, 2**64 - 1], dtype=np.uint64
+)
+
+
+@pytest.mark.parametrize("keys", ["spread", "edges"])
 @pytest.mark.parametrize("layout", ["runs", "index", "rank"])
-@pytest.mark.parametrize(("k", "r"), [(1, 1), (2, 2), (4, 3), (6, 1)])
-def test_the_choice_against_brute_force(layout: str, k: int, r: int) -> None:
-    """Random pair keys with few distinct values (several rows per group), row keys with ties
-    (broken by row number, as an ordinal rank), persons with one row or one group."""
+@pytest.mark.parametrize(("k", "r"), [(1, 1), (2, 2), (3, 1), (4, 3), (6, 1)])
+def test_the_choice_against_brute_force(keys: str, layout: str, k: int, r: int) -> None:
+    """Random pair keys with few distinct values (several rows per group), spread over the range
+    or at its ends (where the successive minima's wrapping differences turn over), row keys
+    with ties (broken by row number, as an ordinal rank), persons with one row or one group."""
     rng = np.random.default_rng(k * 10 + r)
     codes = np.sort(rng.integers(0, 60, 600)) if layout == "runs" else rng.integers(0, 60, 600)
-    pair = rng.integers(0, 12, 600).astype(np.uint64) * np.uint64(2**59) + codes.astype(np.uint64) % 3
+    if keys == "spread":
+        pair = rng.integers(0, 12, 600).astype(np.uint64) * np.uint64(2**59) + codes.astype(np.uint64) % 3
+    else:
+        pair = EDGES[rng.integers(0, EDGES.size, 600)]
     row_key = rng.integers(0, 5, 600).astype(np.uint64)
     people = engine._person_runs(pl.Series(codes if layout != "rank" else codes.astype(str)))
     assert (people.starts is not None) == (layout == "runs")
