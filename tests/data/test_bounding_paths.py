@@ -28,7 +28,7 @@ def _windows_bound(frame: pl.LazyFrame, step: BoundContributions) -> pl.LazyFram
     pair_key = (pl.struct(step.unit, "__cell").hash(seeds[0]) // width) * width + pl.col("__cell").cast(
         pl.UInt64
     )
-    if step.max_groups > 4:
+    if step.max_groups > 4:  # (either path keeps the same rows)
         frame = frame.filter(pair_key.rank("dense").over(step.unit) <= step.max_groups)
     else:
         frame = frame.with_columns(pair_key.alias("__pair"))
@@ -99,6 +99,18 @@ def test_keeps_the_same_rows_as_the_window_path(kind: str, k: int, r: int) -> No
         assert new.height == with_id if everything else 0 < new.height < with_id
 
 
+@pytest.mark.parametrize("kind", ["sorted", "shuffled", "text"])
+def test_the_sort_of_pair_keys_keeps_the_same_rows_as_the_window_path(kind: str, monkeypatch) -> None:
+    """Above SMALL_GROUP_BOUND groups per person, the groups are chosen by a sort: the window
+    path's dense rank keeps the same rows (checked here with the bound lowered)."""
+    monkeypatch.setattr(engine, "SMALL_GROUP_BOUND", 1)
+    frame = _data(3000, 6).with_columns(_ids(kind, 7))
+    for k, r in ((2, 1), (5, 2)):
+        step = BoundContributions("p", (AXIS,), k, r, 3)
+        new = POLARS._bound(frame.lazy(), step).collect().sort("i")
+        assert new.equals(_windows_bound(frame.lazy(), step).collect().sort("i"))
+
+
 def test_each_naming_of_the_persons_is_taken_where_it_should_be() -> None:
     """Sorted ids give run starts; shuffled compact integers a direct index; sparse integers and
     unsorted text a dense rank; each a one-to-one naming of the persons."""
@@ -131,13 +143,19 @@ EDGES = np.array(
 )
 
 
+@pytest.mark.parametrize("sort", [False, True])
 @pytest.mark.parametrize("keys", ["spread", "edges"])
 @pytest.mark.parametrize("layout", ["runs", "index", "rank"])
 @pytest.mark.parametrize(("k", "r"), [(1, 1), (2, 2), (3, 1), (4, 3), (6, 1)])
-def test_the_choice_against_brute_force(keys: str, layout: str, k: int, r: int) -> None:
+def test_the_choice_against_brute_force(
+    keys: str, layout: str, k: int, r: int, sort: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Random pair keys with few distinct values (several rows per group), spread over the range
-    or at its ends (where the successive minima's wrapping differences turn over), row keys
-    with ties (broken by row number, as an ordinal rank), persons with one row or one group."""
+    or at its ends (where "no key left", 2^64 - 1, is also a key), row keys with ties (broken by
+    row number, as an ordinal rank), persons with one row or one group; the groups chosen by
+    successive minima or (``sort``) by a sort of (person, pair key)."""
+    if sort:
+        monkeypatch.setattr(engine, "SMALL_GROUP_BOUND", 0)
     rng = np.random.default_rng(k * 10 + r)
     codes = np.sort(rng.integers(0, 60, 600)) if layout == "runs" else rng.integers(0, 60, 600)
     if keys == "spread":

@@ -450,9 +450,11 @@ class PolarsEngine(Engine):
         )
 
 
-SMALL_GROUP_BOUND = 4
+SMALL_GROUP_BOUND = 16
 """Up to this many groups per person, the groups are chosen by successive minima of the pair
-keys over each person (k passes, no sort); above it, by a sort of (person, pair key)."""
+keys over each person (k passes, no sort); above it, by a sort of (person, pair key). At k = 6
+on 10M shuffled rows the minima took 4.1 s against 13.4 s for the sort (11.2 s for the former
+window path; 2 loaded cores), and each further minimum costs about a sixth of that."""
 _NO_KEY = np.uint64(2**64 - 1)
 
 
