@@ -145,7 +145,7 @@ EDGES = np.array(
 
 @pytest.mark.parametrize("sort", [False, True])
 @pytest.mark.parametrize("keys", ["spread", "edges"])
-@pytest.mark.parametrize("layout", ["runs", "index", "rank"])
+@pytest.mark.parametrize("layout", ["runs", "index", "rank", "wide"])
 @pytest.mark.parametrize(("k", "r"), [(1, 1), (2, 2), (3, 1), (4, 3), (6, 1)])
 def test_the_choice_against_brute_force(
     keys: str, layout: str, k: int, r: int, sort: bool, monkeypatch: pytest.MonkeyPatch
@@ -153,11 +153,14 @@ def test_the_choice_against_brute_force(
     """Random pair keys with few distinct values (several rows per group), spread over the range
     or at its ends (where "no key left", 2^64 - 1, is also a key), row keys with ties (broken by
     row number, as an ordinal rank), persons with one row or one group; the groups chosen by
-    successive minima or (``sort``) by a sort of (person, pair key)."""
+    successive minima or (``sort``) by a sort of (person, pair key); the rows per pair counted
+    in a table or (``wide``: 3,000 ids for 600 rows) by a sort of the pairs."""
     if sort:
         monkeypatch.setattr(engine, "SMALL_GROUP_BOUND", 0)
     rng = np.random.default_rng(k * 10 + r)
     codes = np.sort(rng.integers(0, 60, 600)) if layout == "runs" else rng.integers(0, 60, 600)
+    if layout == "wide":  # ids over 3,000 values (a direct index of 3,000 persons for 600 rows)
+        codes = rng.integers(0, 3000, 600)
     if keys == "spread":
         pair = rng.integers(0, 12, 600).astype(np.uint64) * np.uint64(2**59) + codes.astype(np.uint64) % 3
     else:
@@ -165,6 +168,7 @@ def test_the_choice_against_brute_force(
     row_key = rng.integers(0, 5, 600).astype(np.uint64)
     people = engine._person_runs(pl.Series(codes if layout != "rank" else codes.astype(str)))
     assert (people.starts is not None) == (layout == "runs")
+    assert (people.count * k > 2 * 600 + 1024) == (layout == "wide")  # the pairs counted by a sort
     kept = engine._kept_rows(people, pair, k, r, lambda rows: row_key[rows])
     assert kept.size == len(set(kept.tolist()))
     assert set(kept.tolist()) == _brute_kept(codes, pair, row_key, k, r)

@@ -541,10 +541,17 @@ def _kept_rows(
     """The row numbers kept: in each of the k groups of a person with the smallest pair keys
     (:func:`_group_ranks`), the r rows with the smallest row keys (ties by row number). The
     (person, group) pair is then the integer person * k + rank: a group with at most r rows keeps
-    them all, and only the rows of fuller groups are sorted (by pair, then row key)."""
+    them all, and only the rows of fuller groups are sorted (by pair, then row key). The rows of
+    each pair are counted in a table of person * k entries, or, when that would be more than
+    about two entries per row (many groups per person, or ids spread over a wide range), by a
+    sort of the pairs."""
     rows, rank = _group_ranks(people, pair, k)
     pairs = people.codes[rows].astype(np.int64) * k + rank
-    full = np.bincount(pairs, minlength=people.count * k)[pairs] > r
+    if people.count * k <= 2 * rows.size + 1024:
+        full = np.bincount(pairs, minlength=people.count * k)[pairs] > r
+    else:
+        _, inverse, counts = np.unique(pairs, return_inverse=True, return_counts=True)
+        full = counts[inverse] > r
     kept, crowded = rows[~full], rows[full]
     if crowded.size:
         crowded_pairs = pairs[full]
