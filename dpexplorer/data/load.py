@@ -722,6 +722,25 @@ def _short_rows(
     return bad
 
 
+def text_layout(path: str | os.PathLike[str]) -> tuple[Format, str, bool]:
+    """How :func:`load_dataset` reads ``path``: its format, and for text its separator (sniffed
+    from the first lines, :data:`WHITESPACE` for runs of spaces) and whether its head is UTF-8.
+    Another engine reading the same file reads it the same way with these (spark_engine)."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(4)
+    except OSError as exc:
+        raise DataError(f"{path.name} could not be read ({exc.strerror or exc})") from exc
+    fmt = _format_of(path, magic)
+    if fmt == "parquet":
+        return fmt, ",", True
+    head = _read_head(path, fmt)
+    _check_binary(path, head)
+    sep, _, _ = _header(path, head)
+    return fmt, sep, _is_utf8(head)
+
+
 def _default_lazy(path: Path, fmt: Format) -> bool:
     """Scan lazily when the file is larger than a quarter of the machine's memory."""
     if fmt == "csv.gz":

@@ -143,14 +143,36 @@ def generated(path: Path) -> Path:
     return path
 
 
+def generated_csv(path: Path, parquet: Path) -> Path:
+    """The generated data as CSV text (NaN and infinities written as text), with two more
+    columns: ``when``, days written 2021-3-1 (text to polars, a timestamp to Spark's own
+    inference), and ``score``, integers with missing values and 2% "n/a" (a numeric column with
+    a note to polars, text to Spark's inference)."""
+    rng = np.random.default_rng(18)
+    frame = pl.read_parquet(parquet)
+    n = frame.height
+    days = [DAY0 + datetime.timedelta(days=int(i)) for i in rng.integers(0, 730, n)]
+    score = [str(v) for v in rng.integers(0, 100, n)]
+    for i in np.flatnonzero(rng.random(n) < 0.02):
+        score[i] = "n/a"
+    for i in np.flatnonzero(rng.random(n) < 0.05):
+        score[i] = None
+    frame.with_columns(
+        pl.Series("when", [f"{d.year}-{d.month}-{d.day}" for d in days]),
+        pl.Series("score", score, dtype=pl.String),
+    ).write_csv(path)
+    return path
+
+
 @pytest.fixture(scope="session")  # session: a module fixture restarts when xdist interleaves files
 def sources(tmp_path_factory, spark):
     """name -> (eager, lazy, Spark) datasets of the same file."""
     from dpexplorer.data.engine.spark_engine import open_spark
 
     made = generated(tmp_path_factory.mktemp("parity") / "generated.parquet")
+    text = generated_csv(made.with_suffix(".csv"), made)
     out = {}
-    for name, path in (("adult", default_dataset_path()), ("generated", made)):
+    for name, path in (("adult", default_dataset_path()), ("generated", made), ("csv", text)):
         out[name] = (load_dataset(path, lazy=False), load_dataset(path, lazy=True), open_spark(path))
     return out
 
@@ -176,7 +198,17 @@ def _fields(inp) -> dict:
     return {k: v for k, v in vars(inp).items()}
 
 
-CASES = [("adult", q) for q in ADULT] + [("generated", q) for q in GENERATED]
+CSV = [  # the generated data read from CSV text: every column kind, typed as polars types it
+    Count(),
+    PredicateCount(where("d") >= "2021-03-01"),
+    PredicateCount((where("b") == True) & (where("when") == "2021-3-1")),  # noqa: E712
+    Mean("x", -2, 3.5),
+    Quantile("k", 0, 5, 0.25),
+    Sum("score", 0, 80),
+    Histogram(Axis("when", categories=("2021-3-1", "2020-12-25", "2020-1-5"))),
+    GroupBy((Axis("c", categories=("a", "b")),), "mean", "score", 0, 99),
+]
+CASES = [("adult", q) for q in ADULT] + [("generated", q) for q in GENERATED] + [("csv", q) for q in CSV]
 
 
 @pytest.mark.parametrize("relation", ["add_remove", "replace"])
@@ -339,6 +371,60 @@ def test_the_generated_data_exercises_missing_and_clipping(sources):
     x = eager.frame["x"]
     assert x.null_count() > 100 and (x < -2).sum() > 100 and (x > 3.5).sum() > 100
     assert eager.frame["k"].null_count() > 100 and eager.frame["c"].null_count() > 100
+
+
+def test_a_csv_file_is_one_table_on_every_engine(sources):
+    """Spark reads CSV text with the polars loader's schema (issue 17): ISO dates are dates,
+    days written 2021-3-1 stay text (Spark's own inference makes them timestamps), a column of
+    numbers with "n/a" is numeric with the same note, integers with missing values are
+    integers; the same rows and values, hence one content fingerprint (one budget)."""
+    eager, lazy, spark = sources["csv"]
+    kinds = {"x": pl.Float64, "k": pl.Int64, "c": pl.String, "b": pl.Boolean, "d": pl.Date}
+    assert {c: eager.schema[c] for c in kinds} == kinds
+    assert eager.schema["when"] == pl.String and eager.schema["score"] == pl.Float64
+    assert spark.schema == lazy.schema == eager.schema
+    assert [c.kind for c in spark.columns] == [c.kind for c in eager.columns]
+    assert spark.warnings == eager.warnings and any("'score'" in w for w in eager.warnings)
+    assert spark.preview(50).equals(eager.preview(50))
+    assert spark.content_fingerprint == eager.content_fingerprint
+
+
+def test_spark_reads_a_csv_file_as_the_loader_does(tmp_path, spark):
+    """The loader's separator (sniffed semicolons), quotes doubled inside quotes, a line break
+    inside quotes, rows with the wrong number of fields set aside (and not counted), text that
+    polars does not read as a number (1d, 0x10: Java would) made missing, infinities made
+    missing, with the loader's notes."""
+    from dpexplorer.data.engine.spark_engine import open_spark
+
+    path = tmp_path / "semicolons.csv"
+    rows = ['1;"say ""hi""";2021-03-01;1.5', "2;b;2021-3-2;1d", "3;c;;0x10", "4;d;2021-03-04;inf"]
+    rows += ["5;e;2021-03-05;1;9", "6;f", "7;g;2021-03-07;1e400", '8;"two\nlines";2021-03-08;-2.5e-1']
+    rows += [f"{i};h;2021-03-09;{i}.5" for i in range(9, 70)]  # 95% numbers: v is numeric
+    path.write_text("n;t;day;v\n" + "\n".join(rows) + "\n")
+    eager, spark_read = load_dataset(path), open_spark(path)
+    assert eager.schema == pl.Schema({"n": pl.Int64, "t": pl.String, "day": pl.String, "v": pl.Float64})
+    assert spark_read.schema == eager.schema
+    assert spark_read.warnings == eager.warnings and len(eager.warnings) == 4
+    assert spark_read.preview(100).equals(eager.frame)
+    assert spark_read.n_rows == eager.n_rows == 67 == true_answer(spark_read, Count())
+    assert eager.frame["t"][0] == 'say "hi"' and eager.frame["t"][5] == "two\nlines"
+    assert eager.frame["v"].head(6).to_list() == [1.5, None, None, None, None, -0.25]
+
+
+def test_spark_refuses_text_it_cannot_read_as_the_loader_does(tmp_path, spark):
+    """Columns separated by runs of spaces, or text that is not UTF-8: the loader converts them
+    in memory; Spark would read another table, so it refuses, saying what to do."""
+    from dpexplorer.data.engine.spark_engine import open_spark
+    from dpexplorer.data.errors import DataError
+
+    spaces = tmp_path / "spaces.txt"
+    spaces.write_text("a  b\n1  2\n3  4\n")
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes("city,n\nK\u00f6ln,1\n".encode("latin-1"))
+    for path, rows in ((spaces, 2), (latin, 1)):
+        assert load_dataset(path).n_rows == rows
+        with pytest.raises(DataError, match="re-save it as UTF-8 CSV"):
+            open_spark(path)
 
 
 DATE_CASES = [

@@ -54,7 +54,16 @@ from dpexplorer.data.engine.base import (
 )
 from dpexplorer.data.engine.polars_engine import centred_moments, empty_moments, moments_from
 from dpexplorer.data.errors import DataError
-from dpexplorer.data.load import ISO_DATE, ColumnInfo, fingerprint_file, kind_of_dtype, span
+from dpexplorer.data.load import (
+    ISO_DATE,
+    WHITESPACE,
+    ColumnInfo,
+    fingerprint_file,
+    kind_of_dtype,
+    load_dataset,
+    span,
+    text_layout,
+)
 from dpexplorer.data.queries import And, Axis, Compare, Not, Or, Predicate, date_columns
 
 LOCAL_MASTER = "local[*]"
@@ -253,15 +262,16 @@ def fingerprint_source(source: str) -> str:
 
 
 def open_spark(source: str | os.PathLike[str], master: str | None = None) -> SparkDataset:
-    """Open ``source`` on Spark: a Parquet file or directory, a CSV file (header row, types
-    inferred), or else the name of a table in the session's catalog. NaN and infinities in
-    float columns become missing (counted in ``warnings``). DataError if Spark cannot read it."""
+    """Open ``source`` on Spark: a Parquet file or directory, a CSV/TSV file (read with the
+    polars loader's schema, :func:`_read_text`), or else the name of a table in the session's
+    catalog. NaN and infinities in float columns become missing (counted in ``warnings``).
+    DataError if Spark cannot read it."""
     engine = SparkEngine(spark_session(master))
     text = os.fspath(source)
     try:
-        frame = _read(engine.session, text)
-        frame, notes = _finite(frame)
-        frame = _iso_dates(frame)
+        frame, notes = _read(engine.session, text)
+    except DataError:
+        raise
     except Exception as exc:  # py4j and Spark raise many types; each becomes one DataError
         raise DataError(f"Spark could not read {text}: {_first_line(exc)}") from exc
     if not frame.columns:
@@ -269,14 +279,74 @@ def open_spark(source: str | os.PathLike[str], master: str | None = None) -> Spa
     return SparkDataset(text, frame, engine, tuple(notes))
 
 
-def _read(session: SparkSession, source: str) -> DataFrame:
+def _read(session: SparkSession, source: str) -> tuple[DataFrame, list[str]]:
     path = Path(source)
-    if path.is_dir() or path.suffix.lower() in (".parquet", ".pq"):
-        return session.read.parquet(str(path))
-    if path.is_file():
-        sep = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
-        return session.read.csv(str(path), header=True, inferSchema=True, sep=sep)
-    return session.table(source)
+    if path.is_file() and text_layout(path)[0] != "parquet":
+        return _read_text(session, path)
+    exists = path.is_dir() or path.is_file()
+    frame = session.read.parquet(str(path)) if exists else session.table(source)
+    frame, notes = _finite(frame)
+    return _iso_dates(frame), notes
+
+
+FLOAT_TEXT = r"^[+-]?(([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?|(?i:inf|infinity|nan))$"
+"""The text polars parses as a float (no hexadecimal, no Java's 1d or 1f suffixes)."""
+
+
+def _read_text(session: SparkSession, path: Path) -> tuple[DataFrame, list[str]]:
+    """A CSV/TSV file as :func:`dpexplorer.data.load.load_dataset` reads it, so that both
+    engines see one table (issue 17): the same separator, the polars loader's column names and
+    types (its inference, text that turns up late, mostly-numeric text, ISO dates only: Spark's
+    own inference would make 2021-3-1 a timestamp and "inf" text), the same rows (a row with
+    the wrong number of fields is dropped, as the loader sets it aside) and the same notes.
+    The schema costs the loader's streaming passes over the file (about what Spark's own
+    inference, a full pass, cost); Spark then reads every field as text and casts it."""
+    fmt, sep, utf8 = text_layout(path)
+    if sep == WHITESPACE or not utf8:
+        raise DataError(
+            f"{path.name}: Spark reads UTF-8 text delimited by commas, tabs, semicolons or pipes; "
+            "re-save it as UTF-8 CSV, or as Parquet"
+        )
+    reference = load_dataset(path, lazy=fmt == "csv")  # gzip cannot be scanned lazily
+    schema = reference.schema
+    texts = [c for c, t in schema.items() if t == pl.String]
+    breaks = texts and any(
+        reference.select(*(pl.col(c).str.contains("\n", literal=True).any() for c in texts)).row(0)
+    )
+    # without this, a count reads no field, so it counts the rows DROPMALFORMED drops
+    session.conf.set("spark.sql.csv.parser.columnPruning.enabled", "false")
+    raw = session.read.csv(
+        str(path),
+        header=True,
+        sep=sep,
+        escape='"',  # "" inside quotes is one quote (RFC 4180), as polars reads it
+        mode="DROPMALFORMED",
+        # a quoted line break: slower (one task reads the whole file), only when the file has one
+        multiLine=bool(breaks),
+        schema=T.StructType([T.StructField(f"_{i}", T.StringType()) for i in range(len(schema))]),
+    )
+    frame = raw.select(
+        *(_as_read(F.col(f"_{i}"), dtype).alias(name) for i, (name, dtype) in enumerate(schema.items()))
+    )
+    frame, _ = _finite(frame)  # the loader's notes already count these
+    return frame, list(reference.warnings)
+
+
+def _as_read(text: Column, dtype: pl.DataType) -> Column:
+    """A text field as the polars loader types it: a value that is not a number is missing in a
+    numeric column (the loader counted it), and NaN and infinities are made missing later."""
+    if dtype == pl.Int64:
+        return text.try_cast("long")
+    if dtype == pl.Float64:
+        stripped = F.regexp_replace(text, r"^\s+|\s+$", "")
+        return F.when(stripped.rlike(FLOAT_TEXT), stripped.try_cast("double"))
+    if dtype == pl.Boolean:
+        return F.when(F.lower(text) == "true", F.lit(True)).when(F.lower(text) == "false", F.lit(False))
+    if dtype == pl.Date:
+        return F.try_to_date(text, "yyyy-MM-dd")
+    if dtype == pl.String:
+        return text
+    raise DataError(f"the CSV loader typed a column as {dtype}, which the Spark reader does not know")
 
 
 def _iso_dates(frame: DataFrame) -> DataFrame:
