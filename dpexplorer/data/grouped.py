@@ -345,13 +345,17 @@ def _quantile_input(dataset: Any, query: GroupBy, relation: Relation, seed: int 
 
 
 def _neighbour(
-    query: GroupBy, moments: tuple[CentredMoments, ...], relation: Relation
+    query: GroupBy,
+    moments: tuple[CentredMoments, ...],
+    relation: Relation,
+    labels: tuple[str, ...] | None = None,
 ) -> tuple[tuple[CentredMoments, ...], str]:
-    """D' as per-group moments, and in words. Add/remove: one row added to the group (and at the
-    bound) that moves the statistic most. Replace: one row moved from the largest group to the
-    smallest (count), or one row of the largest group moved to the group whose statistic moves
-    most, taking the bound farther from that group's value (sum, mean)."""
-    labels = query.labels
+    """D' as per-group moments, and in words (``labels``: the groups', else the query's).
+    Add/remove: one row added to the group (and at the bound) that moves the statistic most.
+    Replace: one row moved from the largest group to the smallest (count), or one row of the
+    largest group moved to the group whose statistic moves most, taking the bound farther from
+    that group's value (sum, mean)."""
+    labels = labels or query.labels
     counts = np.array([m.count for m in moments])
     low = float(query.lower) if query.lower is not None else 0.0
     high = float(query.upper) if query.upper is not None else 1.0
@@ -513,12 +517,12 @@ def _private_input(
     seed = secrets.randbits(63) if seed is None else seed
     resolved = resolve_keys(dataset, query)
     full = group_input(dataset, resolved, relation, seed, exact_sums)
-    counts = full.value_d  # a count by group
-    if full.moments is not None:
-        counts = np.array([m.count for m in full.moments], dtype=float)
-    elif full.group_values_d is not None:  # a quantile by group: each group's clipped values
+    steps = bounding_steps(resolved, seed)
+    if full.group_values_d is not None:  # a quantile by group: each group's clipped values
         counts = np.array([v.size for v in full.group_values_d], dtype=float)
-    persons = _persons_per_cell(dataset, resolved, bounding_steps(resolved, seed), np.asarray(counts))
+    else:  # rows per cell, counted (a sum's values are no counts)
+        counts = _aggregate(dataset, CellCounts(resolved.keys), steps)
+    persons = _persons_per_cell(dataset, resolved, steps, np.asarray(counts))
     kept = np.flatnonzero(persons > 0)
     keys = _cell_keys(resolved, kept)
     candidates = Candidates(
@@ -541,15 +545,40 @@ def _private_input(
     if full.group_values_d is not None and full.group_values_d_prime is not None:
         extra["group_values_d"] = tuple(full.group_values_d[i] for i in kept)
         extra["group_values_d_prime"] = tuple(full.group_values_d_prime[i] for i in kept)
+    value_prime, differing = full.value_d_prime[kept], full.differing_row
+    if query.unit is None and query.statistic in ("count", "sum", "mean") and kept.size:
+        value_prime, differing, prime = _candidate_neighbour(resolved, full, kept, counts, labels)
+        if "moments_prime" in extra:
+            extra["moments_prime"] = prime
     return replace(
         full,
         value_d=full.value_d[kept],
-        value_d_prime=full.value_d_prime[kept],
+        value_d_prime=value_prime,
         labels=labels,
         group_keys=keys,
         partition=candidates,
-        differing_row=f"{full.differing_row.rstrip('.')}. Keys selected privately: {kept.size:,} "
+        differing_row=f"{differing.rstrip('.')}. Keys selected privately: {kept.size:,} "
         "candidate group(s) occur after bounding (a private fact: the release keeps those whose "
         "noisy number of persons reaches the threshold).",
         **extra,
     )
+
+
+def _candidate_neighbour(
+    query: GroupBy, full: NumericInput, kept: np.ndarray, counts: np.ndarray, labels: tuple[str, ...]
+) -> tuple[np.ndarray, str, tuple[CentredMoments, ...]]:
+    """D' among the candidates (statistic, words, moments): one row added to the candidate
+    whose statistic it moves most. The neighbour over every cell adds it where it moves most,
+    often a cell with no row, which is no candidate: D' would equal D on every coordinate."""
+    if full.moments is not None:
+        moments = tuple(full.moments[i] for i in kept)
+    elif query.statistic == "count":
+        moments = tuple(CentredMoments(int(counts[i]), 0.0) for i in kept)
+    else:  # a sum's cells, from the rows per cell and the (clipped) sums
+        mid = (float(query.lower) + float(query.upper)) / 2  # type: ignore[arg-type]
+        sums = np.asarray(full.value_d, dtype=float)
+        moments = tuple(CentredMoments(int(counts[i]), float(sums[i] - counts[i] * mid)) for i in kept)
+    prime, text = _neighbour(query, moments, "add_remove", labels)
+    if query.statistic == "count":
+        return np.array([m.count for m in prime], dtype=float), text, prime
+    return _statistic(query, prime), text, prime
