@@ -74,3 +74,27 @@ def test_it_grows_to_a_longer_text_and_fits_a_new_width(qtbot):
     assert text.height() < 3 * one_line
     text.clear()
     assert text.text() == "" and text.toPlainText() == ""
+
+
+def test_a_long_text_in_a_short_window_never_covers_the_widget_below(qtbot):
+    """With less room than every widget asks, the text is squeezed with the others; a fixed
+    height hung below its place, over the button under it (the neighbours view's footer over
+    the Audit ε button)."""
+    from PySide6.QtWidgets import QPushButton
+
+    window = QWidget()
+    qtbot.addWidget(window)
+    layout = QVBoxLayout(window)
+    plot = QWidget()
+    plot.setMinimumHeight(150)  # a plot at its smallest
+    text, button = LiveText(), QPushButton("Audit ε")
+    for widget in (plot, text, button):
+        layout.addWidget(widget)
+    window.show()
+    qtbot.waitExposed(window)
+    text.setText(" ".join(["a long sentence that must wrap"] * 40))
+    window.setFixedSize(300, 250)  # the layout asks for more than 250 px
+    qtbot.waitUntil(lambda: text.width() == window.width() - 2 * layout.contentsMargins().left())
+    _settle(qtbot)
+    assert text.geometry().bottom() < button.geometry().top()
+    assert text.geometry().top() > plot.geometry().top()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QEvent
+from PySide6.QtCore import QEvent, QSize
 from PySide6.QtGui import QAbstractTextDocumentLayout, QPainter, QPaintEvent, QResizeEvent, QTextDocument
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
@@ -15,15 +15,26 @@ class LiveText(QWidget):
     A QLabel's ``setText`` always asks every parent layout to re-lay out: with word-wrapped
     labels that was 5 ms of each slider step on the main thread. Here a new text only repaints
     this widget; the height follows the text when the text needs more lines (then the window
-    is re-laid out once) and fits it exactly again whenever the width changes."""
+    is re-laid out once) and fits it exactly again whenever the width changes.
+
+    The height is a size hint, not a fixed height: when the layout has less room than every
+    widget asks (a long text in a short window), this widget is squeezed with the others. A
+    fixed height could not be, so it hung below its place, over the widget under it (the
+    neighbours view's footer over the Audit ε button)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._html = ""
+        self._height = 0
         self._document = QTextDocument(self)
         self._document.setDocumentMargin(0)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-        self.setFixedHeight(0)
+
+    def sizeHint(self) -> QSize:
+        return QSize(0, self._height)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(0, self._height)
 
     def text(self) -> str:
         return self._html
@@ -46,8 +57,9 @@ class LiveText(QWidget):
         self._document.setDefaultFont(self.font())
         self._document.setTextWidth(max(self.width(), 1))
         height = math.ceil(self._document.size().height()) if self._html else 0
-        if height > self.height() or (shrink and height != self.height()):
-            self.setFixedHeight(height)
+        if height > self._height or (shrink and height != self._height):
+            self._height = height
+            self.updateGeometry()
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
