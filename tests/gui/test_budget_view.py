@@ -153,7 +153,7 @@ def test_released_rows_count_and_render(view: BudgetView, tmp_path: Path) -> Non
     assert view.result.report.get("basic").released == pytest.approx(0.2)  # type: ignore[union-attr]
     assert view.table.item(0, HOLD_COLUMN).text() == "released"
     assert "optimal" in view.tooltip_at(2.0)
-    path = Path("/tmp/dpexplorer-budget-view.png")
+    path = tmp_path / "budget-view.png"
     assert view.grab().save(str(path))
     view.save(tmp_path / "budget.csv")
     assert (tmp_path / "budget.csv").read_text().startswith("accountant")

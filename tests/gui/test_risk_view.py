@@ -67,6 +67,6 @@ def test_empty_view_and_stale_results(view: RiskView) -> None:
 def test_render(view: RiskView, tmp_path: Path) -> None:
     view.set_current(_item(0.5))
     view.set_plan((LaplaceNoise(2.0), LaplaceNoise(1.0)), 1e-6)
-    assert view.grab().save("/tmp/dpexplorer-risk-view.png")
+    assert view.grab().save(str(tmp_path / "risk-view.png"))
     view.save(tmp_path / "risk.csv")
     assert (tmp_path / "risk.csv").read_text().startswith("alpha")
