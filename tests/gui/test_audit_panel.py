@@ -69,7 +69,8 @@ def test_cancel_stops_the_audit(qtbot, compute) -> None:
     panel.run()
     panel.cancel()
     assert JOB not in compute.pending_views() and panel.label.text() == "Audit cancelled."
-    qtbot.wait(200)
+    qtbot.waitUntil(lambda: compute.running == 0, timeout=60_000)  # the worker has stopped
+    qtbot.wait(50)  # and anything it sent has been delivered
     assert panel.report is None
 
 

@@ -104,7 +104,7 @@ def test_add_and_remove_redraw(view: BudgetView) -> None:
 
 
 def test_add_button_asks_the_window(view: BudgetView, qtbot) -> None:  # type: ignore[no-untyped-def]
-    with qtbot.waitSignal(view.add_requested, timeout=1000):
+    with qtbot.waitSignal(view.add_requested, timeout=30_000):
         view.add_button.click()
 
 

@@ -102,10 +102,10 @@ def test_keys_walk_a_lesson_and_leave_keeps_the_state(qtbot, window):
     assert runner.next_action.isEnabled() and not runner.back_action.isEnabled()
     lesson_height = window.side_splitter.sizes()[0]
     runner.fold_action.trigger()  # Ctrl+T: the step's text folds away, the controls get its room
-    qtbot.waitUntil(lambda: window.side_splitter.sizes()[0] < lesson_height, timeout=5_000)
+    qtbot.waitUntil(lambda: window.side_splitter.sizes()[0] < lesson_height, timeout=60_000)
     assert runner.panel.text_area.isHidden() and runner.panel.fold.text() == "Show text"
     runner.fold_action.trigger()
-    qtbot.waitUntil(lambda: window.side_splitter.sizes()[0] == lesson_height, timeout=5_000)
+    qtbot.waitUntil(lambda: window.side_splitter.sizes()[0] == lesson_height, timeout=60_000)
     window.activateWindow()
     window.tabs.currentWidget().setFocus()
     _walk_to(qtbot, window, runner, lambda: qtbot.keyClick(window.tabs.currentWidget(), Qt.Key.Key_PageDown))

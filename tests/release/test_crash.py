@@ -70,7 +70,7 @@ class _Server:
     def close(self) -> None:
         assert self.process.stdin is not None
         self.process.stdin.close()
-        self.process.wait(timeout=10)
+        self.process.wait(timeout=60)
 
 
 def _complete(path: Path) -> bool:
