@@ -520,19 +520,35 @@ def _field_counts(src: Source, fmt: Format, sep: str) -> Iterator[tuple[int, int
 
 def _ragged_rows(
     path: Path, fmt: Format, sep: str, expected: int, src: Source | None = None
-) -> tuple[list[int], list[str]]:
-    """Row indices (0-based, data rows) with the wrong number of fields, and up to 3 examples."""
+) -> tuple[list[int], list[str], list[int]]:
+    """Row indices (0-based, as polars numbers its rows) with the wrong number of fields, up to
+    3 examples, and the indices of blank lines. Polars reads a blank line as a row of missing
+    values; it holds no record (Python's csv, pandas and Spark skip it), except in a file of
+    one column, where it is how a missing value is written (polars writes it so)."""
     bad: list[int] = []
+    blank: list[int] = []
     examples: list[str] = []
     try:
         for row, (line, count) in enumerate(_field_counts(path if src is None else src, fmt, sep)):
-            if count != expected and count > 0:
+            if count == 0:
+                if expected > 1:
+                    blank.append(row)
+            elif count != expected:
                 bad.append(row)
                 if len(examples) < 3:
                     examples.append(f"line {line:,}: {count} fields, expected {expected}")
     except (OSError, csv.Error, UnicodeDecodeError, EOFError, zlib.error) as exc:
         raise DataError(f"{path.name} could not be checked for ragged rows: {_first_line(exc)}") from exc
-    return bad, examples
+    return bad, examples, blank
+
+
+def _set_aside_note(bad: list[int], examples: list[str], blank: list[int], notes: list[str]) -> list[int]:
+    """Notes on the rows set aside (wrong number of fields; blank lines); their indices."""
+    if bad:
+        notes.append(f"{_rows(len(bad))} set aside: wrong number of fields ({'; '.join(examples)})")
+    if blank:
+        notes.append(f"{len(blank):,} blank line{'' if len(blank) == 1 else 's'} skipped (no record)")
+    return sorted(bad + blank)
 
 
 def _set_aside(frame: pl.DataFrame | pl.LazyFrame, rows: list[int]) -> pl.DataFrame | pl.LazyFrame:
@@ -612,10 +628,7 @@ def _read(
                 )
                 if src is not None:
                     expected = _fields(src[: src.find(b"\n")].decode("utf-8").lstrip("\ufeff"), sep)
-                too_many, examples = _ragged_rows(path, fmt, sep, expected, src)
-                notes.append(
-                    f"{_rows(len(too_many))} set aside: wrong number of fields ({'; '.join(examples)})"
-                )
+                too_many = _set_aside_note(*_ragged_rows(path, fmt, sep, expected, src), notes)
             elif "utf-8" in message.lower() or "utf8" in message.lower():
                 if not lazy and src is None:
                     raise _NotUtf8 from exc
@@ -711,15 +724,13 @@ def _short_rows(
     notes: list[str],
     src: Source | None = None,
 ) -> list[int]:
-    """Rows with too few fields (polars fills them with missing values), to set aside. Only
-    searched for when the last column has missing values (a short row always leaves it empty)."""
+    """Rows with too few fields (polars fills them with missing values) and blank lines, to set
+    aside. Only searched for when the last column has missing values (a short row or a blank
+    line always leaves it empty)."""
     names = frame.collect_schema().names()
     if fmt == "parquet" or int(_collect(frame.select(pl.col(names[-1]).null_count()))[names[-1]][0]) == 0:
         return []
-    bad, examples = _ragged_rows(path, fmt, sep, len(names), src)
-    if bad:
-        notes.append(f"{_rows(len(bad))} set aside: wrong number of fields ({'; '.join(examples)})")
-    return bad
+    return _set_aside_note(*_ragged_rows(path, fmt, sep, len(names), src), notes)
 
 
 def text_layout(path: str | os.PathLike[str]) -> tuple[Format, str, bool]:

@@ -391,20 +391,21 @@ def test_a_csv_file_is_one_table_on_every_engine(sources):
 
 def test_spark_reads_a_csv_file_as_the_loader_does(tmp_path, spark):
     """The loader's separator (sniffed semicolons), quotes doubled inside quotes, a line break
-    inside quotes, rows with the wrong number of fields set aside (and not counted), text that
-    polars does not read as a number (1d, 0x10: Java would) made missing, infinities made
-    missing, with the loader's notes."""
+    inside quotes, rows with the wrong number of fields and blank lines set aside (and not
+    counted), text that polars does not read as a number (1d, 0x10: Java would) made missing,
+    infinities made missing, with the loader's notes."""
     from dpexplorer.data.engine.spark_engine import open_spark
 
     path = tmp_path / "semicolons.csv"
     rows = ['1;"say ""hi""";2021-03-01;1.5', "2;b;2021-3-2;1d", "3;c;;0x10", "4;d;2021-03-04;inf"]
     rows += ["5;e;2021-03-05;1;9", "6;f", "7;g;2021-03-07;1e400", '8;"two\nlines";2021-03-08;-2.5e-1']
     rows += [f"{i};h;2021-03-09;{i}.5" for i in range(9, 70)]  # 95% numbers: v is numeric
-    path.write_text("n;t;day;v\n" + "\n".join(rows) + "\n")
+    rows.insert(20, "")  # a blank line: no row on either engine
+    path.write_text("n;t;day;v\n" + "\n".join(rows) + "\n\n")
     eager, spark_read = load_dataset(path), open_spark(path)
     assert eager.schema == pl.Schema({"n": pl.Int64, "t": pl.String, "day": pl.String, "v": pl.Float64})
     assert spark_read.schema == eager.schema
-    assert spark_read.warnings == eager.warnings and len(eager.warnings) == 4
+    assert spark_read.warnings == eager.warnings and len(eager.warnings) == 5
     assert spark_read.preview(100).equals(eager.frame)
     assert spark_read.n_rows == eager.n_rows == 67 == true_answer(spark_read, Count())
     assert eager.frame["t"][0] == 'say "hi"' and eager.frame["t"][5] == "two\nlines"

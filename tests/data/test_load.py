@@ -114,6 +114,19 @@ def test_ragged_rows_are_set_aside_and_counted(tmp_path, lazy):
 
 
 @pytest.mark.parametrize("lazy", [False, True])
+def test_blank_lines_hold_no_row_except_in_a_file_of_one_column(tmp_path, lazy):
+    """Polars reads a blank line as a row of missing values: a count one too high for a file
+    that ends in an empty line. It is skipped (as Python's csv, pandas and Spark do), with a
+    note; in a file of one column it is a missing value, as polars writes one."""
+    p = write(tmp_path, "b.csv", "a,b\n1,x\n\n2,y\n3,\n\n")
+    ds = load_dataset(p, lazy=lazy)
+    assert ds.n_rows == 3 and ds.warnings == ("2 blank lines skipped (no record)",)
+    assert ds.select(pl.col("a"))["a"].to_list() == [1, 2, 3]
+    one = load_dataset(write(tmp_path, "one.csv", "a\n1\n\n2\n"), lazy=lazy)
+    assert one.n_rows == 3 and one.warnings == ()
+
+
+@pytest.mark.parametrize("lazy", [False, True])
 def test_text_nan_inf_and_all_missing(tmp_path, lazy):
     rows = "".join(f"{i},{i}.5,\n" for i in range(12_000))
     p = write(tmp_path, "t.csv", "a,b,c\n" + rows + "oops,nan,\n7,inf,\n8,-inf,\n")
