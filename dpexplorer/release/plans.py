@@ -52,13 +52,13 @@ Path = Callable[[Mechanism, Mapping[str, Any], Any, float], ExactRelease]
 
 
 def _laplace(mechanism: Mechanism, params: Mapping[str, Any], query: Any, level: float) -> ExactRelease:
-    noise = mechanism.guarantee(params, query)
+    noise = mechanism.noise(params, query)  # type: ignore[attr-defined]
     assert isinstance(noise, LaplaceNoise)
     return numeric_paths.laplace_release(query, noise, level)
 
 
 def _gaussian(mechanism: Mechanism, params: Mapping[str, Any], query: Any, level: float) -> ExactRelease:
-    noise = mechanism.guarantee(params, query)
+    noise = mechanism.noise(params, query)  # type: ignore[attr-defined]
     assert isinstance(noise, GaussianNoise)
     return numeric_paths.gaussian_release(query, noise, float(params["delta"]), level)
 

@@ -67,3 +67,33 @@ def test_the_neighbour_changes_the_candidate_it_moves_most(tmp_path, statistic):
         assert built.moments_prime[i].count == built.moments[i].count + 1 == n + 1
     else:
         assert d_prime[i] - d[i] == pytest.approx(1.0 if statistic == "count" else UPPER)
+
+
+@pytest.mark.parametrize("statistic", ["count", "sum", "mean", "quantile"])
+def test_every_mechanism_claims_the_key_selection_too(tmp_path, statistic):
+    """By privately selected keys the keys themselves are a DP output (partition selection at
+    its declared epsilon and delta): every mechanism that takes such an input states at least
+    the selection's (epsilon, delta) on top of its own, in its claim (the views, the audit) and
+    in its guarantee (the planner). Laplace and the Gaussian used to claim their own (epsilon,
+    delta) alone."""
+    from dpexplorer.core.mechanisms import registry
+    from dpexplorer.core.planning import guarantee_epsilon_delta
+
+    _, dataset = _data(tmp_path)
+    built = query_input(dataset, _query(statistic), "add_remove")
+    selection = built.partition
+    assert selection is not None
+    checked = []
+    for mechanism in registry.all_mechanisms():
+        if mechanism.accepts(built) is not None:
+            continue
+        params = mechanism.validate({"epsilon": 0.5})
+        plain = dict(params)
+        eps, delta = mechanism.epsilon_delta(params, built)
+        own_delta = float(plain.get("delta", 0.0))
+        assert eps >= 0.5 + selection.epsilon - 1e-12, mechanism.name
+        assert delta >= own_delta + selection.delta - 1e-18, mechanism.name
+        g_eps, g_delta = guarantee_epsilon_delta(mechanism.guarantee(params, built), delta)
+        assert g_eps >= 0.5 + selection.epsilon - 1e-12 and g_delta >= selection.delta, mechanism.name
+        checked.append(mechanism.name)
+    assert "laplace" in checked and ("noisy_mean" in checked) == (statistic == "mean")

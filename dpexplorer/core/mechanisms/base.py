@@ -153,15 +153,15 @@ class WorkloadInput:
 QueryInput = NumericInput | SelectionInput | WorkloadInput
 
 
-def with_key_selection(epsilon: float, query: QueryInput) -> tuple[float, float]:
-    """(epsilon, delta) of a statistic measured at ``epsilon`` on the keys a private partition
-    selection keeps: plus the selection's declared (epsilon, delta) when the query's keys are
-    private (adaptive basic composition, Dwork & Roth 2014, Theorem 3.16: the measurement is
-    epsilon-DP for every fixed key set), else (epsilon, 0)."""
+def with_key_selection(epsilon: float, query: QueryInput, delta: float = 0.0) -> tuple[float, float]:
+    """(epsilon, delta) of a statistic measured at (``epsilon``, ``delta``) on the keys a private
+    partition selection keeps: plus the selection's declared (epsilon, delta) when the query's
+    keys are private (adaptive basic composition, Dwork & Roth 2014, Theorem 3.16: the
+    measurement is (epsilon, delta)-DP for every fixed key set), else (epsilon, delta)."""
     selection = query.partition if isinstance(query, NumericInput) else None
     if selection is None:
-        return epsilon, 0.0
-    return epsilon + selection.epsilon, selection.delta
+        return epsilon, delta
+    return epsilon + selection.epsilon, delta + selection.delta
 
 
 def key_selection_guarantee(epsilon: float, query: QueryInput) -> PureDP | ApproxDP:

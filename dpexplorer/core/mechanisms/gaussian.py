@@ -21,9 +21,9 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from dpexplorer.core import accuracy as acc
-from dpexplorer.core.accounting.guarantees import GaussianNoise
+from dpexplorer.core.accounting.guarantees import ApproxDP, GaussianNoise
 from dpexplorer.core.errors import InvalidParameterError
-from dpexplorer.core.mechanisms.base import AccuracyReport, NumericInput, QueryInput
+from dpexplorer.core.mechanisms.base import AccuracyReport, NumericInput, QueryInput, with_key_selection
 from dpexplorer.core.mechanisms.params import DELTA, EPSILON, Param
 from dpexplorer.core.mechanisms.registry import register
 
@@ -115,12 +115,21 @@ class GaussianMechanism(acc.NoisyReleaseMechanism):
         query = acc.numeric_query(query)
         return self.sigma_for(params["epsilon"], params["delta"], query.sensitivity_l2, params["calibration"])
 
-    def guarantee(self, params: Mapping[str, Any], query: QueryInput) -> GaussianNoise:
+    def guarantee(self, params: Mapping[str, Any], query: QueryInput) -> GaussianNoise | ApproxDP:
+        """The Gaussian noise's own guarantee; by privately selected keys, the (epsilon, delta)
+        of :meth:`epsilon_delta` (the selection composed in)."""
+        if acc.numeric_query(query).partition is not None:
+            return ApproxDP(*self.epsilon_delta(params, query))
+        return self.noise(params, query)
+
+    def noise(self, params: Mapping[str, Any], query: QueryInput) -> GaussianNoise:
+        """The noise added (its sigma and the sensitivity it is calibrated to), whatever the keys."""
         query = acc.numeric_query(query)
         return GaussianNoise(self.noise_scale(params, query), query.sensitivity_l2)
 
     def epsilon_delta(self, params: Mapping[str, Any], query: QueryInput) -> tuple[float, float]:
-        return float(params["epsilon"]), float(params["delta"])
+        """The (epsilon, delta) asked for; by privately selected keys, plus the selection's."""
+        return with_key_selection(float(params["epsilon"]), query, float(params["delta"]))
 
     def releases(self, params: Mapping[str, Any], query: QueryInput) -> acc.ReleasePair:
         query = acc.numeric_query(query)

@@ -15,12 +15,14 @@ import numpy as np
 from scipy import signal
 
 from dpexplorer.core import accuracy as acc
-from dpexplorer.core.accounting.guarantees import LaplaceNoise
+from dpexplorer.core.accounting.guarantees import ApproxDP, LaplaceNoise, PureDP
 from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
     NumericInput,
     QueryInput,
+    key_selection_guarantee,
+    with_key_selection,
 )
 from dpexplorer.core.mechanisms.params import EPSILON, Param
 from dpexplorer.core.mechanisms.registry import register
@@ -108,13 +110,23 @@ class LaplaceMechanism(acc.NoisyReleaseMechanism):
         query = acc.numeric_query(query)
         return laplace_scale(params["epsilon"], query.sensitivity_l1)
 
-    def guarantee(self, params: Mapping[str, Any], query: QueryInput) -> LaplaceNoise:
+    def guarantee(self, params: Mapping[str, Any], query: QueryInput) -> LaplaceNoise | PureDP | ApproxDP:
+        """The Laplace noise's own guarantee (tight under every accountant); by privately
+        selected keys, (epsilon + the selection's epsilon, its delta) (:func:`with_key_selection`,
+        what the release charges)."""
+        if acc.numeric_query(query).partition is not None:
+            return key_selection_guarantee(float(params["epsilon"]), query)
+        return self.noise(params, query)
+
+    def noise(self, params: Mapping[str, Any], query: QueryInput) -> LaplaceNoise:
+        """The noise added (its scale and the sensitivity it is calibrated to), whatever the keys."""
         query = acc.numeric_query(query)
         return LaplaceNoise(self.noise_scale(params, query), query.sensitivity_l1)
 
     def epsilon_delta(self, params: Mapping[str, Any], query: QueryInput) -> tuple[float, float]:
-        """The epsilon asked for (the noise is calibrated to it by :meth:`noise_scale`), delta 0."""
-        return float(params["epsilon"]), 0.0
+        """The epsilon asked for (the noise is calibrated to it by :meth:`noise_scale`), delta 0;
+        by privately selected keys, plus the selection's (epsilon, delta)."""
+        return with_key_selection(float(params["epsilon"]), query)
 
     def releases(self, params: Mapping[str, Any], query: QueryInput) -> acc.ReleasePair:
         query = acc.numeric_query(query)
