@@ -95,6 +95,14 @@ def claim_note(
     chosen = params.get("epsilon")
     if chosen is None or abs(epsilon - float(chosen)) <= 1e-12 * max(1.0, epsilon):
         return ""
+    selection = getattr(query, "partition", None)
+    if selection is not None:  # keys selected privately: the claim adds the selection's
+        return (
+            f"The ε slider ({float(chosen):g}) is the statistic's budget; the keys are selected "
+            f"privately at ε = {selection.epsilon:g}, δ = {selection.delta:.3g} (noisy threshold), so "
+            f"the release claims ε = {epsilon:.4g}, δ = {delta:.3g} (basic composition). The curves "
+            "are the statistic's noise on one kept group."
+        )
     rho = getattr(mechanism.guarantee(params, query), "rho", None)
     if rho is not None:
         return (

@@ -68,3 +68,24 @@ def test_more_values_than_the_limit_are_refused_clearly(qtbot, loaded) -> None: 
     panel.categories.setText(", ".join(loaded.top_values["huge"]))  # 10,001 typed (or pasted)
     panel.emit_query()
     assert panel.error.isVisibleTo(panel) and f"at most {CATEGORY_LIMIT:,} can be" in panel.error.text()
+
+
+def test_the_neighbours_note_says_the_keys_were_selected_privately(tmp_path) -> None:
+    """By private keys the claim is the statistic's epsilon plus the selection's: the view's
+    note says where the larger epsilon comes from (it used to credit Laplace's theorem)."""
+    import polars as pl
+
+    from dpexplorer.core.mechanisms.registry import get
+    from dpexplorer.data.answers import query_input
+    from dpexplorer.data.load import load_dataset
+    from dpexplorer.data.queries import GroupBy, PrivateKeys
+    from dpexplorer.gui.jobs import neighbours
+
+    pl.DataFrame({"g": ["a"] * 40 + ["b"] * 25 + ["c"]}).write_csv(tmp_path / "k.csv")
+    query = GroupBy((), "count", private=PrivateKeys(("g",), 0.5, 1e-6))
+    built = query_input(load_dataset(tmp_path / "k.csv"), query, "add_remove")
+    laplace = get("laplace")
+    result = neighbours(laplace, laplace.validate({"epsilon": 1.0}), built)
+    assert (result.epsilon, result.delta_claim) == (1.5, 1e-6)
+    assert "selected privately at ε = 0.5, δ = 1e-06" in result.claim_note
+    assert "theorem" not in result.claim_note
