@@ -50,20 +50,18 @@ from __future__ import annotations
 import itertools
 import math
 import secrets
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from dpexplorer.core.mechanisms.base import CentredMoments, NumericInput, Relation
-from dpexplorer.core.partition_selection import Candidates
 from dpexplorer.core.sensitivity import quantile_rank
 from dpexplorer.data.engine import (
     BoundContributions,
     CellCounts,
     DistinctCount,
-    DistinctValues,
     GroupedCentredSums,
     GroupedSortedClipped,
     PersonContributions,
@@ -71,7 +69,7 @@ from dpexplorer.data.engine import (
     RowStep,
 )
 from dpexplorer.data.errors import DataError
-from dpexplorer.data.queries import Axis, GroupBy
+from dpexplorer.data.queries import GroupBy
 
 Steps = tuple[RowStep, ...]
 
@@ -136,8 +134,10 @@ def _statistic(query: GroupBy, moments: tuple[CentredMoments, ...]) -> np.ndarra
 def group_answer(dataset: Any, query: GroupBy, bounding_seed: int | None = None) -> np.ndarray:
     """f(D): the statistic in every group (exact, after the privacy unit's bounding)."""
     if query.private is not None and not query.keys:  # the candidates' statistics (private)
+        from dpexplorer.data.private_groups import private_input  # it builds on this module
+
         seed = EXPLORATION_SEED if bounding_seed is None else bounding_seed
-        return np.array(_private_input(dataset, query, "add_remove", seed).value_d)
+        return np.array(private_input(dataset, query, "add_remove", seed).value_d)
     steps = bounding_steps(query, bounding_seed)
     if query.statistic == "count":
         return _aggregate(dataset, CellCounts(query.keys), steps).copy()
@@ -207,31 +207,74 @@ def group_input(
         # rows" text all see the same bounded rows
         bounding_seed = secrets.randbits(63)
     if query.private is not None and not query.keys:
-        return _private_input(dataset, query, relation, bounding_seed, exact_sums)
-    if query.statistic == "quantile":
-        return _quantile_input(dataset, query, relation, bounding_seed)
-    labels = query.labels
+        from dpexplorer.data.private_groups import private_input  # it builds on this module
+
+        return private_input(dataset, query, relation, bounding_seed, exact_sums)
     steps = bounding_steps(query, bounding_seed)
-    s1, s2 = sensitivities(query, relation)
-    common: dict[str, Any] = {"statistic": "histogram", "output_range": (0.0, math.inf)}
+    groups = Groups.declared(query)
+    if query.statistic == "quantile":
+        return quantile_input(dataset, query, relation, steps, group_values(dataset, query, steps), groups)
     if query.statistic == "count":
-        counts = _aggregate(dataset, CellCounts(query.keys), steps).copy()
+        counts = _aggregate(dataset, CellCounts(query.keys), steps)
         moments = tuple(CentredMoments(int(c), 0.0) for c in counts)
     else:
         moments = group_moments(dataset, query, steps, exact_sums)
-        counts = np.array([m.count for m in moments], dtype=float)
+    return moments_input(dataset, query, relation, steps, moments, groups)
+
+
+@dataclass(frozen=True, eq=False)
+class Groups:
+    """The groups of a statistic by group, in the order of its coordinates: every cell of the
+    declared keys (``cells`` None: the engine's row-major cells), or the cells that occur
+    (private keys: the engine's cell indices of those, ascending; never the whole universe)."""
+
+    labels: tuple[str, ...]
+    keys: tuple[tuple[str, ...], ...]
+    cells: np.ndarray | None = None
+
+    @classmethod
+    def declared(cls, query: GroupBy) -> Groups:
+        """Every cell of the declared keys (or the one group of all rows)."""
+        keys = tuple(itertools.product(*(a.labels for a in query.keys))) if query.keys else ()
+        return cls(query.labels, keys)
+
+    def positions(self, cells: np.ndarray) -> np.ndarray:
+        """Each engine cell index's coordinate among the groups (-1: not one of them)."""
+        cells = np.asarray(cells, dtype=np.int64)
+        if self.cells is None:
+            return cells
+        if not self.cells.size:
+            return np.full(cells.size, -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.cells, cells), self.cells.size - 1)
+        return np.where(self.cells[at] == cells, at, -1)
+
+
+def moments_input(
+    dataset: Any,
+    query: GroupBy,
+    relation: Relation,
+    steps: Steps,
+    moments: tuple[CentredMoments, ...],
+    groups: Groups,
+) -> NumericInput:
+    """A count, sum or mean in each of ``groups`` on D (``moments``, after ``steps``) and on D'
+    (module docstring), with the sensitivities; for a mean, the moments of D and D' as well."""
+    s1, s2 = sensitivities(query, relation)
+    counts = np.array([m.count for m in moments], dtype=float)
+    common: dict[str, Any] = {"statistic": "histogram", "output_range": (0.0, math.inf)}
+    if query.statistic != "count":
         common = {
             "statistic": query.statistic,
             "bounds": (float(query.lower), float(query.upper)),  # type: ignore[arg-type]
             "output_range": None if query.statistic == "sum" else (float(query.lower), float(query.upper)),  # type: ignore[arg-type]
         }
     if query.unit is None:
-        prime, text = _neighbour(query, moments, relation)
+        prime, text = _neighbour(query, moments, relation, groups.labels)
     else:
-        prime, text = _person_neighbour(dataset, query, moments, steps)
+        prime, text = _person_neighbour(dataset, query, moments, steps, groups)
         if query.statistic != "count":  # show clipping and bounding bias together
-            raw = group_moments(dataset, query)
-            moments = tuple(replace(m, raw_mean=u.raw_mean) for m, u in zip(moments, raw, strict=True))
+            raw = _raw_means(dataset, query, groups)
+            moments = tuple(replace(m, raw_mean=u) for m, u in zip(moments, raw, strict=True))
     value = counts if query.statistic == "count" else _statistic(query, moments)
     value_prime = (
         np.array([m.count for m in prime], dtype=float)
@@ -253,13 +296,27 @@ def group_input(
         n=int(counts.sum()),
         relation=relation,
         differing_row=text,
-        labels=labels,
+        labels=groups.labels,
         key_columns=tuple(a.column for a in query.keys),
-        group_keys=tuple(itertools.product(*(a.labels for a in query.keys))) if query.keys else (),
+        group_keys=groups.keys,
         exact_values=_exact_statistic(query, moments),
         **common,
         **extra,
     )
+
+
+def _raw_means(dataset: Any, query: GroupBy, groups: Groups) -> list[float | None]:
+    """Each group's unclipped mean before bounding (the bias view), in the order of ``groups``."""
+    if groups.cells is None:
+        return [m.raw_mean for m in group_moments(dataset, query)]
+    low, high = float(query.lower), float(query.upper)  # type: ignore[arg-type]
+    request = GroupedCentredSums(str(query.column), low, high, query.keys, sparse=True)
+    cells, raw = _aggregate(dataset, request)
+    out: list[float | None] = [None] * len(groups.labels)
+    for at, m in zip(groups.positions(cells).tolist(), raw, strict=True):
+        if at >= 0:
+            out[at] = m.raw_mean
+    return out
 
 
 # ---------------------------------------------------------------- quantile by group
@@ -275,8 +332,16 @@ def _quantile(query: GroupBy, values: np.ndarray) -> float:
     return float(values[quantile_rank(values.size, query.q) - 1]) if values.size else float(query.lower)  # type: ignore[arg-type]
 
 
-def _quantile_input(dataset: Any, query: GroupBy, relation: Relation, seed: int | None) -> NumericInput:
-    """The q-quantile in every declared group on D and on D'. A quantile of values in [L, U]
+def quantile_input(
+    dataset: Any,
+    query: GroupBy,
+    relation: Relation,
+    steps: Steps,
+    values: tuple[np.ndarray, ...],
+    groups: Groups,
+) -> NumericInput:
+    """The q-quantile in each of ``groups`` on D (their sorted clipped ``values``, after
+    ``steps``) and on D'. A quantile of values in [L, U]
     moves by at most W = U - L, and a neighbour changes one group (add/remove) or two (replace
     moves a row between groups), so the vector's sensitivities are (W, W) and (2W, sqrt(2) W),
     by parallel composition as in the module docstring (each reached: one row at a bound can
@@ -285,8 +350,7 @@ def _quantile_input(dataset: Any, query: GroupBy, relation: Relation, seed: int 
     replace, then adds) the row (with a unit: the person's r rows) at a bound that moves one
     group's quantile most; each group's sorted values on D and D' come along for the
     exponential mechanism (dp_quantile by group)."""
-    steps = bounding_steps(query, seed)
-    values = group_values(dataset, query, steps)
+    labels = groups.labels
     low, high = float(query.lower), float(query.upper)  # type: ignore[arg-type]
     width = high - low
     rows = query.unit.max_rows if query.unit is not None else 1
@@ -301,13 +365,13 @@ def _quantile_input(dataset: Any, query: GroupBy, relation: Relation, seed: int 
     target, bound = best // 2, (low, high)[best % 2]
     prime = list(values)
     prime[target] = changed[best]
-    text = f"D' = D plus one row in group ({query.labels[target]}) with {query.column} = {bound:g}"
+    text = f"D' = D plus one row in group ({labels[target]}) with {query.column} = {bound:g}"
     contribution = None
     if query.unit is not None:
         contribution = (_touched(query), rows)
         kept, total = sum(v.size for v in values), _aggregate(dataset, RowCount())
         text = (
-            f"D' = D plus one {query.unit.column} with {rows} row(s) in group ({query.labels[target]}) "
+            f"D' = D plus one {query.unit.column} with {rows} row(s) in group ({labels[target]}) "
             f"with {query.column} = {bound:g}. The bounds keep {kept:,} of {total:,} rows."
         )
     if relation == "replace":
@@ -317,8 +381,8 @@ def _quantile_input(dataset: Any, query: GroupBy, relation: Relation, seed: int 
         if source is not None and values[source].size:
             prime[source] = values[source][1:] if bound == high else values[source][:-1]
             text = (
-                f"D' = D with one row moved from group ({query.labels[source]}) to "
-                f"({query.labels[target]}), now {query.column} = {bound:g}"
+                f"D' = D with one row moved from group ({labels[source]}) to "
+                f"({labels[target]}), now {query.column} = {bound:g}"
             )
     s1, s2 = (width, width) if relation == "add_remove" else (2 * width, math.sqrt(2) * width)
     if contribution is not None:
@@ -335,9 +399,9 @@ def _quantile_input(dataset: Any, query: GroupBy, relation: Relation, seed: int 
         bounds=(low, high),
         quantile=float(query.q),
         differing_row=text,
-        labels=query.labels,
+        labels=labels,
         key_columns=tuple(a.column for a in query.keys),
-        group_keys=tuple(itertools.product(*(a.labels for a in query.keys))),
+        group_keys=groups.keys,
         group_values_d=tuple(values),
         group_values_d_prime=tuple(prime),
         group_contribution=contribution,
@@ -345,17 +409,12 @@ def _quantile_input(dataset: Any, query: GroupBy, relation: Relation, seed: int 
 
 
 def _neighbour(
-    query: GroupBy,
-    moments: tuple[CentredMoments, ...],
-    relation: Relation,
-    labels: tuple[str, ...] | None = None,
+    query: GroupBy, moments: tuple[CentredMoments, ...], relation: Relation, labels: tuple[str, ...]
 ) -> tuple[tuple[CentredMoments, ...], str]:
-    """D' as per-group moments, and in words (``labels``: the groups', else the query's).
-    Add/remove: one row added to the group (and at the bound) that moves the statistic most.
-    Replace: one row moved from the largest group to the smallest (count), or one row of the
-    largest group moved to the group whose statistic moves most, taking the bound farther from
-    that group's value (sum, mean)."""
-    labels = labels or query.labels
+    """D' as per-group moments, and in words. Add/remove: one row added to the group (and at the
+    bound) that moves the statistic most. Replace: one row moved from the largest group to the
+    smallest (count), or one row of the largest group moved to the group whose statistic moves
+    most, taking the bound farther from that group's value (sum, mean)."""
     counts = np.array([m.count for m in moments])
     low = float(query.lower) if query.lower is not None else 0.0
     high = float(query.upper) if query.upper is not None else 1.0
@@ -396,7 +455,7 @@ def _most_moved(
 
 
 def _person_neighbour(
-    dataset: Any, query: GroupBy, moments: tuple[CentredMoments, ...], steps: Steps
+    dataset: Any, query: GroupBy, moments: tuple[CentredMoments, ...], steps: Steps, groups: Groups
 ) -> tuple[tuple[CentredMoments, ...], str]:
     """D' = D without the person (after bounding) whose removal moves the statistic most (l1
     over the groups), with the bounding's cost in rows, in words."""
@@ -405,6 +464,9 @@ def _person_neighbour(
     high = float(query.upper) if query.upper is not None else 1.0
     request = PersonContributions(query.column or "", low, high, query.keys, query.unit.column)
     codes, cells, counts, sums, names = _aggregate(dataset, request, steps)
+    cells = groups.positions(cells)
+    if (cells < 0).any():  # every bounded row's cell is one of the groups: the same steps
+        raise DataError("the engine's contributions and groups disagree; please report this")
     effect = _removal_effect(query, moments, cells, counts, sums, low, high)
     person = int(np.argmax(np.bincount(codes, weights=effect))) if codes.size else -1
     out = list(moments)
@@ -436,7 +498,8 @@ def _noise_saved(dataset: Any, query: GroupBy, request: PersonContributions) -> 
         return ""
     groups, rows = int(np.bincount(codes).max()), int(counts.max())
     k, r = _touched(query), query.unit.max_rows
-    factor = (min(groups, len(query.labels)) * rows) / (k * r)
+    reach = groups if query.private is not None else min(groups, len(query.labels))  # labels: declared
+    factor = (reach * rows) / (k * r)
     return (
         f"Unbounded, one person reaches {groups:,} group(s) and {rows:,} row(s) in one: noise "
         f"{factor:.3g}x larger (l1, by those counts) would be needed to protect them; the bounds' "
@@ -465,120 +528,3 @@ def _removal_effect(
     rest = n - counts
     after = np.divide(s - sums, rest, out=np.zeros_like(s), where=rest > 0)
     return np.abs(after - before)
-
-
-# ---------------------------------------------------------------- private keys
-MISSING_KEY = "(missing)"
-"""The label of the group of rows whose key value is missing."""
-
-
-def resolve_keys(dataset: Any, query: GroupBy) -> GroupBy:
-    """``query`` with its private key columns as axes over the values that occur (text; the
-    axis' last cell holds the missing values). PRIVATE: used internally, never published."""
-    assert query.private is not None
-    axes = []
-    for column in query.private.columns:
-        values = _aggregate(dataset, DistinctValues(column))
-        # an all-missing column: a placeholder category, which no row matches (count 0)
-        axes.append(Axis(column, tuple(values) or ("",)))
-    return replace(query, keys=tuple(axes))
-
-
-def _persons_per_cell(dataset: Any, query: GroupBy, steps: Steps, counts: np.ndarray) -> np.ndarray:
-    """Distinct persons per cell after bounding (rows per cell without a privacy unit)."""
-    if query.unit is None:
-        return counts.astype(np.int64)
-    request = PersonContributions("", 0.0, 1.0, query.keys, query.unit.column)
-    _, cells, _, _, _ = _aggregate(dataset, request, steps)
-    return np.bincount(cells.astype(np.int64), minlength=counts.size)
-
-
-def _cell_keys(query: GroupBy, cells: np.ndarray) -> tuple[tuple[str, ...], ...]:
-    """The key values of each cell (MISSING_KEY for the missing-value cell)."""
-    per_axis = [(*(str(c) for c in a.categories or ()), MISSING_KEY) for a in query.keys]
-    index = np.unravel_index(cells, query.shape)
-    return tuple(
-        tuple(per_axis[j][int(index[j][i])] for j in range(len(query.keys))) for i in range(cells.size)
-    )
-
-
-def _private_input(
-    dataset: Any, query: GroupBy, relation: Relation, seed: int | None, exact_sums: bool = False
-) -> NumericInput:
-    """The statistic on every candidate key (module docstring), with the candidates' numbers of
-    persons for the release's threshold. One bounding (one seed, from the OS CSPRNG in a
-    release) serves every aggregate, so the counts and the statistics see the same rows."""
-    assert query.private is not None
-    if relation != "add_remove":
-        raise DataError(
-            "private keys are selected under 'add or remove one person (row)': under replace the "
-            "key set of D and D' can differ by two keys; choose add/remove or declare the keys"
-        )
-    seed = secrets.randbits(63) if seed is None else seed
-    resolved = resolve_keys(dataset, query)
-    full = group_input(dataset, resolved, relation, seed, exact_sums)
-    steps = bounding_steps(resolved, seed)
-    if full.group_values_d is not None:  # a quantile by group: each group's clipped values
-        counts = np.array([v.size for v in full.group_values_d], dtype=float)
-    else:  # rows per cell, counted (a sum's values are no counts)
-        counts = _aggregate(dataset, CellCounts(resolved.keys), steps)
-    persons = _persons_per_cell(dataset, resolved, steps, np.asarray(counts))
-    kept = np.flatnonzero(persons > 0)
-    keys = _cell_keys(resolved, kept)
-    candidates = Candidates(
-        tuple(int(persons[i]) for i in kept),
-        keys,
-        query.unit.max_groups if query.unit is not None else 1,
-        float(query.private.epsilon),
-        float(query.private.delta),
-    )
-    columns = query.private.columns
-    labels = tuple(", ".join(f"{c} = {v}" for c, v in zip(columns, k, strict=True)) for k in keys)
-    extra: dict[str, Any] = {}
-    if full.moments is not None:
-        extra = {
-            "moments": tuple(full.moments[i] for i in kept),
-            "moments_prime": tuple(full.moments_prime[i] for i in kept),  # type: ignore[index]
-        }
-    if full.exact_values is not None:
-        extra["exact_values"] = tuple(full.exact_values[i] for i in kept)
-    if full.group_values_d is not None and full.group_values_d_prime is not None:
-        extra["group_values_d"] = tuple(full.group_values_d[i] for i in kept)
-        extra["group_values_d_prime"] = tuple(full.group_values_d_prime[i] for i in kept)
-    value_prime, differing = full.value_d_prime[kept], full.differing_row
-    if query.unit is None and query.statistic in ("count", "sum", "mean") and kept.size:
-        value_prime, differing, prime = _candidate_neighbour(resolved, full, kept, counts, labels)
-        if "moments_prime" in extra:
-            extra["moments_prime"] = prime
-    return replace(
-        full,
-        value_d=full.value_d[kept],
-        value_d_prime=value_prime,
-        labels=labels,
-        group_keys=keys,
-        partition=candidates,
-        differing_row=f"{differing.rstrip('.')}. Keys selected privately: {kept.size:,} "
-        "candidate group(s) occur after bounding (a private fact: the release keeps those whose "
-        "noisy number of persons reaches the threshold).",
-        **extra,
-    )
-
-
-def _candidate_neighbour(
-    query: GroupBy, full: NumericInput, kept: np.ndarray, counts: np.ndarray, labels: tuple[str, ...]
-) -> tuple[np.ndarray, str, tuple[CentredMoments, ...]]:
-    """D' among the candidates (statistic, words, moments): one row added to the candidate
-    whose statistic it moves most. The neighbour over every cell adds it where it moves most,
-    often a cell with no row, which is no candidate: D' would equal D on every coordinate."""
-    if full.moments is not None:
-        moments = tuple(full.moments[i] for i in kept)
-    elif query.statistic == "count":
-        moments = tuple(CentredMoments(int(counts[i]), 0.0) for i in kept)
-    else:  # a sum's cells, from the rows per cell and the (clipped) sums
-        mid = (float(query.lower) + float(query.upper)) / 2  # type: ignore[arg-type]
-        sums = np.asarray(full.value_d, dtype=float)
-        moments = tuple(CentredMoments(int(counts[i]), float(sums[i] - counts[i] * mid)) for i in kept)
-    prime, text = _neighbour(query, moments, "add_remove", labels)
-    if query.statistic == "count":
-        return np.array([m.count for m in prime], dtype=float), text, prime
-    return _statistic(query, prime), text, prime

@@ -22,6 +22,12 @@ Requests (what comes back):
   rows in the bins that hold those ranks), never by sorting the column.
 * :class:`CellCounts` -- rows per cell of the universe of ``axes`` (row-major): a float array.
 
+The grouped requests (:class:`CellCounts`, :class:`GroupedCentredSums`,
+:class:`GroupedSortedClipped`) answer every cell of the universe, empty ones too; with
+``sparse``, only the cells that hold a row, as (their indices ascending, their answers): the
+universe of privately selected keys is the cross product of the values that occur in each key
+column, far larger than the combinations that occur, and is never built (:func:`by_cell`).
+
 Sums for a release (``exact=True`` on :class:`ClippedMoments`, :class:`CentredSums`,
 :class:`GroupedCentredSums`): a float sum depends on the order in which an engine adds, and
 polars' (threaded, chunked) and Spark's (partitioned) orders change with the data, so a group
@@ -214,6 +220,8 @@ class GroupedCentredSums(_Clipped):
     axes: tuple[Axis, ...] = ()
     exact: bool = False
     squares: ClassVar[bool] = False
+    sparse: bool = False
+    """Only the cells with rows (module docstring)."""
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -275,6 +283,8 @@ class GroupedSortedClipped(_Clipped):
     The order statistics by group need them; O(n) memory, as :class:`SortedClipped`."""
 
     axes: tuple[Axis, ...] = ()
+    sparse: bool = False
+    """Only the cells with rows (module docstring)."""
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -288,6 +298,8 @@ class CellCounts:
     exactly one cell). Returns a float64 array of length prod(shape)."""
 
     axes: tuple[Axis, ...]
+    sparse: bool = False
+    """Only the cells with rows (module docstring)."""
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -409,6 +421,31 @@ def as_moments(
     if n == 0:
         return Moments(0, 0.0, None, None, exact_total)
     return Moments(int(n), float(total or 0.0), float(smallest), float(largest), exact_total)  # type: ignore[arg-type]
+
+
+GroupedRequest: TypeAlias = "CellCounts | GroupedCentredSums | GroupedSortedClipped"
+
+
+def by_cell(request: GroupedRequest, cells: Any, answers: list[Any], empty: Any) -> Any:
+    """A grouped request's answer from its non-empty ``cells`` (any order) and their ``answers``:
+    with ``request.sparse``, (the cells ascending as int64, their answers in that order), whose
+    size is the number of cells that occur, whatever the universe's; otherwise one answer per
+    cell of the universe, ``empty`` where no row (a float array for :class:`CellCounts`)."""
+    cells = np.asarray(cells, dtype=np.int64)
+    order = np.argsort(cells, kind="stable")
+    if request.sparse:
+        ranked = [answers[i] for i in order]
+        counts = isinstance(request, CellCounts)
+        return cells[order], np.array(ranked, dtype=float) if counts else tuple(ranked)
+    size = math.prod(request.shape)
+    if isinstance(request, CellCounts):
+        out = np.zeros(size, dtype=float)
+        out[cells] = np.asarray(answers, dtype=float)
+        return out
+    dense = [empty] * size
+    for cell, answer in zip(cells.tolist(), answers, strict=True):
+        dense[cell] = answer
+    return tuple(dense)
 
 
 def sorted_array(values: Any) -> np.ndarray:

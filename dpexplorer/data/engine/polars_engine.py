@@ -41,6 +41,7 @@ from dpexplorer.data.engine.base import (
     SortedClipped,
     Window,
     as_moments,
+    by_cell,
     exact_lattices,
     window_answer,
 )
@@ -317,10 +318,8 @@ class PolarsEngine(Engine):
             cell_index_expr(request.axes, request.shape), *value_columns(request)
         )
         rows = _collect(dataset, frame.group_by("cell").agg(*centred_exprs(request)))
-        out = [empty_moments(request)] * int(np.prod(request.shape))
-        for row in rows.iter_rows(named=True):
-            out[int(row["cell"])] = centred_moments(row, request)
-        return tuple(out)
+        answers = [centred_moments(row, request) for row in rows.iter_rows(named=True)]
+        return by_cell(request, rows["cell"].to_numpy(), answers, empty_moments(request))
 
     def _grouped_sorted(
         self, dataset: Dataset, request: GroupedSortedClipped, steps: tuple[RowStep, ...]
@@ -331,10 +330,8 @@ class PolarsEngine(Engine):
             clipped_expr(request).sort()
         )
         rows = _collect(dataset, grouped)
-        out = [np.zeros(0)] * int(np.prod(request.shape))
-        for cell, values in zip(rows["cell"].to_list(), rows["v"].to_list(), strict=True):
-            out[int(cell)] = np.asarray(values, dtype=float)
-        return tuple(out)
+        answers = [np.asarray(values, dtype=float) for values in rows["v"].to_list()]
+        return by_cell(request, rows["cell"].to_numpy(), answers, np.zeros(0))
 
     def _sorted(self, dataset: Dataset, request: SortedClipped, steps: tuple[RowStep, ...]) -> np.ndarray:
         return np.asarray(
@@ -378,12 +375,9 @@ class PolarsEngine(Engine):
 
     def _cells(self, dataset: Dataset, request: CellCounts, steps: tuple[RowStep, ...]) -> np.ndarray:
         """Counted by ``value_counts`` (a hash aggregation, no sort): one row per non-empty cell."""
-        shape = request.shape
-        counts = self._select(dataset, steps, cell_index_expr(request.axes, shape).value_counts())
-        out = np.zeros(int(np.prod(shape)), dtype=float)
-        for item in counts["cell"].to_list():
-            out[int(item["cell"])] = float(item["count"])
-        return out
+        counts = self._select(dataset, steps, cell_index_expr(request.axes, request.shape).value_counts())
+        cells = counts["cell"].struct.unnest()
+        return by_cell(request, cells["cell"].to_numpy(), cells["count"].to_list(), 0.0)
 
     # ------------------------------------------------------------ the steward's view
     def preview(self, dataset: Dataset, rows: int) -> pl.DataFrame:

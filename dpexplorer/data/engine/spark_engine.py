@@ -49,6 +49,7 @@ from dpexplorer.data.engine.base import (
     RowStep,
     SortedClipped,
     Window,
+    by_cell,
     exact_lattices,
     window_answer,
 )
@@ -504,10 +505,8 @@ class SparkEngine(Engine):
     ) -> tuple[CentredMoments, ...]:
         frame = self._frame(dataset, steps)
         rows = frame.groupBy(cell_column(request.axes).alias("cell")).agg(*centred_columns(request)).collect()
-        out = [empty_moments(request)] * int(np.prod(request.shape))
-        for r in rows:
-            out[int(r["cell"])] = centred_moments(r.asDict(), request)
-        return tuple(out)
+        answers = [centred_moments(r.asDict(), request) for r in rows]
+        return by_cell(request, [int(r["cell"]) for r in rows], answers, empty_moments(request))
 
     def _grouped_sorted(
         self, dataset: SparkDataset, request: GroupedSortedClipped, steps: tuple[RowStep, ...]
@@ -518,10 +517,9 @@ class SparkEngine(Engine):
         grouped = frame.groupBy(cell_column(request.axes).alias("cell")).agg(
             F.collect_list(clipped_column(request)).alias("v")
         )
-        out = [np.zeros(0)] * int(np.prod(request.shape))
-        for r in grouped.collect():
-            out[int(r["cell"])] = np.sort(np.asarray(r["v"], dtype=float))
-        return tuple(out)
+        rows = grouped.collect()
+        answers = [np.sort(np.asarray(r["v"], dtype=float)) for r in rows]
+        return by_cell(request, [int(r["cell"]) for r in rows], answers, np.zeros(0))
 
     def _distinct(self, dataset: SparkDataset, request: DistinctCount, steps: tuple[RowStep, ...]) -> int:
         frame = self._frame(dataset, steps)
@@ -566,12 +564,8 @@ class SparkEngine(Engine):
         return window_answer(self._sorted(dataset, sorted_request, steps), request)
 
     def _cells(self, dataset: SparkDataset, request: CellCounts, steps: tuple[RowStep, ...]) -> np.ndarray:
-        shape = request.shape
         rows = self._frame(dataset, steps).groupBy(cell_column(request.axes).alias("cell")).count().collect()
-        out = np.zeros(int(np.prod(shape)), dtype=float)
-        for r in rows:
-            out[int(r["cell"])] = float(r["count"])
-        return out
+        return by_cell(request, [int(r["cell"]) for r in rows], [float(r["count"]) for r in rows], 0.0)
 
     # ------------------------------------------------------------ the steward's view
     def preview(self, dataset: SparkDataset, rows: int) -> pl.DataFrame:
