@@ -357,28 +357,24 @@ def quantile_input(
     value = np.array([_quantile(query, v) for v in values])
     changed = [np.sort(np.r_[values[g], [bound] * rows]) for g in range(len(values)) for bound in (low, high)]
     moves = [abs(_quantile(query, c) - value[i // 2]) for i, c in enumerate(changed)]
-    if query.private is not None and any(v.size for v in values):
-        # private keys: only the groups that keep a row are candidates (shown in the views), so
-        # D' moves one of those (an empty cell's change would vanish from the candidates)
-        moves = [m if values[i // 2].size else -1.0 for i, m in enumerate(moves)]
-    best = int(np.argmax(moves))
-    target, bound = best // 2, (low, high)[best % 2]
-    prime = list(values)
-    prime[target] = changed[best]
-    text = f"D' = D plus one row in group ({labels[target]}) with {query.column} = {bound:g}"
+    who = "row" if query.unit is None else f"{query.unit.column} with {rows} row(s)"
+    prime, target, bound = list(values), -1, low
+    text = "D' = D (no group holds a row)"  # private keys without a candidate
+    if moves:
+        best = int(np.argmax(moves))
+        target, bound = best // 2, (low, high)[best % 2]
+        prime[target] = changed[best]
+        text = f"D' = D plus one {who} in group ({labels[target]}) with {query.column} = {bound:g}"
     contribution = None
     if query.unit is not None:
         contribution = (_touched(query), rows)
         kept, total = sum(v.size for v in values), _aggregate(dataset, RowCount())
-        text = (
-            f"D' = D plus one {query.unit.column} with {rows} row(s) in group ({labels[target]}) "
-            f"with {query.column} = {bound:g}. The bounds keep {kept:,} of {total:,} rows."
-        )
+        text += f". The bounds keep {kept:,} of {total:,} rows."
     if relation == "replace":
         source = max(
             (g for g in range(len(values)) if g != target), key=lambda g: values[g].size, default=None
         )
-        if source is not None and values[source].size:
+        if source is not None and values[source].size and moves:
             prime[source] = values[source][1:] if bound == high else values[source][:-1]
             text = (
                 f"D' = D with one row moved from group ({labels[source]}) to "

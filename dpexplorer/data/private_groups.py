@@ -140,7 +140,7 @@ def private_input(
     return replace(
         full,
         partition=candidates,
-        differing_row=f"{full.differing_row.rstrip('.')}. Keys selected privately: {len(found):,} "
+        differing_row=f"{full.differing_row.rstrip().rstrip('.')}. Keys selected privately: {len(found):,} "
         "candidate group(s) occur after bounding (a private fact: the release keeps those whose "
         "noisy number of persons reaches the threshold).",
     )

@@ -156,6 +156,37 @@ def cell_column(axes: tuple[Axis, ...]) -> Column:
     )
 
 
+JOIN_ABOVE = 16
+"""An axis of more text categories than this is matched by a join (:func:`with_cell`)."""
+
+
+def with_cell(frame: DataFrame, axes: tuple[Axis, ...], name: str) -> DataFrame:
+    """``frame`` with the row-major cell index over ``axes`` (as :func:`cell_column`) in column
+    ``name``. An axis of more than JOIN_ABOVE text categories is matched by a left join with a
+    table of (category, index), each category once, so every row stays once: a chain
+    of one test per category (:func:`axis_column`) made a plan too deep for Spark at a few
+    hundred categories, and privately selected keys have as many as the values that occur (a
+    private number, so it must not decide whether a query runs)."""
+    shape = tuple(len(a.labels) for a in axes)
+    strides = np.cumprod((1, *shape[:0:-1]))[::-1] if shape else ()
+    cell: Column = F.lit(0).cast("long")
+    joined = []
+    for j, (axis, stride) in enumerate(zip(axes, strides, strict=True)):
+        cats = axis.categories
+        if cats is None or len(cats) <= JOIN_ABOVE or not all(isinstance(c, str) for c in cats):
+            part = axis_column(axis)
+        else:
+            key, index = f"__key{j}", f"__index{j}"
+            table = frame.sparkSession.createDataFrame(
+                list(zip(cats, range(len(cats)), strict=True)), f"`{key}` string, `{index}` long"
+            )
+            on = _col(axis.column).cast("string") == F.col(key)
+            frame = frame.join(table, on, "left").drop(key)  # Spark broadcasts a small table
+            part, joined = F.coalesce(F.col(index), F.lit(len(cats)).cast("long")), [*joined, index]
+        cell = cell + part * int(stride)
+    return frame.withColumn(name, cell).drop(*joined)
+
+
 def lattice_sum(value: Column, lattice: Lattice) -> Column:
     """polars_engine.lattice_sum in Spark: the same integer per row (IEEE doubles, floor, clamp),
     added exactly as decimal(38, 0)."""
@@ -458,7 +489,7 @@ class SparkEngine(Engine):
         pair_seed, row_seed = step.hash_seeds()
         columns = [_col(c) for c in frame.columns]
         unit = _col(step.unit)
-        frame = frame.where(unit.isNotNull()).withColumn("__cell", cell_column(step.keys))
+        frame = with_cell(frame.where(unit.isNotNull()), step.keys, "__cell")
         pair_key = F.xxhash64(F.lit(pair_seed), unit, F.col("__cell"))
         by_person = SparkWindow.partitionBy(unit).orderBy(pair_key, F.col("__cell"))
         frame = frame.withColumn("__g", F.dense_rank().over(by_person)).where(F.col("__g") <= step.max_groups)
@@ -504,7 +535,7 @@ class SparkEngine(Engine):
         self, dataset: SparkDataset, request: GroupedCentredSums, steps: tuple[RowStep, ...]
     ) -> tuple[CentredMoments, ...]:
         frame = self._frame(dataset, steps)
-        rows = frame.groupBy(cell_column(request.axes).alias("cell")).agg(*centred_columns(request)).collect()
+        rows = with_cell(frame, request.axes, "cell").groupBy("cell").agg(*centred_columns(request)).collect()
         answers = [centred_moments(r.asDict(), request) for r in rows]
         return by_cell(request, [int(r["cell"]) for r in rows], answers, empty_moments(request))
 
@@ -514,8 +545,10 @@ class SparkEngine(Engine):
         """Each cell's clipped values come back (as :class:`SortedClipped`'s column does) and are
         sorted here."""
         frame = self._frame(dataset, steps)
-        grouped = frame.groupBy(cell_column(request.axes).alias("cell")).agg(
-            F.collect_list(clipped_column(request)).alias("v")
+        grouped = (
+            with_cell(frame, request.axes, "cell")
+            .groupBy("cell")
+            .agg(F.collect_list(clipped_column(request)).alias("v"))
         )
         rows = grouped.collect()
         answers = [np.sort(np.asarray(r["v"], dtype=float)) for r in rows]
@@ -542,7 +575,8 @@ class SparkEngine(Engine):
         grouped = (
             self._frame(dataset, steps)
             .where(_col(request.unit).isNotNull())
-            .groupBy(_col(request.unit).cast("string").alias("__id"), cell_column(request.axes).alias("cell"))
+            .transform(lambda rows: with_cell(rows, request.axes, "cell"))
+            .groupBy(_col(request.unit).cast("string").alias("__id"), F.col("cell"))
             .agg(F.count(F.lit(1)).alias("n"), F.sum(y).alias("s"))
         )
         rows = _to_polars(grouped)
@@ -564,7 +598,8 @@ class SparkEngine(Engine):
         return window_answer(self._sorted(dataset, sorted_request, steps), request)
 
     def _cells(self, dataset: SparkDataset, request: CellCounts, steps: tuple[RowStep, ...]) -> np.ndarray:
-        rows = self._frame(dataset, steps).groupBy(cell_column(request.axes).alias("cell")).count().collect()
+        frame = with_cell(self._frame(dataset, steps), request.axes, "cell")
+        rows = frame.groupBy("cell").count().collect()
         return by_cell(request, [int(r["cell"]) for r in rows], [float(r["count"]) for r in rows], 0.0)
 
     # ------------------------------------------------------------ the steward's view
