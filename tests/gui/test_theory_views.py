@@ -72,6 +72,46 @@ def test_sensitivity_view_draws_the_profile(qtbot, classroom):
     assert view.zoom.isVisible() and "Distance to instability" in view.summary.toPlainText()
 
 
+@pytest.mark.parametrize("private", [False, True])
+def test_a_quantile_by_group_says_what_its_release_draws(qtbot, private):
+    """A median by group with a privacy unit (2 groups, 3 rows per person): the view says each
+    group is drawn at ε / 2 with the score's sensitivity 0.5 x 3, not the range's 500 (the
+    mechanism's words), and, by private keys, how the groups are kept (before: only
+    "Global sensitivity Δ = 1000", and "choose a median or quantile")."""
+    from pathlib import Path
+
+    visits = load_dataset(Path(__file__).parents[1] / "fixtures" / "visits.csv")
+    keys = (
+        {"keys": [], "private": q.PrivateKeys(("department",), 0.5, 1e-6)}
+        if private
+        else {"keys": (q.Axis("department", categories=("GP", "Cardiology")),)}
+    )
+    query = q.GroupBy(
+        statistic="quantile",
+        column="cost",
+        lower=0,
+        upper=500,
+        unit=q.PrivacyUnit("patient_id", 2, 3),
+        **keys,
+    )
+    built = query_input(visits, query, "add_remove", bounding_seed=1)
+    mech = get("dp_quantile")
+    result = sensitivity.job(mech, mech.validate({"epsilon": 1.0, "bins": 100}), built)
+    assert (
+        result.headline
+        == "By group: score sensitivity Δu = 1.5 in each group, each group drawn at ε / 2 = 0.5"
+    )
+    assert "0.5 × 3 row(s) = 1.5" in result.note and "101 grid points of [0, 500]" in result.note
+    assert ("keys selected privately" in result.note) is private and "median or quantile" not in result.note
+    assert ("the declared k = 2, not the number of groups" in result.note) is private
+    view = sensitivity.SensitivityView()
+    qtbot.addWidget(view)
+    view.show()
+    view.deliver(result)
+    shown = view.summary.toPlainText()
+    assert shown.startswith("By group: score sensitivity") and not view.plot.isVisible()
+
+
 def test_random_walk_view_settings_and_drawing(qtbot):
     view = random_walk.RandomWalkView()
     qtbot.addWidget(view)

@@ -157,6 +157,45 @@ class DPQuantile(PureEpsilonMechanism):
         checked = self._check(query)
         return score_sensitivity(checked.quantile, checked.relation) * rows_per_group(checked)
 
+    def sensitivity_note(self, params: Mapping[str, Any], query: QueryInput) -> tuple[str, str] | None:
+        """For a quantile by group, what sets its noise, as (headline, explanation: paragraphs
+        split by newlines) for the sensitivity view: each group's own draw at epsilon /
+        :func:`groups_changed` with the score's sensitivity, not the quantile's range; with
+        private keys, how the groups are chosen. None for one column's quantile (the view shows
+        its sensitivity profile)."""
+        if self.accepts(query) is not None:
+            return None
+        checked = self._check(query)
+        if checked.group_values_d is None or checked.bounds is None:
+            return None
+        m, r, epsilon = groups_changed(checked), rows_per_group(checked), float(params["epsilon"])
+        low, high = checked.bounds
+        who = "one row is added or removed" if r == 1 and m == 1 else "one person is added or removed"
+        if checked.relation != "add_remove":
+            who = "one row is replaced"
+        headline = (
+            f"By group: score sensitivity Δu = {self.sensitivity(checked):g} in each group, "
+            f"each group drawn at ε / {m} = {epsilon / m:.4g}"
+        )
+        text = (
+            f"The release draws each group's {checked.quantile:g}-quantile on its own: an exponential "
+            f"mechanism over the {int(params['bins']) + 1} grid points of [{low:g}, {high:g}], whose score "
+            f"(a rank distance) moves by at most {score_sensitivity(checked.quantile, checked.relation):g} "
+            f"× {r} row(s) = {self.sensitivity(checked):g} when {who}. That neighbour changes up to {m} "
+            f"group(s), so each draw runs at ε / {m} and the groups together are ε-DP (McSherry 2009, "
+            f"Theorem 4). A group's quantile itself can move by up to {high - low:g} (the range), "
+            "but that does not set the noise: the score's sensitivity does."
+        )
+        if checked.partition is not None:
+            keys = checked.partition
+            text += (
+                f"\nThe groups are keys selected privately: the candidate groups shown here are a "
+                f"private fact; the release keeps those whose number of persons plus discrete Laplace "
+                f"noise reaches a threshold (ε_keys = {keys.epsilon:g}, δ = {keys.delta:g}, charged on "
+                f"top of ε), and the declared k = {keys.max_keys}, not the number of groups, sets ε / k."
+            )
+        return headline, text
+
     def _log_pmfs(
         self, params: Mapping[str, Any], query: QueryInput
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

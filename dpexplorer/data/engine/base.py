@@ -50,6 +50,7 @@ numeric value counts as the midpoint of the declared bounds; clipping is to the 
 
 from __future__ import annotations
 
+import functools
 import math
 import secrets
 from abc import ABC, abstractmethod
@@ -165,7 +166,14 @@ def exact_lattices(request: _Clipped) -> tuple[Lattice, Lattice, Lattice]:
     """The lattices of an exact request's three sums: the clipped value v in [lower, upper]; the
     centred value y = v - c in [-h, h]; the centred square y^2 - h^2/2 in [-h^2/2, h^2/2]
     (h = (upper - lower) / 2, exactly as a rational)."""
-    lower, upper = Fraction(request.lower), Fraction(request.upper)
+    return _lattices(request.lower, request.upper)
+
+
+@functools.lru_cache(maxsize=64)
+def _lattices(low: float, high: float) -> tuple[Lattice, Lattice, Lattice]:
+    """:func:`exact_lattices` of the bounds, computed once per bounds (not once per group of a
+    grouped request: 20,000 groups spent 5 s in rational arithmetic)."""
+    lower, upper = Fraction(low), Fraction(high)
     half = (upper - lower) / 2
     return (
         Lattice.for_range(lower, upper),

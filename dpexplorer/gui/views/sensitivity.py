@@ -9,6 +9,7 @@ smooth-sensitivity mechanism would use at the current ε. The view only draws.""
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +51,9 @@ class SensitivityResult:
     note: str = ""
     bound: float | None = None
     distance_to_bound: float | None = None
+    headline: str = ""
+    """What the release's noise follows, when that is not the global sensitivity (a quantile by
+    group: the mechanism's own words)."""
 
 
 def _beta(mechanism: Mechanism, params: dict[str, Any]) -> tuple[float, str]:
@@ -77,6 +81,11 @@ def job(mechanism: Mechanism, params: dict[str, Any], query: QueryInput, seed: i
             "local and smooth sensitivity matter for statistics of a column such as the median."
         )
         return SensitivityResult(statistic, None, sensitivity, source, note)
+    by_group = getattr(mechanism, "sensitivity_note", None)  # the mechanism says what it does
+    described = by_group(params, query) if by_group is not None else None
+    if described is not None:
+        headline, note = described
+        return SensitivityResult(statistic, None, query.sensitivity_l1, source, note, headline=headline)
     if query.sorted_values_d is None or query.bounds is None:
         note = (
             f"A {statistic.replace('_', ' ')} moves by at most {query.sensitivity_l1:g} whoever is added or "
@@ -111,7 +120,8 @@ def summary_html(result: SensitivityResult) -> str:
     name = result.statistic.replace("_", " ")
     p = result.profile
     if p is None:
-        return f"<b>Global sensitivity Δ = {result.global_l1:g}.</b> {result.note}"
+        headline = html.escape(result.headline or f"Global sensitivity Δ = {result.global_l1:g}", quote=False)
+        return f"<b>{headline}.</b> " + html.escape(result.note, quote=False).replace("\n", "<br>")
     relation = "adding or removing" if p.relation == "add_remove" else "replacing"
     rows = [
         f"<b style='color:rgb{GREY}'>Global GS = {_number(p.global_sensitivity)}</b>: "
