@@ -30,20 +30,14 @@ k' = min(k, number of groups) groups, each by at most r rows:
 also covers an empty group), and (k' r h, k' r) for the centred sums and counts. D' removes the
 person who moves the statistic most (l1 over the groups).
 
-Private keys (:class:`~dpexplorer.data.queries.PrivateKeys`): the candidate groups are the
-combinations of key values that keep at least one row after bounding (a private set); the
-statistic is computed on each, and the input carries each candidate's number of persons (rows
-without a privacy unit) for the release's noisy threshold
-(:class:`~dpexplorer.core.partition_selection.Candidates`). The number of groups is then private,
-so k' = k (not min(k, groups)) in every sensitivity: nothing public depends on the candidates.
-A quantile by private keys carries each candidate's sorted clipped values on D and D' (D' adds a
-person to a candidate group, the one whose quantile moves most); each candidate's exponential
-mechanism then runs at epsilon / k with the score sensitivity times r, as for declared keys.
-Private keys need the add/remove relation (a person, or a row, added or removed). The bounding's
-random keys then name a group by its index among the values that occur, which another person can
-shift: the choice for one person is no longer the same bits on D and D', but it is the same law
-(uniform among the person's groups and rows, independently of the others), which is what the
-sensitivities above need."""
+Private keys (:class:`~dpexplorer.data.queries.PrivateKeys`) are resolved in
+:mod:`dpexplorer.data.private_groups`: the groups (:class:`Groups`) are then the combinations of
+key values that keep a row after bounding, found sparsely (never the cross product of each
+column's values), and the builders below run on those alone. Their number is private, so k' = k
+(not min(k, groups)) in every sensitivity: nothing public depends on the candidates. A quantile
+by private keys carries each candidate's sorted clipped values on D and D' (D' adds a person to
+a candidate group, the one whose quantile moves most); each candidate's exponential mechanism
+then runs at epsilon / k with the score sensitivity times r, as for declared keys."""
 
 from __future__ import annotations
 
