@@ -172,3 +172,31 @@ def test_no_candidate_after_bounding_is_not_an_error(tmp_path: Path, statistic: 
     mechanism = {"count": "laplace", "mean": "noisy_mean", "quantile": "dp_quantile"}[statistic]
     record = _record(load_dataset(tmp_path / "empty.csv"), query, mechanism, tmp_path / "out")
     assert "refused" not in record, record
+
+
+def test_missing_values_in_either_column_make_their_own_combinations(tmp_path: Path) -> None:
+    """Bounds that drop nothing: each candidate (a missing value in a column: "(missing)") has
+    the distinct persons of a brute-force group-by over both columns, nulls kept as a key."""
+    rng = np.random.default_rng(11)
+    n = 400
+    frame = pl.DataFrame(
+        {
+            "p": np.char.add("p", rng.integers(0, 80, n).astype(str)),
+            "a": pl.Series(rng.choice(["x", "y", "z"], n)).set(pl.Series(rng.random(n) < 0.2), None),
+            "b": pl.Series(rng.integers(0, 30, n)).set(pl.Series(rng.random(n) < 0.2), None),
+            "x": rng.uniform(0, 10, n),
+        }
+    )
+    frame.write_csv(tmp_path / "missing.csv")
+    query = GroupBy(
+        (), "count", unit=PrivacyUnit("p", 1_000, 1_000), private=PrivateKeys(("a", "b"), 1.0, 1e-6)
+    )
+    built = query_input(load_dataset(tmp_path / "missing.csv"), query, "add_remove", bounding_seed=1)
+    truth = frame.group_by("a", "b").agg(pl.col("p").n_unique().alias("persons"), pl.len().alias("rows"))
+    name = {None: "(missing)"}
+    expected = {(name.get(a, a), name.get(b, str(b))): (p, r) for a, b, p, r in truth.iter_rows()}
+    assert built.partition is not None
+    got = dict(
+        zip(built.partition.keys, zip(built.partition.persons, built.value_d, strict=True), strict=True)
+    )
+    assert got == expected and any("(missing)" in k for k in got)
