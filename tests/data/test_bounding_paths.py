@@ -19,15 +19,14 @@ AXIS = Axis("g", categories=("a", "b", "c", "d", "e", "f"))  # and "other": "x",
 
 
 def _windows_bound(frame: pl.LazyFrame, step: BoundContributions) -> pl.LazyFrame:
-    """The polars window path of main before this change (13d1fec), verbatim in substance."""
+    """The polars window path of main at 13d1fec, with the whole 64-bit pair key (it kept the
+    group's cell index in the key's low bits; the engine now breaks the key's ties by the cell
+    instead, which no two groups of these tests need: their keys do not tie)."""
     seeds = step.hash_seeds()
     unit = pl.col(step.unit)
     cell = engine.cell_index_expr(step.keys, step.shape).alias("__cell")
     frame = frame.filter(unit.is_not_null()).with_row_index("__row").with_columns(cell)
-    width = 1 << max(14, (int(np.prod(step.shape)) - 1).bit_length())
-    pair_key = (pl.struct(step.unit, "__cell").hash(seeds[0]) // width) * width + pl.col("__cell").cast(
-        pl.UInt64
-    )
+    pair_key = pl.struct(step.unit, "__cell").hash(seeds[0])
     if step.max_groups > 4:  # (either path keeps the same rows)
         frame = frame.filter(pair_key.rank("dense").over(step.unit) <= step.max_groups)
     else:
@@ -126,14 +125,17 @@ def test_each_naming_of_the_persons_is_taken_where_it_should_be() -> None:
     assert text.starts is None and text.count == _ids("text", 5).n_unique()
 
 
-def _brute_kept(codes: np.ndarray, pair: np.ndarray, row_key: np.ndarray, k: int, r: int) -> set[int]:
-    """Per person: the k smallest distinct pair keys; in each, the r rows of smallest
+def _brute_kept(
+    codes: np.ndarray, pairs: tuple[np.ndarray, np.ndarray], row_key: np.ndarray, k: int, r: int
+) -> set[int]:
+    """Per person: the k smallest distinct (pair key, cell); in each, the r rows of smallest
     (row key, row number)."""
+    pair, cell = pairs
     kept: set[int] = set()
     for person in np.unique(codes):
         rows = np.flatnonzero(codes == person)
-        for key in sorted(set(pair[rows].tolist()))[:k]:
-            group = [int(i) for i in rows if pair[i] == key]
+        for key in sorted({(int(pair[i]), int(cell[i])) for i in rows})[:k]:
+            group = [int(i) for i in rows if (int(pair[i]), int(cell[i])) == key]
             kept.update(sorted(group, key=lambda i: (int(row_key[i]), i))[:r])
     return kept
 
@@ -144,17 +146,18 @@ EDGES = np.array(
 
 
 @pytest.mark.parametrize("sort", [False, True])
-@pytest.mark.parametrize("keys", ["spread", "edges"])
+@pytest.mark.parametrize("keys", ["spread", "edges", "tied"])
 @pytest.mark.parametrize("layout", ["runs", "index", "rank", "wide"])
 @pytest.mark.parametrize(("k", "r"), [(1, 1), (2, 2), (3, 1), (4, 3), (6, 1)])
 def test_the_choice_against_brute_force(
     keys: str, layout: str, k: int, r: int, sort: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Random pair keys with few distinct values (several rows per group), spread over the range
-    or at its ends (where "no key left", 2^64 - 1, is also a key), row keys with ties (broken by
-    row number, as an ordinal rank), persons with one row or one group; the groups chosen by
-    successive minima or (``sort``) by a sort of (person, pair key); the rows per pair counted
-    in a table or (``wide``: 3,000 ids for 600 rows) by a sort of the pairs."""
+    or at its ends (where "no key left", 2^64 - 1, is also a key), or (``tied``) shared by
+    different cells of a person (the cell breaks the tie), row keys with ties (broken by row
+    number, as an ordinal rank), persons with one row or one group; the groups chosen by
+    successive minima or (``sort``) by a sort of (person, pair key, cell); the rows per pair
+    counted in a table or (``wide``: 3,000 ids for 600 rows) by a sort of the pairs."""
     if sort:
         monkeypatch.setattr(engine, "SMALL_GROUP_BOUND", 0)
     rng = np.random.default_rng(k * 10 + r)
@@ -165,13 +168,18 @@ def test_the_choice_against_brute_force(
         pair = rng.integers(0, 12, 600).astype(np.uint64) * np.uint64(2**59) + codes.astype(np.uint64) % 3
     else:
         pair = EDGES[rng.integers(0, EDGES.size, 600)]
+    # a cell per row: one per key (distinct keys, as hashes are), or three per key (ties)
+    cell = np.unique(pair, return_inverse=True)[1].reshape(-1) * 3
+    if keys == "tied":
+        pair = rng.integers(0, 4, 600).astype(np.uint64)
+        cell = rng.integers(0, 3, 600) + 10 * (pair == 0)
     row_key = rng.integers(0, 5, 600).astype(np.uint64)
     people = engine._person_runs(pl.Series(codes if layout != "rank" else codes.astype(str)))
     assert (people.starts is not None) == (layout == "runs")
     assert (people.count * k > 2 * 600 + 1024) == (layout == "wide")  # the pairs counted by a sort
-    kept = engine._kept_rows(people, pair, k, r, lambda rows: row_key[rows])
+    kept = engine._kept_rows(people, (pair, cell), k, r, lambda rows: row_key[rows])
     assert kept.size == len(set(kept.tolist()))
-    assert set(kept.tolist()) == _brute_kept(codes, pair, row_key, k, r)
+    assert set(kept.tolist()) == _brute_kept(codes, (pair, cell), row_key, k, r)
 
 
 def test_a_pair_key_of_all_ones_is_ranked_once() -> None:
@@ -181,7 +189,7 @@ def test_a_pair_key_of_all_ones_is_ranked_once() -> None:
     for layout in (np.array([0, 0, 0, 1]), np.array([1, 0, 0, 0])):
         people = engine._person_runs(pl.Series(layout))
         pair = np.array([top, 5, top, top], dtype=np.uint64)
-        rows, ranks = engine._group_ranks(people, pair, 3)
+        rows, ranks = engine._group_ranks(people, (pair, (pair == 5).astype(np.int64)), 3)
         assert rows.tolist() == [0, 1, 2, 3]
         person_zero = layout == 0
         assert sorted(ranks[person_zero & (pair == top)].tolist()) == [1, 1]

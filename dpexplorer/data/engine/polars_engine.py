@@ -233,12 +233,12 @@ class PolarsEngine(Engine):
         seeds = step.hash_seeds()
         frame = frame.filter(pl.col(step.unit).is_not_null()).with_row_index("__row")
         cell = cell_index_expr(step.keys, step.shape).alias("__cell")
-        # a random key per (person, group), made distinct within a person by putting the group's
-        # index in its low bits (as many as the number of groups needs: private keys can be many)
-        width = 1 << max(14, (int(np.prod(step.shape)) - 1).bit_length())
-        pair_key = (pl.struct(pl.col(step.unit), cell).hash(seeds[0]) // width) * width + cell.cast(pl.UInt64)
+        # a random 64-bit key per (person, group); its ties are broken by the group's cell index
+        # (as on Spark), never by truncating the key: a cell index is private with private keys,
+        # and a key shortened to make room for it would tie often enough to show
+        pair_key = pl.struct(pl.col(step.unit), cell).hash(seeds[0])
         try:  # collected here, when the plan is built: the evaluation's errors are DataErrors too
-            keys = frame.select(pl.col(step.unit), pair_key.alias("__pair")).collect()
+            keys = frame.select(pl.col(step.unit), pair_key.alias("__pair"), cell).collect()
         except (pl.exceptions.PolarsError, OSError) as exc:
             raise DataError(f"could not bound the contributions per {step.unit!r}: {exc}") from exc
         if keys.height == 0:
@@ -250,7 +250,8 @@ class PolarsEngine(Engine):
             return pl.Series(rows).cast(row_type).hash(seeds[1]).to_numpy()
 
         people = _person_runs(keys[step.unit])
-        kept = _kept_rows(people, keys["__pair"].to_numpy(), step.max_groups, step.max_rows, row_keys)
+        pairs = (keys["__pair"].to_numpy(), keys["__cell"].to_numpy())
+        kept = _kept_rows(people, pairs, step.max_groups, step.max_rows, row_keys)
         mask = np.zeros(keys.height, dtype=bool)
         mask[kept] = True
         # gathered by row number, so the mask meets its rows whatever the chunking of the frame
@@ -501,28 +502,69 @@ def _per_row(people: _Persons, per_person: np.ndarray) -> np.ndarray:
     return np.take(per_person, people.codes)  # (faster than np.repeat over runs at 10M rows)
 
 
-def _group_ranks(people: _Persons, pair: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The rows of each person's k groups with the smallest pair keys, and each such row's
-    group's rank among them (0 = smallest). The pair keys are distinct across a person's groups,
-    so exactly min(k, groups) groups of each person are kept. For small k, the j-th smallest key
-    is the smallest above the (j-1)-th (k passes, no sort); a row is kept when its key is at most
-    the k-th smallest (2^64 - 1 when the person has fewer groups: then every row is kept), and
-    its rank is the number of smaller minima."""
+def _group_ranks(
+    people: _Persons, pairs: tuple[np.ndarray, np.ndarray], k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of each person's k groups with the smallest (pair key, cell) -- ``pairs`` holds
+    the two per row: the 64-bit key, the cell breaking its ties, so exactly min(k, groups)
+    groups of each person are kept -- and each such row's group's rank among them (0 =
+    smallest). For small k, by successive minima of the keys alone (:func:`_minima_ranks`),
+    checked for ties among the groups kept (a tie has chance about 2^-64 per pair of groups of a
+    person); with a tie, or above ``SMALL_GROUP_BOUND``, by a sort (:func:`_sorted_ranks`)."""
     if k <= SMALL_GROUP_BOUND:
-        minima = [_smallest_by_person(people, pair)]
-        for _ in range(1, k):
-            above = np.where(pair > _per_row(people, minima[-1]), pair, _NO_KEY)
-            minima.append(_smallest_by_person(people, above))
-        rows = np.flatnonzero(pair <= _per_row(people, minima[-1]))
-        codes, keys = people.codes[rows], pair[rows]
-        rank = np.zeros(rows.size, dtype=np.int64)
-        for smaller in minima[:-1]:
-            rank += keys > smaller[codes]
-        return rows, rank
-    order = np.lexsort((pair, people.codes))
-    codes, keys = people.codes[order], pair[order]
+        rows, rank = _minima_ranks(people, pairs[0], k)
+        if not _tied(people, rows, rank, pairs[1][rows], k):
+            return rows, rank
+    return _sorted_ranks(people, pairs, k)
+
+
+def _minima_ranks(people: _Persons, pair: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_group_ranks` by the keys alone: the j-th smallest key is the smallest above the
+    (j-1)-th (k passes, no sort); a row is kept when its key is at most the k-th smallest (2^64 - 1
+    when the person has fewer groups: then every row is kept), and its rank is the number of
+    smaller minima. Exact when no two of the groups kept share a key (:func:`_tied`)."""
+    minima = [_smallest_by_person(people, pair)]
+    for _ in range(1, k):
+        above = np.where(pair > _per_row(people, minima[-1]), pair, _NO_KEY)
+        minima.append(_smallest_by_person(people, above))
+    rows = np.flatnonzero(pair <= _per_row(people, minima[-1]))
+    codes, keys = people.codes[rows], pair[rows]
+    rank = np.zeros(rows.size, dtype=np.int64)
+    for smaller in minima[:-1]:
+        rank += keys > smaller[codes]
+    return rows, rank
+
+
+def _tied(people: _Persons, rows: np.ndarray, rank: np.ndarray, cells: np.ndarray, k: int) -> bool:
+    """Whether two cells of one person share a (person, rank) of :func:`_minima_ranks` (their
+    keys tie): each pair's slot of a table holds one of its cells, which every row must match."""
+    slots, size = _pair_slots(people, rows, rank, k)
+    table = np.empty(size, dtype=cells.dtype)
+    table[slots] = cells
+    return bool(np.any(table[slots] != cells))
+
+
+def _pair_slots(people: _Persons, rows: np.ndarray, rank: np.ndarray, k: int) -> tuple[np.ndarray, int]:
+    """A slot per (person, rank) of the rows kept, and the number of slots: person * k + rank in
+    a table of person * k entries, or, when that would be more than about two entries per row
+    (many groups per person, or ids spread over a wide range), the pairs numbered by a sort."""
+    pairs = people.codes[rows].astype(np.int64) * k + rank
+    if people.count * k <= 2 * rows.size + 1024:
+        return pairs, people.count * k
+    unique, inverse = np.unique(pairs, return_inverse=True)
+    return inverse.reshape(-1), unique.size
+
+
+def _sorted_ranks(
+    people: _Persons, pairs: tuple[np.ndarray, np.ndarray], k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_group_ranks` by a sort of (person, pair key, cell): the dense rank of a row's
+    (key, cell) within its person."""
+    pair, cell = pairs
+    order = np.lexsort((cell, pair, people.codes))
+    codes, keys, cells = people.codes[order], pair[order], cell[order]
     new_person = np.concatenate(([True], codes[1:] != codes[:-1]))
-    new_group = new_person | np.concatenate(([True], keys[1:] != keys[:-1]))
+    new_group = new_person | np.concatenate(([True], (keys[1:] != keys[:-1]) | (cells[1:] != cells[:-1])))
     dense = np.cumsum(new_group) - 1
     within = dense - dense[np.flatnonzero(new_person)][np.cumsum(new_person) - 1]
     chosen = within < k
@@ -530,25 +572,22 @@ def _group_ranks(people: _Persons, pair: np.ndarray, k: int) -> tuple[np.ndarray
 
 
 def _kept_rows(
-    people: _Persons, pair: np.ndarray, k: int, r: int, row_keys: Callable[[np.ndarray], np.ndarray]
+    people: _Persons,
+    pairs: tuple[np.ndarray, np.ndarray],
+    k: int,
+    r: int,
+    row_keys: Callable[[np.ndarray], np.ndarray],
 ) -> np.ndarray:
-    """The row numbers kept: in each of the k groups of a person with the smallest pair keys
-    (:func:`_group_ranks`), the r rows with the smallest row keys (ties by row number). The
-    (person, group) pair is then the integer person * k + rank: a group with at most r rows keeps
-    them all, and only the rows of fuller groups are sorted (by pair, then row key). The rows of
-    each pair are counted in a table of person * k entries, or, when that would be more than
-    about two entries per row (many groups per person, or ids spread over a wide range), by a
-    sort of the pairs."""
-    rows, rank = _group_ranks(people, pair, k)
-    pairs = people.codes[rows].astype(np.int64) * k + rank
-    if people.count * k <= 2 * rows.size + 1024:
-        full = np.bincount(pairs, minlength=people.count * k)[pairs] > r
-    else:
-        _, inverse, counts = np.unique(pairs, return_inverse=True, return_counts=True)
-        full = counts[inverse] > r
+    """The row numbers kept: in each of the k groups of a person with the smallest (pair key,
+    cell) (:func:`_group_ranks`), the r rows with the smallest row keys (ties by row number).
+    The (person, group) pair is then a slot of :func:`_pair_slots`: a group with at most r rows
+    keeps them all, and only the rows of fuller groups are sorted (by slot, then row key)."""
+    rows, rank = _group_ranks(people, pairs, k)
+    slots, size = _pair_slots(people, rows, rank, k)
+    full = np.bincount(slots, minlength=size)[slots] > r
     kept, crowded = rows[~full], rows[full]
     if crowded.size:
-        crowded_pairs = pairs[full]
+        crowded_pairs = slots[full]
         order = np.lexsort((row_keys(crowded), crowded_pairs))  # stable: ties by row number
         sorted_pairs = crowded_pairs[order]
         first = np.concatenate(([True], sorted_pairs[1:] != sorted_pairs[:-1]))
