@@ -733,11 +733,26 @@ def _short_rows(
     return _set_aside_note(*_ragged_rows(path, fmt, sep, len(names), src), notes)
 
 
-def text_layout(path: str | os.PathLike[str]) -> tuple[Format, str, bool]:
-    """How :func:`load_dataset` reads ``path``: its format, and for text its separator (sniffed
-    from the first lines, :data:`WHITESPACE` for runs of spaces) and whether its head is UTF-8.
-    Another engine reading the same file reads it the same way with these (spark_engine)."""
+@dataclass(frozen=True)
+class TextLayout:
+    """How :func:`load_dataset` reads a file: its format, and for text its separator (sniffed
+    from the first lines, :data:`WHITESPACE` for runs of spaces), whether its head is UTF-8 and
+    whether a data line follows the header. ``stamp`` is the file's (size, mtime) before it was
+    sniffed: :func:`load_dataset` reuses the layout only while the stamp is unchanged."""
+
+    fmt: Format
+    sep: str
+    utf8: bool
+    has_rows: bool
+    stamp: tuple[int, int]
+
+
+def text_layout(path: str | os.PathLike[str]) -> TextLayout:
+    """The layout :func:`load_dataset` reads ``path`` with (the header is sniffed here). Another
+    engine reading the same file reads it the same way, and passes the layout on to
+    ``load_dataset(..., layout=)`` so that the header is sniffed once per open (spark_engine)."""
     path = Path(path)
+    stamp = _stamp(path)
     try:
         with open(path, "rb") as fh:
             magic = fh.read(4)
@@ -745,11 +760,12 @@ def text_layout(path: str | os.PathLike[str]) -> tuple[Format, str, bool]:
         raise DataError(f"{path.name} could not be read ({exc.strerror or exc})") from exc
     fmt = _format_of(path, magic)
     if fmt == "parquet":
-        return fmt, ",", True
+        return TextLayout(fmt, ",", True, True, stamp)
     head = _read_head(path, fmt)
     _check_binary(path, head)
-    sep, _, _ = _header(path, head)
-    return fmt, sep, _is_utf8(head)
+    utf8 = _is_utf8(head)
+    sep, _, has_rows = _header(path, head)
+    return TextLayout(fmt, sep, utf8, has_rows, stamp)
 
 
 def _default_lazy(path: Path, fmt: Format) -> bool:
@@ -763,16 +779,19 @@ def _default_lazy(path: Path, fmt: Format) -> bool:
     return path.stat().st_size > memory // 4
 
 
-def load_dataset(path: str | os.PathLike[str], *, lazy: bool | None = None) -> Dataset:
+def load_dataset(
+    path: str | os.PathLike[str], *, lazy: bool | None = None, layout: TextLayout | None = None
+) -> Dataset:
     """Load a CSV, TSV, .csv.gz or Parquet file. ``lazy=None`` scans lazily only files larger
-    than a quarter of memory (gzip files are always read eagerly).
+    than a quarter of memory (gzip files are always read eagerly). ``layout``: the file's
+    :func:`text_layout` when the caller has it already (sniffed again if the file has changed).
 
     Guarantees: returns a Dataset with at least one row and one column, or raises DataError
     (never another exception). Rows or values set aside are counted in ``warnings``: rows with
     the wrong number of fields (set aside), text in a numeric column and NaN/infinity (the value
     becomes missing), all-missing columns (kept, flagged). Schema: see :func:`kind_of_dtype`."""
     try:
-        return _load(Path(path), lazy)
+        return _load(Path(path), lazy, layout)
     except DataError:
         raise
     except (
@@ -787,7 +806,7 @@ def load_dataset(path: str | os.PathLike[str], *, lazy: bool | None = None) -> D
         raise DataError(f"{Path(path).name} could not be read: {_first_line(exc)}") from exc
 
 
-def _load(path: Path, lazy: bool | None) -> Dataset:
+def _load(path: Path, lazy: bool | None, layout: TextLayout | None) -> Dataset:
     if not path.exists():
         raise DataError(f"{path} does not exist: check the path")
     if not path.is_file():
@@ -795,17 +814,13 @@ def _load(path: Path, lazy: bool | None) -> Dataset:
     stamp = _stamp(path)
     if stamp[0] == 0:
         raise DataError(f"{path.name} is empty (0 bytes): choose a file with a header and rows")
-    with open(path, "rb") as fh:
-        magic = fh.read(4)
-    fmt = _format_of(path, magic)
-    sep, utf8 = ",", True
+    if layout is None or layout.stamp != stamp:
+        layout = text_layout(path)
+    # the layout's stamp, taken before the sniff: _finish refuses a file changed since then
+    fmt, sep, utf8, stamp = layout.fmt, layout.sep, layout.utf8, layout.stamp
     notes: list[str] = []
     if fmt != "parquet":
-        head = _read_head(path, fmt)
-        _check_binary(path, head)
-        utf8 = _is_utf8(head)
-        sep, _, has_rows = _header(path, head)
-        if not has_rows:
+        if not layout.has_rows:
             raise DataError(f"{path.name} has a header but no data rows: nothing to analyse")
         if sep != "," and not path.name.lower().endswith((".tsv", ".tsv.gz", ".tab")):
             notes.append(f"columns are separated by {SEPARATOR_NAMES[sep]} (detected from the first lines)")

@@ -13,9 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dpexplorer.data import load
 from dpexplorer.data.default import default_dataset_path
 from dpexplorer.data.errors import DataError
-from dpexplorer.data.load import ColumnInfo, fingerprint_file, load_dataset
+from dpexplorer.data.load import ColumnInfo, fingerprint_file, load_dataset, text_layout
 
 
 @pytest.fixture(scope="module")
@@ -147,6 +148,27 @@ def test_file_changed_after_loading(tmp_path):
     p.write_text("a\n1\n2\n3\n")
     with pytest.raises(DataError, match="changed since it was loaded"):
         _ = ds.fingerprint
+
+
+def test_a_layout_passed_on_is_not_sniffed_again_unless_the_file_changed(tmp_path, monkeypatch):
+    """The Spark engine sniffs the header (text_layout) and passes it to load_dataset: one sniff
+    per open. A layout of a file changed since is not reused: the new separator is read."""
+    p = write(tmp_path, "f.csv", "a;b\n1;2\n")
+    layout = text_layout(p)
+    sniffs: list[Path] = []
+    real = load._header
+
+    def counted(path, head):
+        sniffs.append(path)
+        return real(path, head)
+
+    monkeypatch.setattr(load, "_header", counted)
+    ds = load_dataset(p, layout=layout)
+    assert sniffs == [] and ds.column_names == ("a", "b") and ds.n_rows == 1
+    p.write_text("a|b|c\n1|2|3\n4|5|6\n")
+    ds = load_dataset(p, layout=layout)
+    assert len(sniffs) == 1 and ds.column_names == ("a", "b", "c") and ds.n_rows == 2
+    assert load_dataset(p).warnings == ds.warnings and len(sniffs) == 2
 
 
 def test_file_disappears_before_lazy_query(tmp_path):

@@ -59,6 +59,7 @@ from dpexplorer.data.load import (
     ISO_DATE,
     WHITESPACE,
     ColumnInfo,
+    TextLayout,
     fingerprint_file,
     kind_of_dtype,
     load_dataset,
@@ -313,8 +314,9 @@ def open_spark(source: str | os.PathLike[str], master: str | None = None) -> Spa
 
 def _read(session: SparkSession, source: str) -> tuple[DataFrame, list[str]]:
     path = Path(source)
-    if path.is_file() and text_layout(path)[0] != "parquet":
-        return _read_text(session, path)
+    layout = text_layout(path) if path.is_file() else None
+    if layout is not None and layout.fmt != "parquet":
+        return _read_text(session, path, layout)
     exists = path.is_dir() or path.is_file()
     frame = session.read.parquet(str(path)) if exists else session.table(source)
     frame, notes = _finite(frame)
@@ -325,7 +327,7 @@ FLOAT_TEXT = r"^[+-]?(([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?|(?i:inf|inf
 """The text polars parses as a float (no hexadecimal, no Java's 1d or 1f suffixes)."""
 
 
-def _read_text(session: SparkSession, path: Path) -> tuple[DataFrame, list[str]]:
+def _read_text(session: SparkSession, path: Path, layout: TextLayout) -> tuple[DataFrame, list[str]]:
     """A CSV/TSV file as :func:`dpexplorer.data.load.load_dataset` reads it, so that both
     engines see one table (issue 17): the same separator, the polars loader's column names and
     types (its inference, text that turns up late, mostly-numeric text, ISO dates only: Spark's
@@ -333,13 +335,13 @@ def _read_text(session: SparkSession, path: Path) -> tuple[DataFrame, list[str]]
     the wrong number of fields is dropped, as the loader sets it aside) and the same notes.
     The schema costs the loader's streaming passes over the file (about what Spark's own
     inference, a full pass, cost); Spark then reads every field as text and casts it."""
-    fmt, sep, utf8 = text_layout(path)
-    if sep == WHITESPACE or not utf8:
+    fmt, sep = layout.fmt, layout.sep
+    if sep == WHITESPACE or not layout.utf8:
         raise DataError(
             f"{path.name}: Spark reads UTF-8 text delimited by commas, tabs, semicolons or pipes; "
             "re-save it as UTF-8 CSV, or as Parquet"
         )
-    reference = load_dataset(path, lazy=fmt == "csv")  # gzip cannot be scanned lazily
+    reference = load_dataset(path, lazy=fmt == "csv", layout=layout)  # gzip cannot be scanned lazily
     schema = reference.schema
     texts = [c for c, t in schema.items() if t == pl.String]
     breaks = texts and any(
