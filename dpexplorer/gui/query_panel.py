@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QEvent, QSize, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -19,6 +19,8 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QSpinBox,
+    QStyle,
+    QStyleOptionComboBox,
     QVBoxLayout,
     QWidget,
 )
@@ -85,8 +87,47 @@ RELATIONS = {
     "replace": "replace one person's row",
 }
 OPS = ("==", "!=", "<", "<=", ">", ">=")
+VALUE_WIDTH_TEXT = "YYYY-MM-DD"
+"""A condition's value field is at least this wide (the date hint), at the current font."""
+SHORT_COMBO_CHARACTERS = 12
+"""Characters a long combo (statistic, groups, privacy unit, column) shows at least: narrower
+than its longest item, whose text it then elides (its list shows every item whole), so that
+teaching mode's font does not push the controls past the side panel at 1280 x 720."""
 MAX_CATEGORIES = 16
 """How many of a column's commonest values the categories are prefilled with."""
+
+
+class WholeCombo(QComboBox):
+    """A combo box never narrower than its longest item at its current font (never elided).
+    QComboBox's own minimum stays the one of its first show: after teaching mode enlarged the
+    font, '==' showed as '=:' and 'add or remove one person' lost its last letters."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model().rowsInserted.connect(self._fit)
+        self.model().rowsRemoved.connect(self._fit)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self._fit()
+
+    def _fit(self) -> None:
+        metrics = self.fontMetrics()
+        text = max((metrics.horizontalAdvance(self.itemText(i)) for i in range(self.count())), default=0)
+        option = QStyleOptionComboBox()
+        self.initStyleOption(option)
+        size = self.style().sizeFromContents(
+            QStyle.ContentsType.CT_ComboBox, option, QSize(text, metrics.height()), self
+        )
+        self.setMinimumWidth(size.width())
+
+
+def _shortened(combo: QComboBox, characters: int = SHORT_COMBO_CHARACTERS) -> QComboBox:
+    """``combo``, asking for room for ``characters`` characters rather than its longest item."""
+    combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+    combo.setMinimumContentsLength(characters)
+    return combo
 
 
 def _number(text: str) -> Any:
@@ -98,22 +139,37 @@ def _number(text: str) -> Any:
 
 
 class ConditionRow(QWidget):
-    """``[not] column op value`` for the predicate builder."""
+    """``[not] column op value`` for the predicate builder. The operator is never elided (at
+    teaching mode's font in a narrow panel '==' showed as '=:') and the value field is at least
+    as wide as a date at the current font; the column's name gives way first."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.negate = QCheckBox("not")
-        self.column = QComboBox()
-        self.op = QComboBox()
+        self.column = _shortened(QComboBox(), 8)
+        self.op = WholeCombo()
         self.op.addItems(OPS)
         self.value = QLineEdit()
+        self._fit_value()
         self.kinds: dict[str, str] = {}
         self.column.currentTextChanged.connect(self._hint)
         self._hint()
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        for w in (self.negate, self.column, self.op, self.value):
-            layout.addWidget(w)
+        for w, stretch in ((self.negate, 0), (self.column, 1), (self.op, 0), (self.value, 2)):
+            layout.addWidget(w, stretch)
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() == QEvent.Type.FontChange:  # teaching mode enlarges the font
+            self._fit_value()
+        super().changeEvent(event)
+
+    def _fit_value(self) -> None:
+        margins = self.value.textMargins()
+        frame = 2 * self.value.style().pixelMetric(self.value.style().PixelMetric.PM_DefaultFrameWidth)
+        text = self.value.fontMetrics().horizontalAdvance(VALUE_WIDTH_TEXT)
+        # + 8: QLineEdit's own 2 px inner margin on each side, and a little air
+        self.value.setMinimumWidth(text + margins.left() + margins.right() + frame + 8)
 
     def set_columns(self, kinds: dict[str, str]) -> None:
         """Offer the columns of ``kinds`` (name -> kind), without emitting a change."""
@@ -154,11 +210,11 @@ class QueryPanel(QGroupBox):
         self.kinds: dict[str, str] = {}
         self.ranges: dict[str, tuple[float, float]] = {}
         self.top_values: dict[str, list[str]] = {}
-        self.kind = QComboBox()
+        self.kind = _shortened(QComboBox())
         for key, text in QUERY_KINDS.items():
             self.kind.addItem(text, key)
-        self.column = QComboBox()
-        self.columns2 = QComboBox()
+        self.column = _shortened(QComboBox())
+        self.columns2 = _shortened(QComboBox())
         self.columns2.setToolTip("Second column of the workload's universe (optional)")
         self.lower = QDoubleSpinBox()
         self.upper = QDoubleSpinBox()
@@ -205,11 +261,12 @@ class QueryPanel(QGroupBox):
         self.take_all = QPushButton("Take all")
         self.take_all.clicked.connect(self._take_all_categories)
         self.category_note = QLabel()
+        self.category_note.setWordWrap(True)  # beside the count and the button at teaching fonts
         self._group_widgets()
         self.conditions = [ConditionRow(), ConditionRow()]
         self.joiner = QComboBox()
         self.joiner.addItems(["and", "or"])
-        self.relation = QComboBox()
+        self.relation = WholeCombo()
         for key, text in RELATIONS.items():
             self.relation.addItem(text, key)
         self.relation.setToolTip(
@@ -227,8 +284,8 @@ class QueryPanel(QGroupBox):
 
     def _group_widgets(self) -> None:
         """Keys and privacy unit of the statistics by group."""
-        self.group1 = QComboBox()
-        self.group2 = QComboBox()
+        self.group1 = _shortened(QComboBox())
+        self.group2 = _shortened(QComboBox())
         self.group_categories = QLineEdit()
         self.group_categories.setToolTip(
             "The groups of the first key, declared (public) and separated by commas: every one is "
@@ -236,7 +293,7 @@ class QueryPanel(QGroupBox):
             "prefill lists the most common values in the data (not private)."
         )
         self.group2.setToolTip("A second key (optional): its most common values, plus 'other'")
-        self.unit = QComboBox()
+        self.unit = _shortened(QComboBox())
         self.unit.setToolTip(
             "The privacy unit: the column that identifies a person (or household, patient...). "
             "All of a person's rows are protected together; their contribution is bounded first."
@@ -258,7 +315,7 @@ class QueryPanel(QGroupBox):
     def _key_widgets(self) -> None:
         """Where the groups come from: declared, every category of the column (declared public
         knowledge), or selected privately with a noisy threshold (its own epsilon and delta)."""
-        self.key_origin = QComboBox()
+        self.key_origin = _shortened(QComboBox())
         for key, text in KEY_ORIGINS.items():
             self.key_origin.addItem(text, key)
         self.key_origin.setToolTip(
@@ -303,20 +360,24 @@ class QueryPanel(QGroupBox):
         row.addWidget(self.category_count)
         row.addWidget(self.take_all)
         row.addWidget(self.category_note, 1)
-        self.form.addRow("", self.category_row)
+        self.form.addRow(self.category_row)  # across the panel: beside no name it fits teaching fonts
         self.form.addRow("Group by", self.group1)
         self.form.addRow("and by", self.group2)
         self.form.addRow("Groups", self.key_origin)
         self.form.addRow("Declared groups", self.group_categories)
         self.form.addRow("Selection ε", self.key_epsilon)
         self.form.addRow("Selection δ", self.key_delta)
-        self.form.addRow("", self.key_rule)
+        self.form.addRow(self.key_rule)  # across the panel: the form under-counts a wrapped field
         self.form.addRow("Privacy unit", self.unit)
         self.form.addRow("Groups per person", self.max_groups)
         self.form.addRow("Rows per person, per group", self.max_rows)
         self.form.addRow("Join conditions with", self.joiner)
-        for i, row in enumerate(self.conditions):
-            self.form.addRow(f"Condition {i + 1}", row)
+        # each condition on a line of its own under its name, across the panel: beside its name
+        # the four fields did not fit at teaching mode's font (the operator and value were cut)
+        self.condition_labels = [QLabel(f"Condition {i + 1}") for i in range(len(self.conditions))]
+        for label, row in zip(self.condition_labels, self.conditions, strict=True):
+            self.form.addRow(label)
+            self.form.addRow(row)
         self.form.addRow("Neighbours", self.relation)
         layout = QVBoxLayout(self)
         layout.addLayout(self.form)
@@ -588,7 +649,7 @@ class QueryPanel(QGroupBox):
             self.category_row: kind in CATEGORY_KINDS,
             self.joiner: kind == "predicate_count",
         }
-        for row in self.conditions:
+        for row in (*self.conditions, *self.condition_labels):
             show[row] = kind == "predicate_count"
         grouped = kind in GROUP_KINDS
         show[self.column] = show[self.column] and kind != "group_count"

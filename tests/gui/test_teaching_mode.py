@@ -3,6 +3,7 @@ and comes back to its size after F9."""
 
 from __future__ import annotations
 
+import pytest
 from conftest import wait_idle
 from PySide6.QtCore import QSize
 
@@ -40,3 +41,43 @@ def test_teaching_mode_fits_1280_by_720_and_f9_restores_the_size(qtbot, window):
     window.teaching_action.setChecked(False)
     qtbot.wait(50)
     assert window.size() == QSize(1280, 720)
+
+
+@pytest.fixture
+def teaching_window(qtbot, window):
+    """The window at 1280 x 720 in teaching mode; then out of it, since the mode enlarges the
+    application's font, which later tests in this process (a PDF report's pages) would inherit."""
+    window.resize(1280, 720)
+    window.teaching_action.setChecked(True)
+    qtbot.wait(50)  # the side panel refits after the new font reaches it
+    wait_idle(qtbot, window)
+    yield window
+    window.teaching_action.setChecked(False)
+
+
+def test_teaching_mode_shows_every_query_control_whole_at_1280_by_720(qtbot, teaching_window):
+    """At teaching fonts the condition's operator '==' showed as '=:' (its combo kept the width
+    of the normal font), its value field was cut to a few letters, and a count by group or a
+    most common category laid its controls past the side panel's edge (the panel, which never
+    scrolls sideways, clipped them)."""
+    window = teaching_window
+    panel = window.query_panel
+    panel.preset_default_example()  # a count where two conditions hold
+    wait_idle(qtbot, window)
+    for row in panel.conditions:
+        assert row.op.width() >= row.op.sizeHint().width(), (row.op.width(), row.op.sizeHint())
+        date = row.value.fontMetrics().horizontalAdvance("YYYY-MM-DD")
+        assert row.value.width() >= date, (row.value.width(), date)
+    assert panel.relation.width() >= panel.relation.sizeHint().width()
+    room = window._side_scroll.viewport().width()
+    for i in range(panel.kind.count()):
+        panel.kind.setCurrentIndex(i)
+        qtbot.wait(10)
+        kind = panel.current_kind()
+        assert window._side_panel.minimumSizeHint().width() <= room, kind
+        assert panel.geometry().right() < room, kind
+    panel.select_kind("group_mean")
+    panel.key_origin.setCurrentIndex(panel.key_origin.findData("private"))
+    wait_idle(qtbot, window)
+    rule = panel.key_rule  # wrapped beside no name: the form gave it 5 lines of its 6
+    assert rule.height() >= rule.heightForWidth(rule.width()), (rule.height(), rule.text())
