@@ -103,18 +103,18 @@ def test_sums_and_means_never_ask_for_the_sorted_column(small, recorded):
     assert isinstance(recorded.asked[-1], SortedClipped)
 
 
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
 @pytest.mark.parametrize("lazy", [False, True])
-def test_the_window_found_by_selection_is_the_slice_of_the_sorted_column(tmp_path, monkeypatch, lazy):
+def test_the_window_found_by_selection_is_the_slice_of_the_sorted_column(tmp_path, monkeypatch, lazy, fmt):
     """Selection on: ties (values on a 1/8 grid, many per bin), missing values at the midpoint,
     values beyond both bounds, a filter, quantiles at both ends; few bins so that a window spans
-    several."""
+    several. A lazily scanned CSV is parsed once and its column partitioned at the ranks."""
     rng = np.random.default_rng(3)
     x = rng.integers(-90, 90, 6_000) / 8.0
     x[rng.random(x.size) < 0.1] = np.nan
-    path = tmp_path / "w.parquet"
-    pl.DataFrame({"x": x, "k": rng.integers(0, 3, x.size)}).with_columns(
-        pl.col("x").fill_nan(None)
-    ).write_parquet(path)
+    path = tmp_path / f"w.{fmt}"
+    frame = pl.DataFrame({"x": x, "k": rng.integers(0, 3, x.size)}).with_columns(pl.col("x").fill_nan(None))
+    frame.write_parquet(path) if fmt == "parquet" else frame.write_csv(path)
     dataset = load_dataset(path, lazy=lazy)
     monkeypatch.setattr(polars_engine, "SELECT_ABOVE", 0)
     monkeypatch.setattr(polars_engine, "SELECT_BINS", 64)

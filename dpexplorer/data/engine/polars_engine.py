@@ -345,11 +345,15 @@ class PolarsEngine(Engine):
         ranks. The bin index is a nondecreasing function of the value (rounded subtraction and
         multiplication by a positive constant are monotone), so the rows of earlier bins are
         exactly the smaller order statistics: the window is the slice of the sorted column, the
-        same floats. A small column is sorted whole (as fast, one pass)."""
+        same floats. A small column is sorted whole (as fast, one pass). A large text file is
+        parsed once instead of twice: the column is held and partitioned (:func:`_partitioned`)."""
         if dataset.n_rows <= SELECT_ABOVE or not request.upper > request.lower:
             whole = SortedClipped(request.column, request.lower, request.upper)
             return window_answer(self._sorted(dataset, whole, steps), request)
         v = clipped_expr(request)
+        if dataset.lazy and dataset.format != "parquet":
+            column = _collect(dataset, self._rows(dataset, steps).select(v))["v"]
+            return _partitioned(column.to_numpy(writable=True), request)
         scale = SELECT_BINS / (request.upper - request.lower)
         cell = ((v - request.lower) * scale).floor().cast(pl.Int64).clip(0, SELECT_BINS - 1).alias("bin")
         frame = self._rows(dataset, steps)
@@ -595,6 +599,23 @@ def _kept_rows(
         within = position - np.maximum.accumulate(np.where(first, position, 0))
         kept = np.concatenate((kept, crowded[order[within < r]]))
     return kept
+
+
+def _partitioned(values: np.ndarray, request: OrderWindow) -> Window:
+    """:class:`Window` of a column held in memory, unsorted: one in-place partition at the
+    window's ranks and the ends puts exactly those order statistics in place (np.partition:
+    every kth element is the one a full sort would put there), so the slice between the first
+    and last rank is the sorted column's slice, the same floats, in O(n). Parsing a 100M-row CSV
+    twice for the selection (one pass to count rows per bin, one to keep the bins that hold the
+    ranks) took 1.5 times polars' own median of the file; once, with this, about as long."""
+    n = values.size
+    if n == 0:
+        return window_answer(values, request)
+    first, last = window_ranks(n, request.q, request.radius)
+    values.partition(np.unique(np.r_[0, np.arange(first - 1, last), n - 1]))
+    window = SortedWindow(n, first - 1, np.array(values[first - 1 : last], dtype=float))
+    window.values.flags.writeable = False
+    return Window(window, float(values[0]), float(values[n - 1]))
 
 
 SELECT_ABOVE = 1 << 21
