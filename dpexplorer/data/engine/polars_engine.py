@@ -18,7 +18,7 @@ import polars as pl
 from dpexplorer.core.mechanisms.base import CentredMoments
 from dpexplorer.core.neighbours import SortedWindow
 from dpexplorer.core.sensitivity import window_ranks
-from dpexplorer.data.engine import scan
+from dpexplorer.data.engine import parquet_groups, scan
 from dpexplorer.data.engine.base import (
     BoundContributions,
     CellCounts,
@@ -315,6 +315,10 @@ class PolarsEngine(Engine):
         self, dataset: Dataset, request: GroupedCentredSums, steps: tuple[RowStep, ...]
     ) -> tuple[CentredMoments, ...]:
         """One hash aggregation over the cell index (no sort); empty cells filled in here."""
+        coded = parquet_groups.grouped_sums(dataset, request, steps)  # dictionary codes, if it applies
+        if coded is not None:
+            answers = [centred_moments(row, request) for row in coded]
+            return by_cell(request, [row["cell"] for row in coded], answers, empty_moments(request))
         frame = self._rows(dataset, steps).with_columns(
             cell_index_expr(request.axes, request.shape), *value_columns(request)
         )
