@@ -108,7 +108,8 @@ def test_sums_and_means_never_ask_for_the_sorted_column(small, recorded):
 def test_the_window_found_by_selection_is_the_slice_of_the_sorted_column(tmp_path, monkeypatch, lazy, fmt):
     """Selection on: ties (values on a 1/8 grid, many per bin), missing values at the midpoint,
     values beyond both bounds, a filter, quantiles at both ends; few bins so that a window spans
-    several. A lazily scanned CSV is parsed once and its column partitioned at the ranks."""
+    several. Only a lazily scanned Parquet file selects; a frame in memory and a CSV hold the
+    column once and partition it at the ranks: the same slice either way."""
     rng = np.random.default_rng(3)
     x = rng.integers(-90, 90, 6_000) / 8.0
     x[rng.random(x.size) < 0.1] = np.nan

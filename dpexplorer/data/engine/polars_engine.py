@@ -349,15 +349,14 @@ class PolarsEngine(Engine):
         ranks. The bin index is a nondecreasing function of the value (rounded subtraction and
         multiplication by a positive constant are monotone), so the rows of earlier bins are
         exactly the smaller order statistics: the window is the slice of the sorted column, the
-        same floats. A small column is sorted whole (as fast, one pass). A large text file is
-        parsed once instead of twice: the column is held and partitioned (:func:`_partitioned`)."""
-        if dataset.n_rows <= SELECT_ABOVE or not request.upper > request.lower:
-            whole = SortedClipped(request.column, request.lower, request.upper)
-            return window_answer(self._sorted(dataset, whole, steps), request)
+        same floats. Selection is for a large Parquet file scanned lazily, whose column is not to
+        be held; elsewhere the column is held once and partitioned (:func:`_partitioned`): a
+        frame in memory holds its rows anyway, a small column costs little, and a text file
+        would be parsed twice by the two passes."""
         v = clipped_expr(request)
-        if dataset.lazy and dataset.format != "parquet":
-            column = _collect(dataset, self._rows(dataset, steps).select(v))["v"]
-            return _partitioned(column.to_numpy(writable=True), request)
+        streamed = dataset.lazy and dataset.format == "parquet" and dataset.n_rows > SELECT_ABOVE
+        if not streamed or not request.upper > request.lower:
+            return _partitioned(self._select(dataset, steps, v)["v"].to_numpy(writable=True), request)
         scale = SELECT_BINS / (request.upper - request.lower)
         cell = ((v - request.lower) * scale).floor().cast(pl.Int64).clip(0, SELECT_BINS - 1).alias("bin")
         frame = self._rows(dataset, steps)
@@ -623,8 +622,8 @@ def _partitioned(values: np.ndarray, request: OrderWindow) -> Window:
 
 
 SELECT_ABOVE = 1 << 21
-"""Columns of more rows than this find an :class:`OrderWindow` by selection; smaller ones are
-sorted whole (about as fast at this size)."""
+"""Columns of a streamed Parquet file of more rows than this find an :class:`OrderWindow` by
+selection; smaller ones are held and partitioned (about as fast at this size)."""
 SELECT_BINS = 1 << 16
 """Bins of the selection's first pass: at most a few thousand rows per bin on 100M rows spread
 over the bounds (ties and a narrow spread make a bin larger, never the answer different)."""
