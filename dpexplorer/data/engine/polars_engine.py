@@ -572,8 +572,7 @@ def _sorted_ranks(
     codes, keys, cells = people.codes[order], pair[order], cell[order]
     new_person = np.concatenate(([True], codes[1:] != codes[:-1]))
     new_group = new_person | np.concatenate(([True], (keys[1:] != keys[:-1]) | (cells[1:] != cells[:-1])))
-    dense = np.cumsum(new_group) - 1
-    within = dense - dense[np.flatnonzero(new_person)][np.cumsum(new_person) - 1]
+    within = _since_run_start(new_person, new_group)  # the dense rank within the person
     chosen = within < k
     return order[chosen], within[chosen]
 
@@ -598,10 +597,17 @@ def _kept_rows(
         order = np.lexsort((row_keys(crowded), crowded_pairs))  # stable: ties by row number
         sorted_pairs = crowded_pairs[order]
         first = np.concatenate(([True], sorted_pairs[1:] != sorted_pairs[:-1]))
-        position = np.arange(order.size)
-        within = position - np.maximum.accumulate(np.where(first, position, 0))
+        within = _since_run_start(first, np.ones(order.size, dtype=np.int64))  # the ordinal rank
         kept = np.concatenate((kept, crowded[order[within < r]]))
     return kept
+
+
+def _since_run_start(new_run: np.ndarray, step: np.ndarray) -> np.ndarray:
+    """For sorted rows in runs (``new_run`` true where one begins): the sum of ``step`` since
+    the run's first row, that row's own step left out (ones: the position in the run; the flags
+    of a new group: the dense rank of the row's group in the run)."""
+    total = np.cumsum(step)
+    return total - total[np.flatnonzero(new_run)][np.cumsum(new_run) - 1]
 
 
 def _partitioned(values: np.ndarray, request: OrderWindow) -> Window:
