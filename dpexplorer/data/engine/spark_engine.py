@@ -217,6 +217,14 @@ def centred_columns(request: CentredSums | GroupedCentredSums) -> tuple[Column, 
     return (*columns, lattice_sum(squares, square).alias("qe")) if request.squares else columns
 
 
+def moment_columns(request: ClippedMoments) -> tuple[Column, ...]:
+    """The aggregates of :class:`ClippedMoments` but the row count (named as
+    polars_engine.moment_exprs); with ``exact``, the lattice sum as well."""
+    v = clipped_column(request)
+    columns = (F.sum(v).alias("total"), F.min(v).alias("lo"), F.max(v).alias("hi"))
+    return (*columns, lattice_sum(v, exact_lattices(request)[0]).alias("te")) if request.exact else columns
+
+
 def clipped_column(request: ClippedMoments | SortedClipped | CentredSums | GroupedCentredSums) -> Column:
     """Cast to double, missing at the midpoint, clipped to [lower, upper] (as polars)."""
     v = F.coalesce(_col(request.column).cast("double"), F.lit(float(request.midpoint)))
@@ -510,15 +518,7 @@ class SparkEngine(Engine):
         return int(frame.agg(hit.alias("n")).first()["n"] or 0)
 
     def _moments(self, dataset: SparkDataset, request: ClippedMoments, steps: tuple[RowStep, ...]) -> Moments:
-        v = clipped_column(request)
-        columns = [
-            F.count(F.lit(1)).alias("n"),
-            F.sum(v).alias("total"),
-            F.min(v).alias("lo"),
-            F.max(v).alias("hi"),
-        ]
-        if request.exact:
-            columns.append(lattice_sum(v, exact_lattices(request)[0]).alias("te"))
+        columns = (F.count(F.lit(1)).alias("n"), *moment_columns(request))
         return moments_from(self._frame(dataset, steps).agg(*columns).first().asDict(), request)
 
     def _centred(
@@ -530,8 +530,11 @@ class SparkEngine(Engine):
     def _mean_parts(
         self, dataset: SparkDataset, request: MeanParts, steps: tuple[RowStep, ...]
     ) -> tuple[Moments, CentredMoments]:
+        """One aggregation of both requests' columns (one scan, as on polars)."""
         moments, centred = request.parts
-        return self._moments(dataset, moments, steps), self._centred(dataset, centred, steps)
+        columns = (*centred_columns(centred), *moment_columns(moments))
+        row = self._frame(dataset, steps).agg(*columns).first().asDict()
+        return moments_from(row, moments), centred_moments(row, centred)
 
     def _grouped_centred(
         self, dataset: SparkDataset, request: GroupedCentredSums, steps: tuple[RowStep, ...]
