@@ -1,7 +1,7 @@
 """Past one machine: the app's engine on a large generated file against plain polars and duckdb.
 
     python benchmarks/scale.py --json [--rows 100000000] [--spark-rows 10000000] [--dir DIR]
-                               [--formats parquet,csv] [--keep]
+                               [--formats parquet,csv] [--keep] [--repeat N] [--queries q1,q2]
 
 Generates an Adult-shaped file of ``--rows`` rows (age and hours_per_week with ~2% missing,
 sex, occupation, income; written in chunks, bounded memory) as Parquet and CSV in ``--dir``
@@ -15,6 +15,9 @@ in a fresh child process so that its peak resident memory is its own:
   timed as ``s``;
 * polars: ``pl.scan_*`` and the same aggregate, streaming;
 * duckdb: the same aggregate in SQL on the file.
+
+With ``--repeat N`` each query runs N times per side, the three sides interleaved; the median
+run is reported (its time, the largest peak RSS of the N, and every run's time).
 
 Queries: count, predicate count (age > 40 and sex = Female), clipped mean (hours in [0, 99]),
 median (same column: ours finds the order statistics around its rank by selection, no sort),
@@ -216,16 +219,36 @@ def _child(code: str, *args: str) -> dict | None:
     return json.loads([line for line in done.stdout.splitlines() if line.startswith("{")][-1])
 
 
-def measure(path: Path, queries: tuple[str, ...], engine: str = "polars", rivals: bool = True) -> dict:
+def measure(
+    path: Path, queries: tuple[str, ...], engine: str = "polars", rivals: bool = True, repeat: int = 1
+) -> dict:
+    """Per query, each side's run with the median time of ``repeat`` runs (the three sides
+    interleaved, so a burst of load falls on all of them), its peak RSS the largest of its runs,
+    and every run's time under ``runs``."""
     out = {}
     for q in queries:
-        row: dict = {"ours": _child(OURS, str(path), q, engine)}
-        row["polars"] = _child(POLARS, str(path), SORTED.get(q, q))
+        sides: dict[str, list[dict]] = {"ours": [], "polars": []}
         if rivals and q not in SORTED:
-            row["duckdb"] = _child(_duckdb_child(), str(path), q)
+            sides["duckdb"] = []
+        for _ in range(repeat):
+            sides["ours"].append(_child(OURS, str(path), q, engine))
+            sides["polars"].append(_child(POLARS, str(path), SORTED.get(q, q)))
+            if "duckdb" in sides:
+                sides["duckdb"].append(_child(_duckdb_child(), str(path), q))
+        row = {side: _median_run(runs) for side, runs in sides.items()}
         print(f"{engine} {path.suffix} {q}: {json.dumps(row)}", file=sys.stderr)
         out[q] = row
     return out
+
+
+def _median_run(runs: list[dict | None]) -> dict | None:
+    """The run of median time (the upper median of an even count), with the largest peak RSS
+    of all the runs and their times; None when a run failed."""
+    if not runs or any(r is None for r in runs):
+        return None
+    ordered = sorted(runs, key=lambda r: r["s"])  # type: ignore[index]
+    middle = dict(ordered[len(ordered) // 2])  # type: ignore[arg-type]
+    return {**middle, "rss_mb": max(r["rss_mb"] for r in runs), "runs": [round(r["s"], 3) for r in runs]}  # type: ignore[index]
 
 
 def summarise(results: dict) -> dict:
@@ -260,14 +283,20 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per query and side (medians reported)")
+    parser.add_argument("--queries", default=",".join(QUERIES), help="comma-separated names of QUERIES")
     args = parser.parse_args()
     formats = tuple(f for f in args.formats.split(",") if f)
+    queries = tuple(q for q in args.queries.split(",") if q)
+    if unknown := set(queries) - set(QUERIES):
+        parser.error(f"unknown queries: {', '.join(sorted(unknown))}")
     base = args.dir or Path(tempfile.mkdtemp(prefix="dpx-scale-"))
     try:
         files = generate(base / "main", args.rows, formats)
-        results = {fmt: measure(path, QUERIES) for fmt, path in files.items()}
+        results = {fmt: measure(path, queries, repeat=args.repeat) for fmt, path in files.items()}
         report = {
             "rows": args.rows,
+            "repeat": args.repeat,
             "machine": f"{platform.machine()}, {os.cpu_count()} cores",
             "file_mb": {fmt: round(p.stat().st_size / 2**20) for fmt, p in files.items()},
             **summarise(results),
@@ -275,7 +304,8 @@ def main() -> None:
         }
         if args.spark_rows > 0:
             spark_file = generate(base / "spark", args.spark_rows, ("parquet",))["parquet"]
-            spark = measure(spark_file, QUERIES[:-1], engine="spark", rivals=False)
+            spark_queries = tuple(q for q in queries if q != "groupby_mean")
+            spark = measure(spark_file, spark_queries, engine="spark", rivals=False, repeat=args.repeat)
             report["spark"] = {"rows": args.spark_rows, "results": spark}
     finally:
         if not args.keep and args.dir is None:

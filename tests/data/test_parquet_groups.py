@@ -44,7 +44,12 @@ def _polars_path(dataset, request, steps=()):
 
 @pytest.mark.parametrize("column", ["v", "i"])
 @pytest.mark.parametrize("axes", [AXES, AXES[:1]])
-def test_the_codes_give_the_polars_paths_answer(tmp_path, column, axes) -> None:
+@pytest.mark.parametrize(("limit", "batch"), [(parquet_groups.CODES_LIMIT, 1 << 20), (1, 1000)])
+def test_the_codes_give_the_polars_paths_answer(tmp_path, column, axes, limit, batch, monkeypatch) -> None:
+    """Counted per combination of dictionary codes, or (above the limit) per cell looked up
+    first; row groups (3,000 rows) whole, or in slices of a batch's rows."""
+    monkeypatch.setattr(parquet_groups, "CODES_LIMIT", limit)
+    monkeypatch.setattr(parquet_groups, "BATCH_ROWS", batch)
     _write(tmp_path / "g.parquet")
     dataset = load_dataset(tmp_path / "g.parquet", lazy=True)
     request = GroupedCentredSums(column, 0.0, 10.0, axes)
