@@ -304,8 +304,7 @@ def main() -> None:
         }
         if args.spark_rows > 0:
             spark_file = generate(base / "spark", args.spark_rows, ("parquet",))["parquet"]
-            spark_queries = tuple(q for q in queries if q != "groupby_mean")
-            spark = measure(spark_file, spark_queries, engine="spark", rivals=False, repeat=args.repeat)
+            spark = measure(spark_file, queries, engine="spark", rivals=False, repeat=args.repeat)
             report["spark"] = {"rows": args.spark_rows, "results": spark}
     finally:
         if not args.keep and args.dir is None:
