@@ -235,14 +235,16 @@ def load_dataset(
 def open_spark_dataset(
     source: str,
     master: str,
-    top: int = 16,
+    top: int = CATEGORY_LIMIT + 1,
     cancel: CancelToken | None = None,
     progress: ProgressFn | None = None,
 ) -> LoadedDataset:
     """Open ``source`` (a Parquet directory or file, a CSV file, or a table name) on Spark at
     ``master`` (``local[*]`` or ``spark://host:port``) and summarise it through the Spark engine,
     as :func:`load_dataset` does for a file; DataError (shown by the window) if pyspark, Java or
-    the source is missing. Cancellable between passes, which it reports as progress."""
+    the source is missing. Cancellable between passes, which it reports as progress. The
+    commonest ``top`` values of each text column, as for a file: the query panel's category
+    lists, and "all categories" wherever they are every value."""
     from dpexplorer.data.engine import open_dataset
 
     checkpoint(cancel, progress, 0.05)  # the bar moves while the session starts

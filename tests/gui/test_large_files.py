@@ -81,3 +81,6 @@ def test_a_parquet_directory_opens_on_spark_from_the_window(spark, qtbot, tmp_pa
     query = Median("age", 17, 90)
     assert true_answer(win.dataset, query) == float(adult["age"].clip(17, 90).sort()[1_499])
     assert settings.recent_files() == recent
+    # every value of a text column, as a file lists them (the category lists, "all categories")
+    countries = adult["native_country"].drop_nulls().unique()
+    assert countries.len() > 16 and set(win.loaded.top_values["native_country"]) == set(countries)
