@@ -244,11 +244,11 @@ def measure(
 def _median_run(runs: list[dict | None]) -> dict | None:
     """The run of median time (the upper median of an even count), with the largest peak RSS
     of all the runs and their times; None when a run failed."""
-    if not runs or any(r is None for r in runs):
+    done = [r for r in runs if r is not None]
+    if not done or len(done) < len(runs):
         return None
-    ordered = sorted(runs, key=lambda r: r["s"])  # type: ignore[index]
-    middle = dict(ordered[len(ordered) // 2])  # type: ignore[arg-type]
-    return {**middle, "rss_mb": max(r["rss_mb"] for r in runs), "runs": [round(r["s"], 3) for r in runs]}  # type: ignore[index]
+    middle = sorted(done, key=lambda r: r["s"])[len(done) // 2]
+    return {**middle, "rss_mb": max(r["rss_mb"] for r in done), "runs": [round(r["s"], 3) for r in done]}
 
 
 def summarise(results: dict) -> dict:

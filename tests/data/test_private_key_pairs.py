@@ -38,19 +38,11 @@ def _pairs(values: int) -> pl.DataFrame:
     )
 
 
-def _query(statistic: str, unit: bool) -> GroupBy:
+def _query(statistic: str, unit: PrivacyUnit | None, delta: float = 1e-6) -> GroupBy:
+    """``statistic`` of x in [0, 10] (or a count) by privately selected pairs of (a, b)."""
     column = None if statistic == "count" else "x"
     low, high = (None, None) if statistic == "count" else (0.0, 10.0)
-    return GroupBy(
-        (),
-        statistic,
-        column,
-        low,
-        high,
-        PrivacyUnit("p", 2, 1) if unit else None,  # keeps every row: each person has 2 cells, 1 row in each
-        PrivateKeys(("a", "b"), 1.0, 1e-6),
-        q=0.5,
-    )
+    return GroupBy((), statistic, column, low, high, unit, PrivateKeys(("a", "b"), 1.0, delta), q=0.5)
 
 
 @pytest.mark.parametrize(("statistic", "unit"), [("count", False), ("mean", True), ("quantile", True)])
@@ -76,7 +68,9 @@ def test_two_key_columns_of_thousands_of_values_are_found_sparsely(
         return out
 
     monkeypatch.setattr(answers, "aggregate", spy)
-    built = query_input(dataset, _query(statistic, unit), "add_remove", bounding_seed=1, exact_sums=True)
+    # the unit keeps every row: each person has 2 cells, 1 row in each
+    query = _query(statistic, PrivacyUnit("p", 2, 1) if unit else None)
+    built = query_input(dataset, query, "add_remove", bounding_seed=1, exact_sums=True)
     assert seen
     truth = frame.group_by("a", "b").agg(
         pl.col("p").n_unique().alias("persons"),
@@ -128,15 +122,7 @@ def test_a_person_bringing_new_combinations_changes_nothing_published(
     """The attacker's neighbour: the sensitivities, the released provenance (but its DP
     outputs) and any refusal are the same on D and D' (6 candidates against 8)."""
     on_d, on_d_prime = _neighbours(tmp_path)
-    query = GroupBy(
-        (),
-        statistic,
-        None if statistic == "count" else "x",
-        None if statistic == "count" else 0.0,
-        None if statistic == "count" else 10.0,
-        PrivacyUnit("p", 2, 2),
-        PrivateKeys(("a", "b"), 1.0, 1e-3),
-    )
+    query = _query(statistic, PrivacyUnit("p", 2, 2), delta=1e-3)
     built = [
         query_input(d, query, "add_remove", bounding_seed=3, exact_sums=True) for d in (on_d, on_d_prime)
     ]
@@ -157,15 +143,7 @@ def test_no_candidate_after_bounding_is_not_an_error(tmp_path: Path, statistic: 
         schema={"p": pl.String, "a": pl.String, "b": pl.String, "x": pl.Float64},
     )
     frame.write_csv(tmp_path / "empty.csv")
-    query = GroupBy(
-        (),
-        statistic,
-        None if statistic == "count" else "x",
-        None if statistic == "count" else 0.0,
-        None if statistic == "count" else 10.0,
-        PrivacyUnit("p", 2, 1),
-        PrivateKeys(("a", "b"), 1.0, 1e-3),
-    )
+    query = _query(statistic, PrivacyUnit("p", 2, 1), delta=1e-3)
     built = query_input(load_dataset(tmp_path / "empty.csv"), query, "add_remove", bounding_seed=1)
     assert built.labels == () and built.partition is not None and built.partition.persons == ()
     assert built.differing_row.startswith("D' = D (no ")
