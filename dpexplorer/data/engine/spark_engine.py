@@ -146,28 +146,18 @@ def axis_column(axis: Axis) -> Column:
     return F.when(c.isNull(), F.lit(len(edges) - 1)).otherwise(inner).cast("long")
 
 
-def cell_column(axes: tuple[Axis, ...]) -> Column:
-    """Row-major cell index over ``axes`` (0 for no axis: one cell of all rows)."""
-    shape = tuple(len(a.labels) for a in axes)
-    strides = np.cumprod((1, *shape[:0:-1]))[::-1] if shape else ()
-    return reduce(
-        lambda a, b: a + b,
-        (axis_column(a) * int(s) for a, s in zip(axes, strides, strict=True)),
-        F.lit(0).cast("long"),
-    )
-
-
 JOIN_ABOVE = 16
 """An axis of more text categories than this is matched by a join (:func:`with_cell`)."""
 
 
 def with_cell(frame: DataFrame, axes: tuple[Axis, ...], name: str) -> DataFrame:
-    """``frame`` with the row-major cell index over ``axes`` (as :func:`cell_column`) in column
-    ``name``. An axis of more than JOIN_ABOVE text categories is matched by a left join with a
-    table of (category, index), each category once, so every row stays once: a chain
-    of one test per category (:func:`axis_column`) made a plan too deep for Spark at a few
-    hundred categories, and privately selected keys have as many as the values that occur (a
-    private number, so it must not decide whether a query runs)."""
+    """``frame`` with the row-major cell index over ``axes`` (0 for no axis: one cell of all
+    rows; as polars_engine.cell_index_expr) in column ``name``. An axis of more than JOIN_ABOVE
+    text categories is matched by a left join with a table of (category, index), each category
+    once, so every row stays once: a chain of one test per category (:func:`axis_column`) made
+    a plan too deep for Spark at a few hundred categories, and privately selected keys have as
+    many as the values that occur (a private number, so it must not decide whether a query
+    runs)."""
     shape = tuple(len(a.labels) for a in axes)
     strides = np.cumprod((1, *shape[:0:-1]))[::-1] if shape else ()
     cell: Column = F.lit(0).cast("long")
