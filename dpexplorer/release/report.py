@@ -52,7 +52,8 @@ class ReportItem:
     parameters: dict[str, Any]
     labels: tuple[str, ...]
     values: tuple[float | str, ...]
-    intervals: tuple[tuple[float, float], ...] | None
+    intervals: tuple[tuple[float, float] | None, ...] | None
+    """(low, high) per value; None in place of a value without one (⊥), None for no intervals."""
     ci_level: float
     epsilon: float
     delta: float
@@ -116,7 +117,10 @@ def report_item(prepared: Any, result: Any) -> ReportItem:
     intervals = result.confidence_intervals
     if intervals is None and exact.dp_outputs.get("confidence_intervals"):
         # intervals computed after the charge from released values (e.g. a noisy mean)
-        intervals = tuple((float(lo), float(hi)) for lo, hi in exact.dp_outputs["confidence_intervals"])
+        intervals = tuple(
+            None if ci is None else (float(ci[0]), float(ci[1]))
+            for ci in exact.dp_outputs["confidence_intervals"]
+        )
     return ReportItem(
         row_id=result.row_id,
         description=_describe_query(prepared.query),
@@ -273,9 +277,9 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
 
 
 def _span(item: ReportItem) -> tuple[float, float]:
-    ends = [float(v) for v in item.values]
+    ends = [float(v) for v in item.values] or [0.0]
     if item.intervals:
-        ends += [e for ci in item.intervals for e in ci]
+        ends += [e for ci in item.intervals if ci is not None for e in ci]
     low, high = min(ends), max(ends)
     if item.statistic == "histogram":  # bars start at zero
         low, high = min(low, 0.0), max(high, 0.0)
@@ -321,8 +325,8 @@ def _rows(item: ReportItem, *, bars: bool) -> str:
                 f'<rect x="{ends[0]:.1f}" y="{y - 8}" width="{ends[1] - ends[0]:.1f}" height="16" '
                 f'fill="{_ACCENT}" fill-opacity="0.5"/>'
             )
-        if item.intervals:
-            lo, hi = item.intervals[i]
+        if item.intervals and item.intervals[i] is not None:
+            lo, hi = item.intervals[i]  # type: ignore[misc]
             colour, width = (_INK, 1.5) if bars else (_ACCENT, 3)
             body.append(
                 f'<line x1="{x(lo):.1f}" y1="{y}" x2="{x(hi):.1f}" y2="{y}" stroke="{colour}" '
@@ -395,10 +399,21 @@ def _plotted(item: ReportItem) -> ReportItem:
     return ReportItem(**{**item.__dict__, **pick})
 
 
+def _nothing_kept(item: ReportItem) -> str:
+    """A release that published no value (privately selected keys, none kept): a note."""
+    body = [
+        f'<text x="20" y="24" fill="{_MUTED}">no value released: the private selection of keys '
+        "kept no group</text>"
+    ]
+    return _svg(40, body, f"{item.description}: no value released")
+
+
 def svg_plot(item: ReportItem) -> str:
     """The statistic's plot: bars with intervals for a histogram, a dot plot with intervals for
     other numbers (a group-by's values by group), the candidates with the released one marked
-    for a selection or ⊥."""
+    for a selection or ⊥, a note for a release of no value (no private key kept)."""
+    if not item.values:
+        return _nothing_kept(item)
     if not item.numeric:
         return _choices(item)
     item = _plotted(item)
@@ -439,7 +454,7 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Seque
 
 
 def _released_rows(report: Report) -> str:
-    counts = [i for i in report.items if i.statistic in COUNT_STATISTICS and i.numeric]
+    counts = [i for i in report.items if i.statistic in COUNT_STATISTICS and i.numeric and i.values]
     if counts:
         shown = ", ".join(
             f"{value_text(i.values[0])} (ledger row {i.row_id}, ε = {_num(i.epsilon)})" for i in counts
@@ -513,9 +528,15 @@ def _values_table(item: ReportItem) -> str:
     for i, (label, value) in enumerate(zip(item.labels, item.values, strict=True)):
         row = [html.escape(label), html.escape(value_text(value))]
         if has_ci and item.intervals is not None:
-            lo, hi = item.intervals[i]
-            row.append(f"[{value_text(lo)}, {value_text(hi)}]")
+            pair = item.intervals[i]
+            row.append(
+                "none (no number released)"
+                if pair is None
+                else f"[{value_text(pair[0])}, {value_text(pair[1])}]"
+            )
         rows.append(row)
+    if not rows:  # private keys, none kept: a DP output like any other
+        rows.append(["(no group)", "no key was kept by the private selection"] + (["—"] if has_ci else []))
     return _table(headers, rows, numeric=(1,))
 
 
