@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QLabel,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QProgressBar,
     QPushButton,
@@ -36,6 +37,7 @@ from dpexplorer.gui.session import Session, load_session, save_session
 from dpexplorer.gui.spark_dialog import LOCAL_MASTER, SparkOpenDialog
 from dpexplorer.gui.teaching import RELEASE_BLOCKED, TeachingPanel
 from dpexplorer.gui.theory_views import TheoryViews
+from dpexplorer.gui.undo import UndoHistory
 from dpexplorer.gui.views.accuracy import AccuracyView
 from dpexplorer.gui.views.audit_panel import AuditPanel
 from dpexplorer.gui.views.clipping import CLIPPED_KINDS, ClippingView
@@ -175,6 +177,8 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self.theory_views = TheoryViews(self)
         self.lessons = LessonRunner(self)
+        self.history = UndoHistory(self)
+        self._build_edit_menu()
         if restore_layout:
             self._restore_layout()
         else:
@@ -350,6 +354,19 @@ class MainWindow(QMainWindow):
         about_action = QAction("&About dpexplorer", self)
         about_action.triggered.connect(self.show_about)
         help_menu.addAction(about_action)
+
+    def _build_edit_menu(self) -> None:
+        """Edit: undo and redo of the query, mechanism, parameters, plan and dataset (the menu
+        names the step, "Undo: ε (epsilon) 1 → 0.5")."""
+        edit_menu = QMenu("&Edit", self)
+        self.menuBar().insertMenu(self.view_menu.menuAction(), edit_menu)
+        self.undo_action = self.history.stack.createUndoAction(self, "Undo:")
+        self.undo_action.setShortcuts([QKeySequence("Ctrl+Z")])
+        self.redo_action = self.history.stack.createRedoAction(self, "Redo:")
+        self.redo_action.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")])
+        edit_menu.addAction(self.undo_action)
+        edit_menu.addAction(self.redo_action)
+        self.edit_menu = edit_menu
 
     def _fill_recent_menu(self) -> None:
         self.recent_menu.clear()
@@ -782,7 +799,7 @@ class MainWindow(QMainWindow):
         self.mechanism_panel.seed.setValue(session.seed)
         self.plan_queries = {e["label"]: (e["query"], e["relation"]) for e in session.plan}
         self._pending_plan = None
-        if session.plan:
+        if session.plan or (self.workspace is not None and self.workspace.budget_view.plan):
             self.compute.submit("plan-rebuild", jobs.rebuild_plan, dataset, session.plan)
         try:
             self.query_panel.set_state(session.query_controls)
@@ -790,6 +807,16 @@ class MainWindow(QMainWindow):
             self._pending_session = None
             self.show_error(f"Could not restore the session's field “query_controls”: {exc}")
         return True
+
+    def restore_state(self, session: Session) -> None:
+        """Bring the window to ``session`` as opening its file would (undo and redo use this):
+        the same dataset's controls are restored in place, another dataset is opened first."""
+        self._pending_session = session
+        shown = self.dataset
+        if shown is not None and str(shown.path.resolve()) == session.dataset_path:
+            self._restore_session_query(shown)
+        else:
+            self.open_file(session.dataset_path)
 
     def _restore_session_mechanism(self) -> None:
         session = getattr(self, "_pending_session", None)
