@@ -15,9 +15,8 @@ interrupted; errors are one line on stderr."""
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,10 @@ from dpexplorer.commands.errors import (
     fail,
 )
 from dpexplorer.core.errors import DPExplorerError
+from dpexplorer.release.plan_run import (  # the release layer's: the API and the window read plans too
+    PlanError,
+    read_plan_file,
+)
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -39,13 +42,6 @@ __all__ = [
     "read_plan_file",
     "run",
 ]
-
-MAX_PLAN_BYTES = 64 << 20
-"""A plan larger than this is refused before it is parsed."""
-
-
-class PlanError(DPExplorerError):
-    """The plan file is malformed."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,7 +80,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--ci-level", default="0.95", help="confidence level of the intervals")
     parser.add_argument(
-        "--report", action="store_true", help="also write report.html and report.pdf (for readers) in DIR"
+        "--report",
+        action="store_true",
+        help="also write report-<token>.html and .pdf (for readers) in DIR; checked before the charge",
     )
 
 
@@ -104,120 +102,14 @@ def read_plan(path: str | Path) -> list[dict[str, Any]]:
     return read_plan_file(path)[0]
 
 
-def read_plan_file(path: str | Path) -> tuple[list[dict[str, Any]], float | None]:
-    """(entries, declared Poisson sampling rate or None). A plan is a JSON list of entries, or an
-    object ``{"sampling": {"rate": Q}, "measurements": [...]}`` whose ``sampling`` is the steward's
-    claim that the data are a secret Poisson sample of rate Q of a population."""
-    try:
-        if Path(path).stat().st_size > MAX_PLAN_BYTES:
-            raise PlanError(f"the plan {path} is larger than {MAX_PLAN_BYTES >> 20} MiB")
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise PlanError(f"cannot read the plan {path}: {exc.strerror or exc}") from None
-    try:
-        plan = json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise PlanError(f"the plan {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise PlanError(f"the plan {path} is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise PlanError(f"the plan {path} is nested too deeply to be a plan") from None
-    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
-        raise PlanError(f"the plan {path} cannot be read: {str(exc)[:80]}") from None
-    plan, rate = _sampling(plan)
-    if not isinstance(plan, list) or not plan:
-        raise PlanError("the plan must be a non-empty JSON list of {query, mechanism, parameters}")
-    entries = []
-    for number, entry in enumerate(plan, start=1):
-        if not isinstance(entry, dict) or set(entry) - {"query", "mechanism", "parameters"}:
-            raise PlanError(f"plan entry {number} must be an object with keys query, mechanism, parameters")
-        query, mechanism, params = entry.get("query"), entry.get("mechanism"), entry.get("parameters", {})
-        if not isinstance(query, dict) or not isinstance(mechanism, str) or not isinstance(params, dict):
-            raise PlanError(
-                f"plan entry {number} needs a query object, a mechanism name and a parameters object"
-            )
-        entries.append({"query": query, "mechanism": mechanism, "parameters": params})
-    return entries, rate
-
-
-def _sampling(plan: Any) -> tuple[Any, float | None]:
-    """The plan's measurements and its declared sampling rate (None for a plain list)."""
-    if not isinstance(plan, dict):
-        return plan, None
-    sampling = plan.get("sampling")
-    if (
-        set(plan) - {"sampling", "measurements"}
-        or not isinstance(sampling, dict)
-        or set(sampling) != {"rate"}
-    ):
-        raise PlanError('a plan object must be {"sampling": {"rate": Q}, "measurements": [...]}')
-    rate = sampling["rate"]
-    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate <= 1:
-        raise PlanError(f"the plan's sampling rate must satisfy 0 < rate <= 1, got {str(rate)[:40]}")
-    return plan.get("measurements"), float(rate)
-
-
-def _unknown_keys(given: Any, known: Any, where: str = "query") -> str | None:
-    """The first key of ``given`` that the rebuilt query ``known`` does not have (recursively),
-    as a dotted path; None if every key is used."""
-    if isinstance(given, Mapping) and isinstance(known, Mapping):
-        for key, value in given.items():
-            if key not in known:
-                return f"{where}.{key}"
-            found = _unknown_keys(value, known[key], f"{where}.{key}")
-            if found:
-                return found
-    if isinstance(given, list) and isinstance(known, list | tuple) and len(given) == len(known):
-        for i, (a, b) in enumerate(zip(given, known, strict=True)):
-            found = _unknown_keys(a, b, f"{where}[{i}]")
-            if found:
-                return found
-    return None
-
-
-def _parameters(entry: Mapping[str, Any], query_dict: Mapping[str, Any]) -> dict[str, Any]:
-    """The entry's parameters; a top-k query's ``k`` is the topk mechanism's ``k`` (given once,
-    or twice with the same value)."""
-    params = dict(entry["parameters"])
-    if entry["mechanism"] == "topk" and "k" in query_dict:
-        if "k" in params and params["k"] != query_dict["k"]:
-            raise PlanError(
-                f"the query's k ({query_dict['k']!r}) and the parameters' k ({params['k']!r}) "
-                "differ: give k once"
-            )
-        params["k"] = query_dict["k"]
-    return params
-
-
 def _prepare_all(
     args: argparse.Namespace, plan: tuple[list[dict[str, Any]], float | None], dataset: Any, ledger: Any
 ) -> list[Any]:
-    from dpexplorer.data.queries import query_from_dict
-    from dpexplorer.release.release import dataset_key, prepare, with_sampling_rate
+    from dpexplorer.release.plan_run import prepare_plan
 
     entries, rate = plan
     ci_level = _number("ci-level", args.ci_level)
-    key = dataset_key(dataset, ledger, args.dataset)
-    prepared = []
-    for number, entry in enumerate(entries, start=1):
-        try:
-            query = query_from_dict(entry["query"])
-            unknown = _unknown_keys(entry["query"], query.to_dict())
-            if unknown:
-                raise PlanError(f"unknown key {unknown}")
-            params = _parameters(entry, query.to_dict())
-            item = prepare(dataset, query, entry["mechanism"], params, ci_level=ci_level)  # type: ignore[arg-type]
-            item = item if rate is None else with_sampling_rate(item, rate)
-            prepared.append(_with_key(item, key))
-        except (DPExplorerError, KeyError, TypeError, ValueError, ArithmeticError) as exc:
-            raise PlanError(f"plan entry {number}: {exc}") from None
-    return prepared
-
-
-def _with_key(item: Any, key: str) -> Any:
-    import dataclasses
-
-    return dataclasses.replace(item, fingerprint=key)
+    return prepare_plan(dataset, entries, rate, ledger, ci_level=ci_level, dataset_name=args.dataset)  # type: ignore[arg-type]
 
 
 def _set_budget(args: argparse.Namespace, ledger: Any, key: str) -> None:
@@ -234,9 +126,8 @@ def _set_budget(args: argparse.Namespace, ledger: Any, key: str) -> None:
 
 def _release_all(args: argparse.Namespace, progress: dict[str, Any]) -> int:
     from dpexplorer.data.engine import open_dataset
-    from dpexplorer.release.export import check_output_dir, remove_partial_files
     from dpexplorer.release.ledger import Ledger
-    from dpexplorer.release.release import charged_guarantee, execute
+    from dpexplorer.release.plan_run import release_prepared
 
     plan = read_plan_file(args.plan)
     if args.spark_master and args.engine != "spark":
@@ -247,46 +138,85 @@ def _release_all(args: argparse.Namespace, progress: dict[str, Any]) -> int:
             f"dpexplorer release: note: {Path(args.data).name}: {' '.join(warning.split())}", file=sys.stderr
         )
     with Ledger(args.ledger) as ledger:
-        prepared = _prepare_all(args, plan, dataset, ledger)
+        prepared = _in_run(args, _prepare_all(args, plan, dataset, ledger))
         key = prepared[0].fingerprint
         _set_budget(args, ledger, key)
-        ledger.check(key, [charged_guarantee(item, ledger) for item in prepared])
-        check_output_dir(args.out, [item.token for item in prepared])
-        remove_partial_files(args.out)
-        before = [m.guarantee for m in ledger.measurements(key)]
-        released = []
+        if args.report:
+            _check_report(args, prepared[0].run["token"])
         progress["total"] = len(prepared)
-        for number, item in enumerate(prepared, start=1):
-            result = execute(item, ledger=ledger, out_dir=args.out, directory_checked=True)
-            released.append((item, result))
+
+        def shown(number: int, _item: Any, result: Any) -> None:
             progress["released"] = number
-            shown = ", ".join(f"{k} = {v}" for k, v in zip(result.labels, result.values, strict=True))
-            print(f"[{number}/{len(prepared)}] {result.files['provenance'].name}: {shown}", flush=True)
+            values = ", ".join(f"{k} = {v}" for k, v in zip(result.labels, result.values, strict=True))
+            print(f"[{number}/{len(prepared)}] {result.files['provenance'].name}: {values}", flush=True)
+
+        released = release_prepared(prepared, ledger, os.path.abspath(args.out), shown)
         left = ledger.remaining(key)
         if args.report:
-            _write_report(args, key, ledger, before, released)
+            _write_report(args, ledger, released[0][1].row_id, prepared[0].run["token"])
     print(f"epsilon left for this dataset: {left:.6g}")
     return 0
 
 
-def _write_report(
-    args: argparse.Namespace, key: str, ledger: Any, before: list[Any], released: list[Any]
-) -> None:
-    """report.html and report.pdf in DIR: released values only (dpexplorer/release/report.py)."""
-    from dpexplorer.release.report import build_report, write_html
-    from dpexplorer.report_pdf import write_pdf  # Qt, loaded only for --report
+def _in_run(args: argparse.Namespace, prepared: list[Any]) -> list[Any]:
+    """The plan's releases marked as one run (their provenance's ``run``): one random token,
+    which also names the run's report, the entry's place, the dataset's name."""
+    import dataclasses
 
-    entries, rate = read_plan_file(args.plan)
-    plan = entries if rate is None else [{"sampling": {"rate": rate}}, *entries]
-    report = build_report(
-        dataset=Path(args.data).name,
-        fingerprint=key,
-        released=released,
-        ledger=ledger,
-        before=before,
-        plan=plan,
-    )
-    print(f"report: {write_html(report, args.out)}, {write_pdf(report, Path(args.out) / 'report.pdf')}")
+    from dpexplorer.release.export import new_token
+
+    token, total = new_token(), len(prepared)
+    return [
+        dataclasses.replace(
+            item,
+            run={"token": token, "entry": n, "entries": total, "dataset": Path(args.data).name},
+        )
+        for n, item in enumerate(prepared, start=1)
+    ]
+
+
+def _check_report(args: argparse.Namespace, token: str) -> None:
+    """Before anything is charged: the report's names are free and Qt can draw its PDF (the
+    folder's writability is checked with the releases' files)."""
+    from dpexplorer.release.export import ExportError
+    from dpexplorer.release.report_run import check_names_free, report_names
+
+    check_names_free(report_names(token, args.out))
+    try:
+        from dpexplorer.report_pdf import check_renderer  # Qt, loaded only for --report
+    except ImportError as exc:
+        raise ExportError(f"the report's PDF needs Qt (PySide6), which cannot be loaded: {exc}") from None
+    check_renderer()
+
+
+def _write_report(args: argparse.Namespace, ledger: Any, first_row: int, token: str) -> None:
+    """report-<token>.html and .pdf in DIR, rebuilt from the ledger and the files just written
+    (:func:`dpexplorer.release.report_run.report_of_run`, as ``dpexplorer report`` does). Whatever
+    fails here, after the charge, is a warning naming the command that writes the report again,
+    never a failed run."""
+    import shlex
+
+    try:
+        from dpexplorer.release.export import atomic_write
+        from dpexplorer.release.report import render_html
+        from dpexplorer.release.report_run import report_names, report_of_run
+        from dpexplorer.report_pdf import write_pdf  # Qt, loaded only for --report
+
+        report = report_of_run(ledger, first_row)
+        html_path, pdf_path = report_names(token, args.out)
+        atomic_write(html_path, render_html(report))
+        write_pdf(report, pdf_path)
+        print(f"report: {html_path}, {pdf_path}")
+    except (Exception, KeyboardInterrupt) as exc:  # the budget is spent and the values are out
+        reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc) or type(exc).__name__
+        command = shlex.join(
+            ["dpexplorer", "report", "--ledger", os.path.abspath(ledger.path), "--row", str(first_row)]
+        )
+        print(
+            f"dpexplorer release: warning: every statistic was released and charged, but the report "
+            f"could not be written ({' '.join(reason.split())}); write it with: {command}",
+            file=sys.stderr,
+        )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,189 @@
+"""A release plan, read and run: the one path shared by ``dpexplorer release``, the public API
+(``dpexplorer.release_plan``) and the window's plan import.
+
+:func:`read_plan_file` reads a plan (format: ``dpexplorer/release/PLAN_FORMAT.md``);
+:func:`prepare_plan` validates every entry on a dataset (nothing drawn, nothing charged);
+:func:`release_prepared` checks the plan's total against the budget and the output directory,
+then charges, draws and writes each entry in turn (:func:`dpexplorer.release.release.execute`).
+Errors are :class:`PlanError` (``plan entry N: ...``) and the release layer's own
+(BudgetExceededError, NoBudgetError, ExportError, ReleaseFailedError), with the same messages
+whoever calls."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from dpexplorer.core.errors import DPExplorerError
+
+MAX_PLAN_BYTES = 64 << 20
+"""A plan larger than this is refused before it is parsed."""
+
+
+class PlanError(DPExplorerError):
+    """The plan file is malformed, or one of its entries does not fit the dataset."""
+
+
+def read_plan_file(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], float | None]:
+    """(entries, declared Poisson sampling rate or None). A plan is a JSON list of entries, or an
+    object ``{"sampling": {"rate": Q}, "measurements": [...]}`` whose ``sampling`` is the steward's
+    claim that the data are a secret Poisson sample of rate Q of a population. Each entry comes
+    back with ``query`` (dict), ``mechanism`` (str) and ``parameters`` (dict); PlanError says
+    which entry is wrong and how."""
+    try:
+        if Path(path).stat().st_size > MAX_PLAN_BYTES:
+            raise PlanError(f"the plan {path} is larger than {MAX_PLAN_BYTES >> 20} MiB")
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise PlanError(f"cannot read the plan {path}: {exc.strerror or exc}") from None
+    try:
+        plan = json.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise PlanError(f"the plan {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise PlanError(f"the plan {path} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise PlanError(f"the plan {path} is nested too deeply to be a plan") from None
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        raise PlanError(f"the plan {path} cannot be read: {str(exc)[:80]}") from None
+    return plan_entries(plan)
+
+
+def plan_entries(plan: Any) -> tuple[list[dict[str, Any]], float | None]:
+    """:func:`read_plan_file` for a plan already parsed from JSON (a list or a sampling object)."""
+    plan, rate = _sampling(plan)
+    if not isinstance(plan, list) or not plan:
+        raise PlanError("the plan must be a non-empty JSON list of {query, mechanism, parameters}")
+    entries = []
+    for number, entry in enumerate(plan, start=1):
+        if not isinstance(entry, dict) or set(entry) - {"query", "mechanism", "parameters"}:
+            raise PlanError(f"plan entry {number} must be an object with keys query, mechanism, parameters")
+        query, mechanism, params = entry.get("query"), entry.get("mechanism"), entry.get("parameters", {})
+        if not isinstance(query, dict) or not isinstance(mechanism, str) or not isinstance(params, dict):
+            raise PlanError(
+                f"plan entry {number} needs a query object, a mechanism name and a parameters object"
+            )
+        entries.append({"query": query, "mechanism": mechanism, "parameters": params})
+    return entries, rate
+
+
+def _sampling(plan: Any) -> tuple[Any, float | None]:
+    """The plan's measurements and its declared sampling rate (None for a plain list)."""
+    if not isinstance(plan, dict):
+        return plan, None
+    sampling = plan.get("sampling")
+    if (
+        set(plan) - {"sampling", "measurements"}
+        or not isinstance(sampling, dict)
+        or set(sampling) != {"rate"}
+    ):
+        raise PlanError('a plan object must be {"sampling": {"rate": Q}, "measurements": [...]}')
+    rate = sampling["rate"]
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 < rate <= 1:
+        raise PlanError(f"the plan's sampling rate must satisfy 0 < rate <= 1, got {str(rate)[:40]}")
+    return plan.get("measurements"), float(rate)
+
+
+def unknown_keys(given: Any, known: Any, where: str = "query") -> str | None:
+    """The first key of ``given`` that the rebuilt query ``known`` does not have (recursively),
+    as a dotted path; None if every key is used."""
+    if isinstance(given, Mapping) and isinstance(known, Mapping):
+        for key, value in given.items():
+            if key not in known:
+                return f"{where}.{key}"
+            found = unknown_keys(value, known[key], f"{where}.{key}")
+            if found:
+                return found
+    if isinstance(given, list) and isinstance(known, list | tuple) and len(given) == len(known):
+        for i, (a, b) in enumerate(zip(given, known, strict=True)):
+            found = unknown_keys(a, b, f"{where}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def entry_parameters(entry: Mapping[str, Any], query_dict: Mapping[str, Any]) -> dict[str, Any]:
+    """The entry's parameters; a top-k query's ``k`` is the topk mechanism's ``k`` (given once,
+    or twice with the same value)."""
+    params = dict(entry["parameters"])
+    if entry["mechanism"] == "topk" and "k" in query_dict:
+        if "k" in params and params["k"] != query_dict["k"]:
+            raise PlanError(
+                f"the query's k ({query_dict['k']!r}) and the parameters' k ({params['k']!r}) "
+                "differ: give k once"
+            )
+        params["k"] = query_dict["k"]
+    return params
+
+
+def entry_query(entry: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """(query, parameters) of a plan entry: the query rebuilt (``query_from_dict``), refused when
+    it holds a key the query does not use (a misspelt setting must not be silently dropped)."""
+    from dpexplorer.data.queries import query_from_dict
+
+    query = query_from_dict(entry["query"])
+    unknown = unknown_keys(entry["query"], query.to_dict())
+    if unknown:
+        raise PlanError(f"unknown key {unknown}")
+    return query, entry_parameters(entry, query.to_dict())
+
+
+def prepare_plan(
+    dataset: Any,
+    entries: Sequence[Mapping[str, Any]],
+    rate: float | None,
+    ledger: Any,
+    *,
+    ci_level: float = 0.95,
+    dataset_name: str | None = None,
+) -> list[Any]:
+    """Every entry validated on ``dataset`` and its exact release path built
+    (:func:`dpexplorer.release.release.prepare`), filed under the dataset's key in ``ledger``
+    (its content fingerprint, or ``dataset_name``); nothing is drawn or charged. PlanError
+    ``plan entry N: <reason>`` for the first entry that fails."""
+    from dpexplorer.release.release import dataset_key, prepare, with_sampling_rate
+
+    key = dataset_key(dataset, ledger, dataset_name)
+    prepared = []
+    for number, entry in enumerate(entries, start=1):
+        try:
+            query, params = entry_query(entry)
+            item = prepare(dataset, query, entry["mechanism"], params, ci_level=ci_level)
+            item = item if rate is None else with_sampling_rate(item, rate)
+            prepared.append(dataclasses.replace(item, fingerprint=key))
+        except (DPExplorerError, KeyError, TypeError, ValueError, ArithmeticError) as exc:
+            raise PlanError(f"plan entry {number}: {exc}") from None
+    return prepared
+
+
+def release_prepared(
+    prepared: Sequence[Any],
+    ledger: Any,
+    out_dir: str | os.PathLike[str],
+    on_release: Callable[[int, Any, Any], None] | None = None,
+) -> list[tuple[Any, Any]]:
+    """Release a prepared plan, all or nothing up front: the plan's total is checked against
+    what is left of the budget (BudgetExceededError / NoBudgetError) and the output directory
+    (ExportError) before anything is charged; then each entry is charged, drawn and written
+    (:func:`dpexplorer.release.release.execute`), ``on_release(number, prepared, result)``
+    called after each. Returns (prepared, result) per entry."""
+    from dpexplorer.release.export import check_output_dir, remove_partial_files
+    from dpexplorer.release.release import charged_guarantee, execute
+
+    if not prepared:
+        return []
+    key = prepared[0].fingerprint
+    ledger.check(key, [charged_guarantee(item, ledger) for item in prepared])
+    check_output_dir(out_dir, [item.token for item in prepared])
+    remove_partial_files(out_dir)
+    released = []
+    for number, item in enumerate(prepared, start=1):
+        result = execute(item, ledger=ledger, out_dir=out_dir, directory_checked=True)
+        released.append((item, result))
+        if on_release is not None:
+            on_release(number, item, result)
+    return released
