@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QMarginsF, QUrl
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QUrl
 from PySide6.QtGui import (
     QFont,
+    QFontDatabase,
     QGuiApplication,
     QImage,
     QPageLayout,
@@ -25,6 +26,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtSvg import QSvgRenderer
 
+from dpexplorer.release.export import ExportError
 from dpexplorer.release.report import Report, render_html
 
 SCALE = 3
@@ -50,13 +52,29 @@ def _image(svg: str) -> QImage:
     return image
 
 
-def write_pdf(report: Report, path: str | os.PathLike[str]) -> Path:
-    """Write ``report`` to ``path`` as an A4 PDF (a new page every few statistics; Qt numbers the
-    pages). Written to a temporary name and renamed, like every export."""
-    _ensure_app()
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
+def check_renderer() -> None:
+    """ExportError unless a report's PDF can be drawn here: Qt starts, has a font to draw with,
+    and prints a probe (an empty report) into memory. Called before anything is charged, so that
+    a PDF that cannot be made never fails a run afterwards. Writes no file."""
+    try:
+        _ensure_app()
+        if not QFontDatabase.families():
+            raise ExportError("Qt finds no font to draw the report's PDF with: install fonts (fontconfig)")
+        empty = Report(
+            dataset="probe", fingerprint="", items=(), budget=None, budget_lines=(), plan=[], ledger_path=""
+        )
+        buffer = QBuffer()
+        buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+        writer = _writer(empty, buffer)
+        _document(empty).print_(writer)
+        del writer
+        if buffer.size() == 0:
+            raise ExportError("Qt cannot print a PDF here: the report's PDF cannot be made")
+    except RuntimeError as exc:  # Qt could not start (no platform plugin, no display)
+        raise ExportError(f"Qt cannot draw the report's PDF here: {exc}") from None
+
+
+def _document(report: Report) -> QTextDocument:
     document = QTextDocument()
     for name, svg in report.plots().items():
         image = _image(svg)
@@ -65,7 +83,11 @@ def write_pdf(report: Report, path: str | os.PathLike[str]) -> Path:
     document.setDefaultFont(QFont("sans-serif", 8))
     document.setDefaultStyleSheet("td, th { padding: 3px; } th { background: #f3f3f3; }")
     document.setHtml(render_html(report, pdf=True))
-    writer = QPdfWriter(str(tmp))
+    return document
+
+
+def _writer(report: Report, target: str | QBuffer) -> QPdfWriter:
+    writer = QPdfWriter(target)
     writer.setResolution(300)
     writer.setTitle(f"Release report: {report.dataset}")
     writer.setCreator(report.software)
@@ -74,7 +96,27 @@ def write_pdf(report: Report, path: str | os.PathLike[str]) -> Path:
             QPageSize(QPageSize.PageSizeId.A4), QPageLayout.Orientation.Portrait, QMarginsF(15, 15, 15, 15)
         )
     )
-    document.print_(writer)
-    del writer  # the file is complete once the writer is gone
-    os.replace(tmp, target)
+    return writer
+
+
+def write_pdf(report: Report, path: str | os.PathLike[str]) -> Path:
+    """Write ``report`` to ``path`` as an A4 PDF (a new page every few statistics; Qt numbers the
+    pages). Written to a temporary name and hard-linked to ``path``, like every export: an
+    existing ``path`` is never replaced (ExportError)."""
+    _ensure_app()
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    document = _document(report)
+    writer = _writer(report, str(tmp))
+    try:
+        document.print_(writer)
+        del writer  # the file is complete once the writer is gone
+        with open(tmp, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.link(tmp, target)
+    except FileExistsError:
+        raise ExportError(f"{target} already exists: nothing is ever overwritten") from None
+    finally:
+        tmp.unlink(missing_ok=True)
     return target

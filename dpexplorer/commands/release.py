@@ -160,7 +160,8 @@ def _release_all(args: argparse.Namespace, progress: dict[str, Any]) -> int:
 
 def _in_run(args: argparse.Namespace, prepared: list[Any]) -> list[Any]:
     """The plan's releases marked as one run (their provenance's ``run``): one random token,
-    which also names the run's report, the entry's place, the dataset's name."""
+    in every file name of the run (``release-<row>-<token>-...``, the ledger row keeping them
+    apart) and in its report's, the entry's place, the dataset's name."""
     import dataclasses
 
     from dpexplorer.release.export import new_token
@@ -169,6 +170,7 @@ def _in_run(args: argparse.Namespace, prepared: list[Any]) -> list[Any]:
     return [
         dataclasses.replace(
             item,
+            token=token,
             run={"token": token, "entry": n, "entries": total, "dataset": Path(args.data).name},
         )
         for n, item in enumerate(prepared, start=1)

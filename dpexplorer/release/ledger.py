@@ -321,6 +321,13 @@ class Ledger:
             for r in rows
         ]
 
+    def measurement(self, row_id: int) -> Measurement | None:
+        """The measurement of ledger row ``row_id`` (any dataset), or None if there is none."""
+        rows = self._read("SELECT fingerprint FROM measurements WHERE id = ?", (row_id,))
+        if not rows:
+            return None
+        return next(m for m in self.measurements(rows[0][0]) if m.id == row_id)
+
     def _guarantees(self, fingerprint: str) -> list[g.Guarantee]:
         rows = self._read(
             "SELECT guarantee FROM measurements WHERE fingerprint = ? ORDER BY id", (fingerprint,)

@@ -93,6 +93,11 @@ class PreparedRelease:
     ``fingerprint`` in a ledger: :func:`price` and :func:`execute` move them
     (:meth:`Ledger.identify`) in whatever ledger they are given, so a caller that prepares
     without a ledger cannot skip the migration."""
+    run: Mapping[str, Any] | None = None
+    """Which run (a CLI plan) the release belongs to, as written to its provenance under
+    ``run``: ``token`` (the run's files' random part), ``entry``/``entries`` (its place in the
+    plan), ``dataset`` (the name a report shows). :mod:`dpexplorer.release.report_run` rebuilds
+    a run's report from it."""
 
 
 def with_sampling_rate(prepared: PreparedRelease, rate: float) -> PreparedRelease:
@@ -401,6 +406,7 @@ def _sidecar(
         "ledger_row_id": row_id,
         "ledger_path": result["ledger"],
         "time": datetime.now(UTC).isoformat(timespec="seconds"),
+        **({"run": dict(prepared.run)} if prepared.run else {}),
     }
 
 

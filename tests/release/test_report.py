@@ -205,8 +205,11 @@ def test_cli_release_report(tmp_path: Path, qapp: object) -> None:
         ]
     )  # fmt: skip
     assert code == 0
-    assert len(pdfium.PdfDocument(str(out / "report.pdf"))) >= 1
-    text, svgs = _text((out / "report.html").read_text(encoding="utf-8"))
+    (pdf,) = out.glob("report-*.pdf")  # named with the run's token, as the releases' files
+    assert len(pdfium.PdfDocument(str(pdf))) >= 1
+    token = pdf.name.removeprefix("report-").removesuffix(".pdf")
+    assert len(list(out.glob(f"release-*-{token}-*.provenance.json"))) == 2
+    text, svgs = _text(pdf.with_suffix(".html").read_text(encoding="utf-8"))
     assert svgs == 2 and "The sum of income" in text
 
 
@@ -242,7 +245,8 @@ def test_group_by_report_shows_the_unit_and_intervals(tmp_path: Path) -> None:
     out = tmp_path / "out"
     args = ["release", str(plan), "--data", str(fixture), "--out", str(out), "--ledger"]
     assert main([*args, str(tmp_path / "l.sqlite"), "--budget-epsilon", "2", "--report"]) == 0
-    page = (out / "report.html").read_text(encoding="utf-8")
+    (html_path,) = out.glob("report-*.html")
+    page = html_path.read_text(encoding="utf-8")
     text, _ = _text(page)
     assert "rows sharing a value of patient_id are one person" in text
     assert "at most 3 row(s) in each of at most 2 group(s) per person" in text
