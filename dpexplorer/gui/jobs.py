@@ -344,6 +344,81 @@ def run_release(prepared: Any, ledger_path: str, out_dir: str, dataset_name: str
     return dataclasses.replace(result, files={**result.files, "report": html, "report_pdf": pdf})
 
 
+@dataclass(frozen=True, eq=False)
+class Released:
+    """A release as its result card shows it: what :func:`run_release` returned, the query and
+    mechanism in words, and the budget read back from the ledger after the charge (epsilon
+    under the dataset's accountant, rounded outward: charged up, left down; None where the
+    accountant gives no finite total)."""
+
+    result: Any
+    query: str
+    mechanism: str
+    dataset: str
+    method: str
+    charged: float | None
+    left: float | None
+    budget_epsilon: float
+    integral: bool = False
+    """The statistic's answers are whole numbers (a count, a histogram): shown as whole numbers."""
+
+
+def _label(mechanism: str) -> str:
+    from dpexplorer.core.mechanisms.registry import get
+
+    try:
+        return get(mechanism).label
+    except KeyError:  # a release path named otherwise (private bounds): its name
+        return mechanism
+
+
+def release_and_account(
+    prepared: Any, ledger_path: str, out_dir: str, dataset_name: str, query: str
+) -> Released:
+    """:func:`run_release`, then the ledger read again: what this release cost under the
+    dataset's accountant and what is left (from the ledger's rows, not the price quoted before)."""
+    import math
+    from fractions import Fraction
+
+    from dpexplorer.release.exact import INTEGER_STATISTICS
+    from dpexplorer.release.ledger import Ledger, total_epsilon
+    from dpexplorer.release.rational import float_down, float_up
+
+    result = run_release(prepared, ledger_path, out_dir, dataset_name)
+    kind = prepared.query.get("kind")
+    integral = kind in INTEGER_STATISTICS or (
+        kind == "group_by" and prepared.query.get("statistic") == "count"
+    )
+    with Ledger(ledger_path) as ledger:
+        budget = ledger.budget(prepared.fingerprint)
+        rows = ledger.measurements(prepared.fingerprint)
+    charged: float | None = None
+    left: float | None = None
+    if budget is None:  # refused without one; unknown here rather than an error after the charge
+        return Released(
+            result, query, _label(prepared.mechanism), dataset_name, "", None, None, math.nan, integral
+        )
+    try:
+        after = total_epsilon([m.guarantee for m in rows], budget.method, budget.delta)
+        before = total_epsilon(
+            [m.guarantee for m in rows if m.id != result.row_id], budget.method, budget.delta
+        )
+        charged, left = float_up(after - before), float_down(Fraction(budget.epsilon) - after)
+    except NotApplicableError:
+        pass
+    return Released(
+        result=result,
+        query=query,
+        mechanism=_label(prepared.mechanism),
+        dataset=dataset_name,
+        method=budget.method,
+        charged=charged,
+        left=left,
+        budget_epsilon=budget.epsilon,
+        integral=integral,
+    )
+
+
 @dataclass(frozen=True)
 class TeachingDraw:
     """One simulated output on D, as text, beside the true answer (teaching mode only)."""

@@ -674,7 +674,19 @@ class MainWindow(QMainWindow):
             parent=self,
         )
         self.release_dialog.finished.connect(lambda _code: self.reload_ledger())
+        self.release_dialog.released.connect(self.show_released)
         self.release_dialog.open()
+
+    def show_released(self, released: object) -> None:
+        """A release's result card, at the top of the Released tab (made at the first release of
+        the session), which the window then shows."""
+        from dpexplorer.gui.result_card import ReleasedView
+
+        if getattr(self, "released_view", None) is None:
+            self.released_view = ReleasedView()
+            self.tabs.insertTab(self.tabs.indexOf(self.dataset_view), self.released_view, "Released")
+        self.released_view.add(released)  # type: ignore[arg-type]
+        self.tabs.setCurrentWidget(self.released_view)
 
     def _sampling_changed(self, rate: float | None) -> None:
         """The Data tab's sampling claim: the budget view composes the plan as it would be charged."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
@@ -42,7 +43,13 @@ def _declared(mechanism: str) -> tuple[Param, ...]:
 
 
 class ReleaseDialog(QDialog):
-    """Opened with everything a release needs; computes through ``compute``."""
+    """Opened with everything a release needs; computes through ``compute``. After the release
+    it shows the result card (:mod:`dpexplorer.gui.result_card`) in place of the price and
+    emits ``released`` with the :class:`jobs.Released` the window lists. Its content sits in a
+    scroll area and the dialog is sized to it (never taller than the screen): wrapped text is
+    never clipped."""
+
+    released = Signal(object)
 
     def __init__(
         self,
@@ -68,6 +75,8 @@ class ReleaseDialog(QDialog):
         self.dataset_name = dataset.path.name
         self.preview: jobs.ReleasePreview | None = None
         self.result: Any = None
+        self.card: QWidget | None = None
+        self.query_text = query.describe()
         self.failure = ""
         """The last release failure, kept on screen when the release is priced again after it."""
         settings = ", ".join(
@@ -95,7 +104,9 @@ class ReleaseDialog(QDialog):
         self.out_dir = QLineEdit(str(out_dir))
         browse = QPushButton("Choose…")
         browse.clicked.connect(self._choose_dir)
-        out_row = QHBoxLayout()
+        self.out_row = QWidget()
+        out_row = QHBoxLayout(self.out_row)
+        out_row.setContentsMargins(0, 0, 0, 0)
         out_row.addWidget(QLabel("Files go to:"))
         out_row.addWidget(self.out_dir, 1)
         out_row.addWidget(browse)
@@ -104,7 +115,9 @@ class ReleaseDialog(QDialog):
         self.release_button.setEnabled(False)
         self.release_button.clicked.connect(self._release)
         self.buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
+        self.content = QWidget()
+        layout = QVBoxLayout(self.content)
+        layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.what)
         self.warning = QLabel(warning)
         self.warning.setWordWrap(True)
@@ -113,12 +126,22 @@ class ReleaseDialog(QDialog):
         layout.addWidget(self.warning)
         for w in (self.cost, self.budget_box):
             layout.addWidget(w)
-        layout.addLayout(out_row)
+        layout.addWidget(self.out_row)
         layout.addWidget(self.message)
-        layout.addWidget(self.buttons)
+        layout.addStretch(1)
+        self.content_layout = layout
+        self.scroll = QScrollArea()
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll.setWidget(self.content)
+        outer = QVBoxLayout(self)
+        outer.addWidget(self.scroll, 1)
+        outer.addWidget(self.buttons)
         compute.finished.connect(self._on_result)
         compute.failed.connect(self._on_failure)
         self._price()
+        self.fit()
 
     def _budget_box(self) -> QGroupBox:
         box = QGroupBox("This dataset has no budget yet: set the total the steward allows")
@@ -172,11 +195,12 @@ class ReleaseDialog(QDialog):
         self.message.setText("Charging the ledger, drawing exact noise, writing files…")
         self.compute.submit(
             RELEASE_JOB,
-            jobs.run_release,
+            jobs.release_and_account,
             self.preview.prepared,
             str(self.ledger_path),
             self.out_dir.text(),
             self.dataset_name,
+            self.query_text,
         )
 
     def _on_result(self, view: str, generation: int, result: object) -> None:
@@ -185,11 +209,7 @@ class ReleaseDialog(QDialog):
         elif view == BUDGET_JOB:
             self._price()
         elif view == RELEASE_JOB:
-            self.result = result
-            files = ", ".join(str(p) for p in result.files.values())  # type: ignore[attr-defined]
-            self.message.setText(f"Released (ledger row {result.row_id}). Files: {files}")  # type: ignore[attr-defined]
-            self.buttons.clear()
-            self.buttons.addButton(QDialogButtonBox.StandardButton.Close).clicked.connect(self.accept)
+            self._show_released(result)  # type: ignore[arg-type]
 
     def _on_failure(self, view: str, generation: int, message: str) -> None:
         if view in (PREVIEW_JOB, BUDGET_JOB, RELEASE_JOB):
@@ -198,7 +218,48 @@ class ReleaseDialog(QDialog):
             if view == RELEASE_JOB:
                 self.failure = message
                 self._price()
-            self.adjustSize()
+            self.fit()
+
+    def _show_released(self, released: jobs.Released) -> None:
+        """The result card in place of the price: the values as a person reads them."""
+        from dpexplorer.gui.result_card import ResultCard
+
+        self.result = released.result
+        for widget in (self.warning, self.cost, self.budget_box, self.out_row):
+            widget.hide()
+        self.what.setText(f"<b>Released</b> {self.query_text} (ledger row {released.result.row_id}).")
+        self.message.setText("")
+        self.message.setStyleSheet("")
+        self.card = ResultCard(released)
+        self.content_layout.insertWidget(self.content_layout.indexOf(self.message), self.card)
+        self.card.show()  # now, not at the next event loop turn: fit() measures it
+        self.buttons.clear()
+        self.buttons.addButton(QDialogButtonBox.StandardButton.Close).clicked.connect(self.accept)
+        self.fit()
+        self.released.emit(released)
+
+    def fit(self) -> None:
+        """As tall as the content needs at the dialog's width (wrapped labels included), and
+        never taller than the screen's free area: past that the content scrolls."""
+        width = max(self.width(), self.minimumWidth())
+        margins = self.layout().contentsMargins()
+        inner = width - margins.left() - margins.right()
+        needed = (
+            self.content_layout.totalHeightForWidth(inner) if self.content_layout.hasHeightForWidth() else -1
+        )
+        if needed < 0:
+            needed = self.content.sizeHint().height()
+        height = (
+            needed
+            + self.buttons.sizeHint().height()
+            + self.layout().spacing()
+            + margins.top()
+            + margins.bottom()
+        )
+        screen = self.screen().availableGeometry() if self.screen() is not None else None
+        if screen is not None:
+            height = min(height, screen.height() - 40)  # room for a title bar
+        self.resize(width, height)
 
     def _show_preview(self, preview: jobs.ReleasePreview) -> None:
         self.preview = preview
@@ -210,6 +271,7 @@ class ReleaseDialog(QDialog):
             self.budget_box.show()
             self.cost.setText(f"This release guarantees {guarantee}. Sampler: {exact.sampler}.")
             self.release_button.setEnabled(False)
+            self.fit()
             return
         self.budget_box.hide()
         budget = price.budget
@@ -224,7 +286,7 @@ class ReleaseDialog(QDialog):
         shown = " ".join(t for t in (self.failure, price.refusal) if t)
         self.message.setText(shown)
         self.message.setStyleSheet("color: #c0392b;" if shown else "")
-        self.adjustSize()
+        self.fit()
         self.release_button.setEnabled(not price.refusal)
 
     def done(self, result: int) -> None:

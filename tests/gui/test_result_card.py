@@ -1,0 +1,115 @@
+"""Issue 28, item 1: after a release the window and the dialog show a result card (the value
+rounded to the digits its interval supports, the interval, the plain sentence, epsilon charged
+and left, links to the files); the Released tab keeps every release of the session; the dialog
+never clips its text."""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal
+
+import pytest
+from PySide6.QtWidgets import QWidget
+
+from dpexplorer.gui.main_window import MainWindow
+from dpexplorer.release.ledger import Ledger
+
+
+@pytest.fixture
+def ledger_path(tmp_path, monkeypatch):
+    path = tmp_path / "ledger.sqlite"
+    monkeypatch.setattr(MainWindow, "ledger_path", lambda self: path)
+    return path
+
+
+def _outside(dialog: QWidget) -> list[str]:
+    """The dialog's visible widgets that do not lie wholly inside it."""
+    frame = dialog.rect()
+    bad = []
+    for child in dialog.findChildren(QWidget):
+        if not child.isVisibleTo(dialog) or child.isWindow():
+            continue
+        rect = child.rect().translated(child.mapTo(dialog, child.rect().topLeft()))
+        if not frame.contains(rect):
+            bad.append(f"{type(child).__name__} {child.objectName()} at {rect} outside {frame}")
+    return bad
+
+
+def _release_mean(qtbot, window, ledger_path, out_dir, mechanism: str):
+    window.resize(1280, 720)
+    window.query_panel.select_kind("mean", "age")
+    qtbot.waitUntil(lambda: getattr(window.explorer.query, "column", None) == "age", timeout=20_000)
+    panel = window.mechanism_panel
+    qtbot.waitUntil(lambda: mechanism in [m.name for m in panel.mechanisms], timeout=20_000)
+    panel.select(mechanism)
+    qtbot.waitUntil(lambda: window.explorer.mechanism.name == mechanism, timeout=20_000)
+    with Ledger(ledger_path) as ledger:
+        ledger.set_budget(window.dataset.content_fingerprint, 3.0, 1e-6, "basic")
+    window.open_release_dialog()
+    dialog = window.release_dialog
+    dialog.out_dir.setText(str(out_dir))
+    qtbot.waitUntil(lambda: dialog.preview is not None and dialog.release_button.isEnabled(), timeout=20_000)
+    qtbot.waitUntil(lambda: not _outside(dialog), timeout=5_000)  # priced: every line shown whole
+    dialog.release_button.click()
+    qtbot.waitUntil(lambda: dialog.card is not None, timeout=60_000)
+    return dialog
+
+
+def _unit(low: float, high: float) -> Decimal:
+    """The rounding step a half-width supports, written out here from the README's rule:
+    the place of the half-width's second significant digit."""
+    half = (high - low) / 2
+    return Decimal(1).scaleb(math.floor(math.log10(half)) - 1)
+
+
+NO_INTERVAL_YET = pytest.mark.xfail(
+    reason="noisy_mean publishes no interval until issue 28's item 3 (every release has one) lands",
+    raises=TypeError,
+    strict=False,
+)
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", pytest.param("noisy_mean", marks=NO_INTERVAL_YET)])
+def test_a_released_mean_is_shown_rounded_with_its_interval_and_cost(
+    qtbot, window, ledger_path, tmp_path, mechanism
+):
+    dialog = _release_mean(qtbot, window, ledger_path, tmp_path / "out", mechanism)
+    result = dialog.result
+    value, (low, high) = result.values[0], result.confidence_intervals[0]
+    assert result.labels[0] == "mean"
+    unit = _unit(low, high)
+    text = dialog.card.text()
+    # the value: to the unit's digits, no more
+    shown, *ends = re.search(r"\nmean\s+(-?[\d.]+)\s+\[(-?[\d.]+), (-?[\d.]+)\]", text).groups()
+    decimals = max(-unit.as_tuple().exponent, 0)
+    got = len(shown.split(".")[1]) if "." in shown else 0
+    assert got == decimals, (shown, unit)
+    assert abs(Decimal(shown) - Decimal(value)) <= unit / 2, (shown, value, unit)
+    # the interval, rounded outward to the same unit
+    a, b = (Decimal(x) for x in ends)
+    assert a <= Decimal(low) < a + unit and b - unit < Decimal(high) <= b, (a, b, low, high, unit)
+    assert "95 % interval" in text and "With 95 % probability the noise moved this by at most ±" in text
+    # epsilon charged (1, the slider's default) and what is left of 3 under basic composition
+    assert "Charged ε = 1 under basic composition; ε = 2 is left of this dataset's budget of ε = 3" in text
+    assert "values (CSV)" in text and "report (PDF)" in text
+    for path in result.files.values():  # every link points to a file the release wrote
+        assert path.exists() and path.as_uri() in dialog.card.label.text()
+    # the dialog: nothing clipped, within a 1280 x 720 screen
+    qtbot.waitUntil(lambda: not _outside(dialog), timeout=5_000)
+    assert dialog.height() <= 720 - 40 and dialog.width() <= 1280
+    assert dialog.card.isVisibleTo(dialog) and not dialog.out_row.isVisibleTo(dialog)
+    dialog.done(0)
+    # the window: the Released tab shows the same card, and keeps it
+    assert window.tabs.currentWidget() is window.released_view
+    assert window.released_view.cards[0].text() == text
+
+
+def test_the_released_tab_keeps_every_release_of_the_session(qtbot, window, ledger_path, tmp_path):
+    first = _release_mean(qtbot, window, ledger_path, tmp_path / "one", "noisy_mean")
+    first.done(0)
+    second = _release_mean(qtbot, window, ledger_path, tmp_path / "two", "noisy_mean")
+    second.done(0)
+    cards = window.released_view.cards
+    assert [c.released.result.row_id for c in cards] == [second.result.row_id, first.result.row_id]
+    assert "ε = 1 is left" in cards[0].text() and "ε = 2 is left" in cards[1].text()
