@@ -32,6 +32,7 @@ from dpexplorer.gui.dataset_view import DatasetView
 from dpexplorer.gui.explorer import Explorer
 from dpexplorer.gui.lessons import LessonRunner
 from dpexplorer.gui.mechanism_panel import MechanismPanel
+from dpexplorer.gui.mechanism_ranking import MechanismRanking
 from dpexplorer.gui.query_panel import QueryPanel
 from dpexplorer.gui.session import Session, load_session, save_session
 from dpexplorer.gui.spark_dialog import LOCAL_MASTER, SparkOpenDialog
@@ -161,6 +162,8 @@ class MainWindow(QMainWindow):
             self.compute, self.mechanism_panel, self.neighbours_view, self.accuracy_view, self
         )
         self.query_panel.changed.connect(self.explorer.set_query)
+        # which mechanism for this query (issue 28): under the picker, every one's expected error
+        self.mechanism_ranking = MechanismRanking(self.compute, self.explorer, self.mechanism_panel)
         # the audit button under the neighbours plot (issue 21): the mechanism on screen
         self.audit_panel = AuditPanel(self.compute)
         self.neighbours_view.body.addWidget(self.audit_panel)

@@ -89,6 +89,10 @@ class MechanismPanel(QGroupBox):
     def values(self) -> dict[str, Any]:
         return self.params.values()
 
+    def chosen_values(self) -> dict[str, dict[str, Any]]:
+        """The parameters last chosen for each mechanism shown this session, by name."""
+        return {name: dict(values) for name, values in self._values.items()}
+
     def set_values(self, values: dict[str, Any]) -> None:
         self.params.set_values(values)
         self._params_changed(self.params.values())
