@@ -1,10 +1,41 @@
-"""dpexplorer: explore differential privacy on your own data."""
+"""dpexplorer: explore differential privacy on your own data.
+
+`import dpexplorer as dpx` gives the public API (:mod:`dpexplorer.api`, its names in
+``dpexplorer.api.__all__``): open a dataset, build queries, explore a mechanism, plan a budget
+and release through the ledger, without Qt. The API's names are loaded on first use (module
+``__getattr__``), so that ``import dpexplorer`` stays cheap: ``dpexplorer --version`` and the
+window's start imports neither polars nor the API."""
 
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
 
 try:
     __version__ = version("dpexplorer")
 except PackageNotFoundError:  # running from a source tree that was not installed
     __version__ = "0.0.0+unknown"
+
+_HERE = Path(__file__).parent
+
+
+def __getattr__(name: str) -> Any:
+    """A public API name (``dpexplorer.api.__all__``), imported on first use and kept."""
+    if name.startswith("_") or (_HERE / name).is_dir() or (_HERE / f"{name}.py").is_file():
+        # private, or a submodule not imported yet: the import system handles it
+        raise AttributeError(f"module 'dpexplorer' has no attribute {name!r}")
+    from dpexplorer import api
+
+    if name not in api.__all__:
+        raise AttributeError(f"module 'dpexplorer' has no attribute {name!r}")
+    value = getattr(api, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    from dpexplorer import api
+
+    return sorted({*globals(), *api.__all__})
+
 
 __all__ = ["__version__"]

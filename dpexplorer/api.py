@@ -1,0 +1,559 @@
+"""The public Python API of dpexplorer: `import dpexplorer as dpx`.
+
+Everything listed in `__all__` here is public and kept; every other module of the package is
+private and may change. The API needs no Qt: the window, `dpexplorer release` and the scripts
+and notebooks the window exports all run the same code underneath.
+
+Four steps, as in the window:
+
+1. **Open** a dataset: `open_dataset` takes a file path (CSV, TSV, .csv.gz, Parquet), a polars
+   or pandas DataFrame, or a Spark table (`engine="spark"`, or a pyspark DataFrame).
+2. **Ask**: queries are the plan format's vocabulary as Python values (`Count`, `Mean`,
+   `GroupBy`, ...; `query_from_dict` reads the JSON form of `dpexplorer/release/PLAN_FORMAT.md`).
+   Bounds, categories and keys are declared, never read from the data.
+3. **Explore** a mechanism on the dataset D and its worst-case neighbour D' (`explore`): the
+   output distributions, the privacy loss, the exact delta at the claimed epsilon, accuracy.
+   Exploration shows true answers: it is for the data steward's eyes only.
+4. **Plan and release**: a `Plan` of `Measurement`s is priced against a budget
+   (`plan_budget`, every accountant) and released through the budget ledger (`set_budget`,
+   `release_plan`): the same exact samplers, checks, files and error messages as
+   `dpexplorer release`. Nothing is charged unless the whole plan fits.
+
+Example (the bundled UCI Adult data; a fresh ledger in a temporary directory):
+
+>>> import tempfile, pathlib
+>>> import dpexplorer as dpx
+>>> adult = dpx.open_dataset(dpx.example_path())
+>>> plan = dpx.Plan([
+...     dpx.Measurement(dpx.Count(), "laplace", {"epsilon": 0.5}),
+...     dpx.Measurement(dpx.Mean("age", 17, 90), "laplace", {"epsilon": 0.5}),
+... ])
+>>> report = dpx.plan_budget(adult, plan, epsilon=2.0)
+>>> report.fits
+True
+>>> work = pathlib.Path(tempfile.mkdtemp())
+>>> dpx.set_budget(adult, 2.0, ledger=work / "ledger.sqlite")
+>>> results = dpx.release_plan(adult, plan, out=work / "released", ledger=work / "ledger.sqlite")
+>>> [r.labels for r in results]
+[('count',), ('mean',)]
+>>> dpx.remaining_budget(adult, ledger=work / "ledger.sqlite")
+1.0
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from dpexplorer.core.accounting.guarantees import Guarantee, Subsampled
+from dpexplorer.core.errors import DPExplorerError, InvalidParameterError, NotApplicableError
+from dpexplorer.core.mechanisms.base import (
+    AccuracyReport,
+    CategoricalOutput,
+    NumericOutput,
+)
+from dpexplorer.core.planning import BudgetReport
+from dpexplorer.data.errors import DataError
+from dpexplorer.data.queries import (
+    And,
+    ArgMax,
+    Axis,
+    Compare,
+    Count,
+    GroupBy,
+    Histogram,
+    Mean,
+    Median,
+    Not,
+    Or,
+    PredicateCount,
+    PrivacyUnit,
+    PrivateKeys,
+    Quantile,
+    Query,
+    Sum,
+    TopK,
+    TrimmedMean,
+    Variance,
+    Workload,
+    marginal_workload,
+    query_from_dict,
+    where,
+)
+from dpexplorer.release.export import ExportError
+from dpexplorer.release.ledger import BudgetExceededError, NoBudgetError
+from dpexplorer.release.plan_run import PlanError
+from dpexplorer.release.release import ReleaseFailedError, ReleaseResult
+
+__docformat__ = "markdown"
+
+__all__ = [
+    "AccuracyReport",
+    "And",
+    "ArgMax",
+    "Axis",
+    "BudgetExceededError",
+    "BudgetReport",
+    "CategoricalOutput",
+    "Compare",
+    "Count",
+    "DPExplorerError",
+    "DataError",
+    "Exploration",
+    "ExportError",
+    "GroupBy",
+    "Histogram",
+    "InvalidParameterError",
+    "Mean",
+    "Measurement",
+    "Median",
+    "NoBudgetError",
+    "Not",
+    "NotApplicableError",
+    "NumericOutput",
+    "Or",
+    "Plan",
+    "PlanError",
+    "PredicateCount",
+    "PrivacyUnit",
+    "PrivateKeys",
+    "Quantile",
+    "Query",
+    "ReleaseFailedError",
+    "ReleaseResult",
+    "Sum",
+    "TopK",
+    "TrimmedMean",
+    "Variance",
+    "Workload",
+    "example_path",
+    "explore",
+    "marginal_workload",
+    "mechanism_names",
+    "open_dataset",
+    "plan_budget",
+    "query_from_dict",
+    "release_plan",
+    "remaining_budget",
+    "set_budget",
+    "where",
+]
+
+Relation = Literal["add_remove", "replace"]
+LedgerLike = str | os.PathLike[str] | None
+
+
+# ------------------------------------------------------------------ datasets
+def example_path() -> Path:
+    """The path of the bundled UCI Adult dataset (Parquet, 32,561 rows; licence in
+    `dpexplorer/resources/ADULT_LICENSE.md`)."""
+    from dpexplorer.data.default import default_dataset_path
+
+    return default_dataset_path()
+
+
+def open_dataset(
+    source: Any,
+    *,
+    engine: Literal["polars", "spark"] = "polars",
+    spark_master: str | None = None,
+    name: str = "dataframe",
+) -> Any:
+    """Open a dataset for exploring and releasing; returns an opaque dataset handle to pass to
+    the other functions.
+
+    `source` is one of:
+
+    - a path (str or `os.PathLike`) of a CSV, TSV, .csv.gz or Parquet file; with
+      `engine="spark"` also a Parquet directory or the name of a table in Spark's catalog
+      (`spark_master`: `local[*]` by default, or `spark://host:7077`);
+    - a polars `DataFrame` or `LazyFrame`, or a pandas `DataFrame`: written to a private
+      temporary Parquet file named `<name>.parquet` and opened as a file is (the same checks,
+      the same identity in the ledger: the content fingerprint, which does not depend on the
+      format); the file lives as long as the handle;
+    - a pyspark `DataFrame`: opened on its Spark session as a temporary view.
+
+    Guarantees: returns a dataset with at least one row and one column, or raises `DataError`
+    saying what is wrong (never another exception for a bad file). Rows or values set aside
+    (wrong number of fields, text in a numeric column, NaN) are counted in the handle's
+    `warnings`."""
+    if isinstance(source, str | os.PathLike):
+        from dpexplorer.data.engine import open_dataset as open_source
+
+        return open_source(source, engine, spark_master=spark_master)
+    module = type(source).__module__
+    if module.startswith("pyspark"):
+        return _open_spark_frame(source)
+    if module.startswith(("polars", "pandas")):
+        if engine != "polars":
+            raise DataError("a polars or pandas DataFrame is opened with the polars engine")
+        return _open_frame(source, name)
+    raise DataError(
+        f"cannot open a {type(source).__name__}: give a file path, a polars or pandas DataFrame, "
+        "or a Spark table"
+    )
+
+
+def _open_frame(frame: Any, name: str) -> Any:
+    import polars as pl
+
+    from dpexplorer.data.load import load_dataset
+
+    if type(frame).__module__.startswith("pandas"):
+        try:
+            frame = pl.from_pandas(frame)
+        except (TypeError, ValueError, ImportError, pl.exceptions.PolarsError) as exc:
+            raise DataError(f"the pandas DataFrame cannot be read: {exc}") from None
+    if isinstance(frame, pl.LazyFrame):
+        frame = frame.collect()
+    if not isinstance(frame, pl.DataFrame):
+        raise DataError(f"not a DataFrame: {type(frame).__name__}")
+    if not name or Path(name).name != name:
+        raise DataError(f"the dataset's name must be a plain file name, got {name!r}")
+    folder = tempfile.TemporaryDirectory(prefix="dpexplorer-frame-")
+    path = Path(folder.name) / f"{name}.parquet"
+    try:
+        frame.write_parquet(path)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        folder.cleanup()
+        raise DataError(f"the DataFrame cannot be written for reading: {exc}") from None
+    dataset = load_dataset(path, lazy=False)
+    weakref.finalize(dataset, folder.cleanup)
+    return dataset
+
+
+def _open_spark_frame(frame: Any) -> Any:
+    import secrets
+
+    from dpexplorer.data.engine.spark_engine import open_spark
+
+    view = f"dpexplorer_{secrets.token_hex(6)}"
+    frame.createOrReplaceTempView(view)
+    return open_spark(view)
+
+
+# ------------------------------------------------------------------ exploring
+def mechanism_names() -> tuple[str, ...]:
+    """The names of every mechanism, in the window's menu order (the `mechanism` of a
+    `Measurement`, of `explore` and of a plan entry)."""
+    from dpexplorer.core.mechanisms import registry
+
+    return tuple(m.name for m in registry.all_mechanisms())
+
+
+def _mechanism(name: str) -> Any:
+    from dpexplorer.core.mechanisms import registry
+
+    try:
+        return registry.get(name)
+    except KeyError as exc:
+        raise InvalidParameterError(str(exc.args[0])) from None
+
+
+@dataclass(frozen=True, eq=False)
+class Exploration:
+    """A mechanism on a dataset D and its worst-case neighbour D' (the numbers behind the
+    window's views). It holds true answers of the data (the distributions are centred on
+    them): for the steward's eyes only, never to publish.
+
+    - `epsilon`, `delta`: what the mechanism claims at `parameters` (validated, defaults filled in);
+    - `delta_exact`: the exact hockey-stick divergence at `epsilon` on this pair D, D' (None
+      where the mechanism has no exact privacy profile; `delta_note` says why);
+    - `output`: `NumericOutput` (a grid, the densities or pmfs of M(D) and M(D'), the privacy
+      loss ln p_D / p_D' on the grid) or `CategoricalOutput` (probabilities of each outcome);
+    - `accuracy`: the error on D (error tail, confidence interval half-width at `ci_level`,
+      mean squared error, error against epsilon and n), None where the mechanism has none;
+    - `guarantee`: the mechanism's guarantee in its richest form (what an accountant composes);
+    - `differing_row`: the row that differs between D and D', in words."""
+
+    mechanism: str
+    parameters: dict[str, Any]
+    relation: str
+    epsilon: float
+    delta: float
+    delta_exact: float | None
+    delta_note: str
+    output: NumericOutput | CategoricalOutput
+    accuracy: AccuracyReport | None
+    guarantee: Guarantee
+    differing_row: str
+
+    @property
+    def privacy_loss(self) -> Any:
+        """The privacy loss ln p_D(o) / p_D'(o) at each output of `output` (numpy array)."""
+        return self.output.privacy_loss
+
+    def delta_at(self, epsilon: float) -> float:
+        """The exact delta at ``epsilon`` on this pair (NotApplicableError where none exists)."""
+        return float(self._mechanism.delta_at(self.parameters, self._input, float(epsilon)))
+
+    _mechanism: Any = field(default=None, repr=False)
+    _input: Any = field(default=None, repr=False)
+
+
+def explore(
+    dataset: Any,
+    query: Query,
+    mechanism: str,
+    parameters: Mapping[str, Any] | None = None,
+    *,
+    relation: Relation = "add_remove",
+    ci_level: float = 0.95,
+) -> Exploration:
+    """Run `mechanism` (a name from `mechanism_names`) at `parameters` on `query` over
+    `dataset` and its worst-case neighbour under `relation` (`add_remove`: one row added or
+    removed, or one person's rows with a `PrivacyUnit`; `replace`: one row changed). Exact
+    where the mechanism allows (densities, loss, delta), as in the window; a privacy unit's
+    rows are bounded with the window's fixed exploration seed. Nothing is released or charged.
+    Raises `DataError` (the query does not fit the data), `InvalidParameterError`
+    (parameters), `NotApplicableError` (the mechanism does not take this query)."""
+    from dpexplorer.data.answers import query_input
+    from dpexplorer.data.grouped import EXPLORATION_SEED
+
+    chosen = _mechanism(mechanism)
+    params = chosen.validate(dict(parameters or {}))
+    inputs = query_input(dataset, query, relation, bounding_seed=EXPLORATION_SEED)
+    reason = chosen.accepts(inputs)
+    if reason is not None:
+        raise NotApplicableError(reason)
+    epsilon, delta = chosen.epsilon_delta(params, inputs)
+    try:
+        delta_exact, note = float(chosen.delta_at(params, inputs, epsilon)), ""
+    except NotApplicableError as exc:
+        delta_exact, note = None, str(exc)
+    try:
+        accuracy = chosen.accuracy(params, inputs, ci_level=ci_level)
+    except NotApplicableError:
+        accuracy = None
+    return Exploration(
+        mechanism=chosen.name,
+        parameters=params,
+        relation=relation,
+        epsilon=float(epsilon),
+        delta=float(delta),
+        delta_exact=delta_exact,
+        delta_note=note,
+        output=chosen.output_distribution(params, inputs),
+        accuracy=accuracy,
+        guarantee=chosen.guarantee(params, inputs),
+        differing_row=str(getattr(inputs, "differing_row", "")),
+        _mechanism=chosen,
+        _input=inputs,
+    )
+
+
+# ------------------------------------------------------------------ plans
+@dataclass(frozen=True)
+class Measurement:
+    """One statistic of a plan: `query` released with `mechanism` (a name from
+    `mechanism_names`) at `parameters` (omitted ones take their defaults). Its JSON form
+    (`to_dict`) is a plan entry of `dpexplorer release`."""
+
+    query: Query
+    mechanism: str
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan entry: `{"query": ..., "mechanism": ..., "parameters": ...}`."""
+        return {
+            "query": self.query.to_dict(),
+            "mechanism": self.mechanism,
+            "parameters": dict(self.parameters),
+        }
+
+    @classmethod
+    def from_dict(cls, entry: Mapping[str, Any]) -> Measurement:
+        """A plan entry read back (`PlanError` for an unknown key or a malformed query)."""
+        from dpexplorer.release.plan_run import entry_query, plan_entries
+
+        (checked,), _ = plan_entries([dict(entry)])
+        try:
+            query, params = entry_query(checked)
+        except DPExplorerError as exc:
+            raise PlanError(f"plan entry 1: {exc}") from None
+        return cls(query, checked["mechanism"], params)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A release plan: `measurements` in order, and optionally the steward's claim that the
+    data are a secret Poisson sample of a population at `sampling_rate` (each release is then
+    charged the amplified guarantee). Written and read in the format of
+    `dpexplorer/release/PLAN_FORMAT.md` (`write`, `read`), which `dpexplorer release` runs."""
+
+    measurements: Sequence[Measurement]
+    sampling_rate: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "measurements", tuple(self.measurements))
+
+    def to_json(self) -> Any:
+        """The plan as JSON values: a list of entries, or `{"sampling": ..., "measurements": ...}`."""
+        entries = [m.to_dict() for m in self.measurements]
+        if self.sampling_rate is None:
+            return entries
+        return {"sampling": {"rate": self.sampling_rate}, "measurements": entries}
+
+    def write(self, path: str | os.PathLike[str]) -> Path:
+        """Write the plan as JSON to `path` (UTF-8); returns the path."""
+        target = Path(path)
+        target.write_text(json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        return target
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str]) -> Plan:
+        """Read a plan file (`PlanError` saying which entry is wrong and how)."""
+        from dpexplorer.release.plan_run import read_plan_file
+
+        entries, rate = read_plan_file(path)
+        return cls._of(entries, rate)
+
+    @classmethod
+    def from_json(cls, value: Any) -> Plan:
+        """A plan from JSON values (as `to_json` gives)."""
+        from dpexplorer.release.plan_run import plan_entries
+
+        entries, rate = plan_entries(value)
+        return cls._of(entries, rate)
+
+    @classmethod
+    def _of(cls, entries: list[dict[str, Any]], rate: float | None) -> Plan:
+        from dpexplorer.release.plan_run import entry_query
+
+        measurements = []
+        for number, entry in enumerate(entries, start=1):
+            try:
+                query, params = entry_query(entry)
+            except DPExplorerError as exc:
+                raise PlanError(f"plan entry {number}: {exc}") from None
+            measurements.append(Measurement(query, entry["mechanism"], params))
+        return cls(measurements, rate)
+
+
+def _as_plan(plan: Plan | Measurement | Iterable[Measurement]) -> Plan:
+    if isinstance(plan, Plan):
+        return plan
+    if isinstance(plan, Measurement):
+        return Plan([plan])
+    return Plan(list(plan))
+
+
+def plan_budget(
+    dataset: Any,
+    plan: Plan | Measurement | Iterable[Measurement],
+    *,
+    epsilon: float,
+    delta: float = 0.0,
+    ledger: LedgerLike = None,
+    relation: Relation = "add_remove",
+) -> BudgetReport:
+    """Price `plan` against a budget (`epsilon`, `delta`) under every accountant, as the
+    window's Budget tab does: each measurement at what its release would be charged (its exact
+    release path's guarantee, amplified under the plan's sampling claim), composed with what
+    the ledger already holds for this dataset when `ledger` (a path) is given. Nothing is
+    charged. The report's `fits`, `best`, `remaining` and `methods` (one total per accountant,
+    each an upper bound) say whether and how the plan fits; `message` says it in words.
+    Raises `NotApplicableError` for a measurement with no exact release path."""
+    from dpexplorer.core.planning import PlannedMeasurement, budget_report, guarantees_by_method
+    from dpexplorer.data.answers import query_input
+    from dpexplorer.data.grouped import EXPLORATION_SEED
+    from dpexplorer.release.release import planned_charge
+
+    chosen = _as_plan(plan)
+    items = [
+        PlannedMeasurement(
+            f"#{number} {m.query.describe()}",
+            m.mechanism,
+            dict(m.parameters),
+            query_input(dataset, m.query, relation, bounding_seed=EXPLORATION_SEED),
+        )
+        for number, m in enumerate(chosen.measurements, start=1)
+    ]
+    rate = chosen.sampling_rate
+
+    def charged(item: PlannedMeasurement, method: str | None) -> Guarantee:
+        if rate is not None and rate < 1:  # the ledger's rule (release.charged_for)
+            return Subsampled(planned_charge(item.mechanism, item.params, item.query, None), rate)  # type: ignore[arg-type]
+        return planned_charge(item.mechanism, item.params, item.query, method)
+
+    released: list[Guarantee] = []
+    if ledger is not None:
+        from dpexplorer.release.ledger import Ledger
+        from dpexplorer.release.release import dataset_key
+
+        with Ledger(ledger) as book:
+            released = [m.guarantee for m in book.measurements(dataset_key(dataset, book))]
+    return budget_report(guarantees_by_method(items, charged), released, float(epsilon), float(delta))
+
+
+# ------------------------------------------------------------------ the ledger and releases
+def set_budget(
+    dataset: Any,
+    epsilon: float,
+    delta: float = 0.0,
+    accountant: str = "basic",
+    *,
+    ledger: LedgerLike = None,
+    name: str | None = None,
+) -> None:
+    """Set (or replace) the dataset's total budget in the ledger (`ledger`: a path; None, the
+    default per-user ledger of `dpexplorer release`), composed with `accountant` (`basic`,
+    `advanced`, `optimal`, `zcdp`, `rdp`, `pld`). `name` files the budget under a name
+    instead of the content fingerprint (as `--dataset`). Refused (`BudgetExceededError`) if
+    what is already spent does not fit under it. What `--budget-epsilon`, `--budget-delta`
+    and `--accountant` do."""
+    from dpexplorer.release.ledger import Ledger
+    from dpexplorer.release.release import dataset_key
+
+    with Ledger(ledger) as book:
+        book.set_budget(dataset_key(dataset, book, name), epsilon, delta, accountant)
+
+
+def remaining_budget(dataset: Any, *, ledger: LedgerLike = None, name: str | None = None) -> float:
+    """The epsilon left of the dataset's budget in the ledger, under its accountant
+    (`NoBudgetError` if no budget is set)."""
+    from dpexplorer.release.ledger import Ledger
+    from dpexplorer.release.release import dataset_key
+
+    with Ledger(ledger) as book:
+        return float(book.remaining(dataset_key(dataset, book, name)))
+
+
+def release_plan(
+    dataset: Any,
+    plan: Plan | Measurement | Iterable[Measurement],
+    *,
+    out: str | os.PathLike[str],
+    ledger: LedgerLike = None,
+    name: str | None = None,
+    ci_level: float = 0.95,
+) -> tuple[ReleaseResult, ...]:
+    """Release `plan` on `dataset` exactly as `dpexplorer release` does (the same code): every
+    measurement is validated and its exact release path built first (`PlanError`
+    `plan entry N: ...`), the plan's total is checked against what is left of the budget
+    (`BudgetExceededError`, `NoBudgetError`) and `out` is checked (`ExportError`); nothing is
+    charged unless all of it passes. Then each measurement is charged to the ledger, its noise
+    drawn by the exact samplers from the OS's randomness, and its files written to `out`
+    (values as CSV and JSON, and a provenance sidecar; never a true answer).
+    `ReleaseFailedError` if something fails after a charge (the ledger says what was spent).
+
+    Returns one `ReleaseResult` per measurement: the released `values` with their `labels`,
+    `confidence_intervals` at `ci_level`, the `guarantee` charged, and the `files` written."""
+    from dpexplorer.release.ledger import Ledger
+    from dpexplorer.release.plan_run import prepare_plan, release_prepared
+
+    chosen = _as_plan(plan)
+    if not chosen.measurements:
+        raise PlanError("the plan must hold at least one measurement")
+    with Ledger(ledger) as book:
+        entries = [m.to_dict() for m in chosen.measurements]
+        prepared = prepare_plan(
+            dataset, entries, chosen.sampling_rate, book, ci_level=ci_level, dataset_name=name
+        )
+        return tuple(result for _item, result in release_prepared(prepared, book, out))
