@@ -48,6 +48,9 @@ class ComputeService(QObject):
     """view, fraction done."""
     busy_changed = Signal(bool)
     """True when the first job starts, False when the last one ends."""
+    cancelled = Signal(str)
+    """view: its running job was cancelled by :meth:`cancel` (not when a newer request for the
+    same view replaced it), e.g. by Esc: a view showing "working…" goes back to rest."""
     _done = Signal(str, int, object, object)
 
     def __init__(self, parent: QObject | None = None, max_workers: int = 2) -> None:
@@ -69,7 +72,7 @@ class ComputeService(QObject):
         (the window is closing) nothing runs and -1 is returned."""
         if self._shut_down:
             return -1
-        self.cancel(view)
+        self._drop(view)
         generation = self._generation.get(view, 0) + 1
         self._generation[view] = generation
         job = _Job(generation, CancelToken())
@@ -85,16 +88,23 @@ class ComputeService(QObject):
         return generation
 
     def cancel(self, view: str) -> None:
-        """Cancel the view's running job, if any; its result will be dropped."""
+        """Cancel the view's running job, if any; its result will be dropped, and
+        :attr:`cancelled` says so."""
+        if self._drop(view):
+            self.cancelled.emit(view)
+
+    def _drop(self, view: str) -> bool:
+        """Cancel the view's job, if any (True if there was one)."""
         job = self._jobs.pop(view, None)
         if job is None:
-            return
+            return False
         job.token.cancel()
         if job.future is not None:
             job.future.cancel()
         self._generation[view] = self._generation.get(view, 0) + 1
         if not self._jobs:
             self.busy_changed.emit(False)
+        return True
 
     @property
     def running(self) -> int:

@@ -14,7 +14,7 @@ from dpexplorer.core.mechanisms import registry
 from dpexplorer.core.mechanisms.base import NumericInput
 from dpexplorer.core.mechanisms.laplace import LaplaceMechanism
 from dpexplorer.gui.compute import ComputeService
-from dpexplorer.gui.views.audit_panel import DEFAULT_DRAWS, JOB, AuditPanel, AuditReport, run_audit
+from dpexplorer.gui.views.audit_panel import DEFAULT_DRAWS, JOB, AuditPanel, AuditReport, describe, run_audit
 
 COUNT = NumericInput(np.array([1000.0]), np.array([1001.0]), 1.0, 1.0, 1000, "count")
 
@@ -83,3 +83,33 @@ def test_window_audits_the_mechanism_on_screen(qtbot, window) -> None:
     qtbot.waitUntil(lambda: panel.report is not None, timeout=60_000)
     assert panel.report.mechanism == window.explorer.mechanism.label
     assert "Measured ε ≥" in panel.label.text()
+
+
+def test_escape_during_an_audit_returns_the_panel_to_rest(qtbot, window) -> None:
+    """Issue 28: Esc cancels every view's job; the audit panel used to stay at "Auditing… 0 %"
+    with its button disabled."""
+    panel = window.audit_panel
+    qtbot.waitUntil(lambda: panel.inputs is not None, timeout=30_000)
+    panel.n_draws = 50_000_000  # long enough to be running when Esc comes
+    panel.run()
+    assert not panel.button.isEnabled()
+    window.cancel_action.trigger()  # what Esc does
+    assert JOB not in window.compute.pending_views()
+    assert panel.button.isEnabled() and not panel.bar.isVisibleTo(panel)
+    assert panel.label.text() == "Audit cancelled."
+    qtbot.waitUntil(lambda: window.compute.running == 0, timeout=60_000)
+
+
+def test_a_bound_far_below_the_claim_on_barely_different_neighbours_is_explained() -> None:
+    """Issue 28: a Gaussian audit on a mean printed "Measured ε ≥ 0.0000" and nothing else. The
+    neighbours of a mean of 1,000 ages in [17, 90] differ by 0.07 while the noise is calibrated
+    for 73: the bound is near 0, and the panel now says why."""
+    mean = NumericInput(np.array([40.0]), np.array([40.0 - 50 / 1000]), 73.0, 73.0, 1000, "mean")
+    gaussian = registry.get("gaussian")
+    report = run_audit(gaussian, gaussian.validate({"epsilon": 1.0, "delta": 1e-6}), mean, 200_000, seed=3)
+    assert report.result.epsilon_lb < 0.1
+    text = describe(report)
+    assert "Measured ε ≥ 0.0000" not in text and "Why so low" in text
+    assert "differ by only 0.05" in text and "calibrated for a change of 73" in text
+    count = run_audit(registry.get("laplace"), {"epsilon": 1.0}, COUNT, 200_000, seed=3)
+    assert "Why so low" not in describe(count), "neighbours at the sensitivity: nothing to explain"

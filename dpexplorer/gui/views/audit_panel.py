@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QW
 
 from dpexplorer.core.audit import AuditResult, audit_mechanism
 from dpexplorer.core.cancel import CancelToken, ProgressFn
-from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
+from dpexplorer.core.mechanisms.base import Mechanism, NumericInput, QueryInput
 from dpexplorer.gui.compute import ComputeService
 
 JOB = "audit"
@@ -35,6 +35,10 @@ class AuditReport:
     result: AuditResult
     confidence: float
     seconds: float
+    gap: float | None = None
+    """|f(D) − f(D')| on the audited neighbours (a numeric query), None otherwise."""
+    sensitivity: float | None = None
+    """The sensitivity the noise is calibrated for (the worst case over all neighbours)."""
 
     @property
     def violation(self) -> bool:
@@ -61,7 +65,32 @@ def run_audit(
         mechanism, params, query, rng=np.random.default_rng(seed), n_draws=n_draws, confidence=confidence,
         cancel=cancel, progress=progress,
     )  # fmt: skip
-    return AuditReport(mechanism.label, claimed, delta, result, confidence, time.perf_counter() - start)
+    gap = sensitivity = None
+    if isinstance(query, NumericInput):
+        gap = float(np.max(np.abs(np.atleast_1d(query.value_d) - np.atleast_1d(query.value_d_prime))))
+        sensitivity = float(query.sensitivity_l1)
+    seconds = time.perf_counter() - start
+    return AuditReport(mechanism.label, claimed, delta, result, confidence, seconds, gap, sensitivity)
+
+
+FAR_BELOW = 0.1
+"""A measured bound below this share of the claim is explained (why the audit found so little)."""
+
+
+def _why_low(report: AuditReport) -> str:
+    """Why a bound far below the claim is no surprise, when these neighbours barely differ."""
+    if report.result.epsilon_lb >= FAR_BELOW * report.claimed_epsilon or not report.sensitivity:
+        return ""
+    if report.gap is None or report.gap >= FAR_BELOW * report.sensitivity:
+        return ""
+    return (
+        f" <i>Why so low:</i> on these neighbours f(D) and f(D') differ by only {report.gap:.3g}, while "
+        f"the noise is calibrated for a change of {report.sensitivity:.3g}, the most one person can "
+        "move the answer over all datasets. Outputs on D and D' then have nearly the same "
+        "distribution and no event tells them apart: the claimed ε is a worst case these "
+        "neighbours do not reach (and an audit that finds no leak proves nothing)."
+    )
+
 
 
 def describe(report: AuditReport) -> str:
@@ -72,18 +101,19 @@ def describe(report: AuditReport) -> str:
     if report.delta:
         claim += f" (δ = {report.delta:.3g})"
     head = (
-        f"<b>Measured ε ≥ {r.epsilon_lb:.4f}</b> ({report.confidence:.0%} confidence, "
+        f"<b>Measured ε ≥ {r.epsilon_lb:.3g}</b> ({report.confidence:.0%} confidence, "
         f"{r.n_draws:,} simulated outputs per side, {report.seconds:.1f} s) — {claim}. "
     )
     if r.event == "none":
-        return head + "No event showed any privacy loss (this never proves privacy)."
+        return head + "No event showed any privacy loss (this never proves privacy)." + _why_low(report)
     event = f"Event: {r.event}, likelier {likelier} (P ≥ {r.p_lo:.4g} against ≤ {r.p_hi:.4g})."
     if report.violation:
         return (
             '<span style="color:#c0392b"><b>Violation:</b> the measured lower bound exceeds the '
             "claimed ε: this mechanism leaks more than it claims.</span> " + head + event
         )
-    return head + event + " Below the claim: consistent with it (an audit can only find leaks)."
+    below = " Below the claim: consistent with it (an audit can only find leaks)."
+    return head + event + below + _why_low(report)
 
 
 class AuditPanel(QWidget):
@@ -119,6 +149,7 @@ class AuditPanel(QWidget):
         compute.finished.connect(self._on_result)
         compute.failed.connect(self._on_failure)
         compute.progress.connect(self._on_progress)
+        compute.cancelled.connect(self._on_cancelled)
 
     def set_inputs(self, mechanism: Mechanism, params: dict[str, Any], query: QueryInput, *_: object) -> None:
         """The mechanism on screen changed: a running audit is for the old one, so stop it."""
@@ -148,6 +179,12 @@ class AuditPanel(QWidget):
         self.bar.hide()
         self.cancel_button.hide()
         self.button.setEnabled(True)
+
+    def _on_cancelled(self, view: str) -> None:
+        """Esc (the window cancels every view's job) or the panel's own Cancel: back to rest."""
+        if view == JOB:
+            self._idle()
+            self.label.setText("Audit cancelled.")
 
     def _on_progress(self, view: str, fraction: float) -> None:
         if view == JOB:
