@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+import shutil
+import subprocess
 import sys
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -22,6 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import polars as pl
+from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -57,6 +61,7 @@ from dpexplorer.data.engine.polars_engine import centred_moments, empty_moments,
 from dpexplorer.data.errors import DataError
 from dpexplorer.data.load import (
     ISO_DATE,
+    MISSING_TEXT,
     WHITESPACE,
     ColumnInfo,
     TextLayout,
@@ -84,20 +89,98 @@ _TYPES: dict[type, pl.DataType] = {
 }
 
 
+def spark_log_path() -> Path:
+    """Where Spark's own output goes (its log4j lines, progress bars, the launcher's notes):
+    ``$XDG_STATE_HOME/dpexplorer/spark.log`` (``~/.local/state/...``), appended to, never the
+    CLI's or the window's stderr."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(Path.home(), ".local", "state")
+    return Path(base) / "dpexplorer" / "spark.log"
+
+
+def _java_major(java: str) -> int | None:
+    """The major version of the Java at ``java`` (``java -version``), None if it cannot say."""
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    if not match:
+        return None
+    major = int(match.group(1))
+    return int(match.group(2) or 0) if major == 1 else major  # "1.8.0" is Java 8
+
+
+def required_java() -> int:
+    """The oldest Java the installed pyspark runs on (17 for Spark 4, 8 before)."""
+    import pyspark
+
+    return 17 if int(pyspark.__version__.split(".")[0]) >= 4 else 8
+
+
+def check_java() -> None:
+    """DataError, in words, unless a Java new enough for pyspark is found as Spark looks for
+    it (``$JAVA_HOME/bin/java``, else ``java`` on PATH)."""
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    need = required_java()
+    if not java or not os.access(java, os.X_OK):
+        where = (
+            f"JAVA_HOME ({home}) holds no bin/java" if home else "no java on PATH and JAVA_HOME is not set"
+        )
+        raise DataError(
+            f"the Spark engine needs Java {need} or newer, and none was found ({where}): install a "
+            f"JDK {need}+ and put it on PATH or set JAVA_HOME, or use --engine polars"
+        )
+    major = _java_major(java)
+    if major is not None and major < need:
+        raise DataError(
+            f"the Spark engine needs Java {need} or newer, and {java} is Java {major}: install a "
+            f"JDK {need}+ and point JAVA_HOME at it, or use --engine polars"
+        )
+
+
 def spark_session(master: str | None = None) -> SparkSession:
     """The process's Spark session (created on first use; ``master`` as in spark-submit:
-    ``local[*]`` by default, ``spark://host:7077`` for a cluster). The web UI is off. Local
-    Python workers run this interpreter (the content fingerprint runs polars in them); a
-    cluster's need polars installed, or PYSPARK_PYTHON naming a Python that has it."""
+    ``local[*]`` by default, ``spark://host:7077`` for a cluster). The web UI and the console
+    progress bar are off; Spark's own output (the JVM's stderr: log4j lines, the launcher's
+    notes) goes to :func:`spark_log_path`, not to this process's stderr. Local Python workers
+    run this interpreter (the content fingerprint runs polars in them); a cluster's need polars
+    installed, or PYSPARK_PYTHON naming a Python that has it. DataError, in words, when Java is
+    missing or too old (:func:`check_java`) or the session cannot start."""
     if (master or LOCAL_MASTER).startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # pyspark reads it, not a conf
-    return (
+    builder = (
         SparkSession.builder.master(master or LOCAL_MASTER)
         .appName("dpexplorer")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "8")
-        .getOrCreate()
     )
+    if SparkContext._active_spark_context is not None:  # started: the JVM's stderr is the log
+        return builder.getOrCreate()
+    check_java()
+    log = spark_log_path()
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log_fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError:
+        log_fd = os.open(os.devnull, os.O_WRONLY)
+    saved = os.dup(2)
+    try:
+        sys.stderr.flush()
+        os.dup2(log_fd, 2)  # the JVM (and the workers it starts) inherit this stderr for good
+        session = builder.getOrCreate()
+    except Exception as exc:  # pyspark raises PySparkRuntimeError, py4j errors, RuntimeError
+        raise DataError(
+            f"Spark could not start a session at {master or LOCAL_MASTER}: {_first_line(exc)}; "
+            f"Spark's own log is {log}"
+        ) from exc
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(log_fd)
+    return session
 
 
 # ---------------------------------------------------------------- translation of query values
@@ -272,7 +355,7 @@ class SparkDataset:
         try:
             return spark_content_fingerprint(self.frame, self.schema)
         except Exception as exc:  # py4j and the Python workers raise many types
-            raise DataError(f"Spark could not fingerprint {self.source}: {_first_line(exc)}") from exc
+            raise _failure("fingerprint", self.source, exc) from exc
 
     def preview(self, n: int = 200) -> pl.DataFrame:
         return self.engine.preview(self, n)
@@ -304,7 +387,7 @@ def open_spark(source: str | os.PathLike[str], master: str | None = None) -> Spa
     except DataError:
         raise
     except Exception as exc:  # py4j and Spark raise many types; each becomes one DataError
-        raise DataError(f"Spark could not read {text}: {_first_line(exc)}") from exc
+        raise _failure("read", text, exc) from exc
     if not frame.columns:
         raise DataError(f"{text} has no columns")
     return SparkDataset(text, frame, engine, tuple(notes))
@@ -366,7 +449,9 @@ def _read_text(session: SparkSession, path: Path, layout: TextLayout) -> tuple[D
 
 def _as_read(text: Column, dtype: pl.DataType) -> Column:
     """A text field as the polars loader types it: a value that is not a number is missing in a
-    numeric column (the loader counted it), and NaN and infinities are made missing later."""
+    numeric column (the loader counted it), and NaN and infinities are made missing later. A
+    field that is empty or ``NA`` is missing, quoted or not (:data:`~dpexplorer.data.load.MISSING_TEXT`)."""
+    text = F.when(~text.isin(*MISSING_TEXT), text)
     if dtype == pl.Int64:
         return text.try_cast("long")
     if dtype == pl.Float64:
@@ -429,6 +514,26 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+_GONE = ("FileNotFoundException", "PATH_NOT_FOUND", "FILE_NOT_EXIST")
+"""What Spark's errors say when a file it was reading is no longer there."""
+
+
+def _failure(doing: str, source: str, exc: BaseException) -> DataError:
+    """One line for a Spark error while it was ``doing`` something with ``source``: in words
+    when the file or directory is gone (deleted or moved while Spark read it), else Spark's first
+    line and where its own log is."""
+    text = str(exc)
+    path = Path(source)
+    path_like = os.sep in source or bool(path.suffix)
+    if not path.exists() and (path_like or any(marker in text for marker in _GONE)):
+        return DataError(
+            f"{source} is gone: it was deleted or moved while Spark was reading it; put it back and run again"
+        )
+    return DataError(
+        f"Spark could not {doing} {source}: {_first_line(exc)} (Spark's log: {spark_log_path()})"
+    )
+
+
 # ---------------------------------------------------------------- the engine
 class SparkEngine(Engine):
     """pyspark DataFrame API on a :class:`SparkDataset`."""
@@ -461,9 +566,7 @@ class SparkEngine(Engine):
         except (TypeError, DataError):
             raise
         except Exception as exc:  # an AnalysisException or a Py4JJavaError: one line for the user
-            raise DataError(
-                f"Spark could not evaluate the query on {dataset.source}: {_first_line(exc)}"
-            ) from exc
+            raise _failure("evaluate the query on", dataset.source, exc) from exc
 
     def _frame(self, dataset: SparkDataset, steps: tuple[RowStep, ...]) -> DataFrame:
         frame = dataset.frame
