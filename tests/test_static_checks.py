@@ -89,8 +89,8 @@ def test_each_check_fails_on_its_planted_error(name: str, tmp_path: Path) -> Non
     output = result.stdout + result.stderr
     assert result.returncode != 0, output
     assert "planted.py" in output
-    expected = {"lint": ("F401", "E711"), "format": ("would be reformatted",), "types": ("return-value",)}[name]
-    for code in expected:
+    expected = {"lint": ("F401", "E711"), "format": ("would be reformatted",), "types": ("return-value",)}
+    for code in expected[name]:
         assert code in output, output
     # and only this check catches it: the others pass the same module
     for other in set(CHECKS) - {name}:

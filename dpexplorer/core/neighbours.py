@@ -34,7 +34,7 @@ def check_relation(relation: str) -> Relation:
     """``relation`` if it is one of :data:`RELATIONS`, else InvalidParameterError."""
     if relation not in RELATIONS:
         raise InvalidParameterError(f"unknown neighbouring relation {relation!r}: use add_remove or replace")
-    return relation  # type: ignore[return-value]
+    return relation
 
 
 @dataclass(frozen=True)

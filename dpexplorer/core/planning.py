@@ -332,10 +332,10 @@ def budget_report(
     total with the budget's epsilon (every epsilon an upper bound, see
     :mod:`dpexplorer.core.accounting.compose`)."""
     _check_budget(budget_epsilon, budget_delta)
-    before: Sequence[Guarantee] = released_guarantees
+    ledger: Sequence[Guarantee] = released_guarantees
     if budget_delta > 0:  # validate and group a long ledger once (counted returns its result as is)
-        before = counted(released_guarantees)  # type: ignore[assignment]
-    released = _compose_all(before, budget_delta, methods)
+        ledger = counted(released_guarantees)  # type: ignore[assignment]
+    released = _compose_all(ledger, budget_delta, methods)
     everything = {m: [*released_guarantees, *_for_method(plan_guarantees, m)] for m in methods}
     total = _compose_each(everything, budget_delta, methods)
     rows = tuple(
@@ -402,7 +402,7 @@ def privacy_profiles(
         elif method == "pld":
             out[method] = _pld_profile(counted(items), grid)  # type: ignore[arg-type]
         else:
-            out[method] = (grid, privacy_profile(counted(items), method, grid))  # type: ignore[arg-type]
+            out[method] = (grid, privacy_profile(counted(items), method, grid))
     return out
 
 

@@ -15,6 +15,7 @@ The curve is listed on a grid of k; S*(D) and the k that attains it are exact ov
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -135,8 +136,10 @@ def sensitivity_profile(
     )
     dist = distance_to_instability_median(values, relation=relation) if statistic == "median" and n else None
     empty = np.array([], dtype=float)
-    common = {"statistic": statistic, "relation": relation, "n": n, "lower": lower, "upper": upper}
-    common |= {"beta": beta, "global_sensitivity": gs, "local_sensitivity": ls}
+    profile = functools.partial(
+        SensitivityProfile, statistic=statistic, relation=relation, n=n, lower=lower, upper=upper,
+        beta=beta, global_sensitivity=gs, local_sensitivity=ls,
+    )  # fmt: skip
     try:
         if statistic not in STATISTICS:
             raise NotApplicableError(
@@ -145,8 +148,8 @@ def sensitivity_profile(
             )
         a, a_max = a_function(values, lower, upper, statistic, relation, quantile, trim_fraction)
     except (NotApplicableError, InvalidParameterError) as exc:
-        return SensitivityProfile(
-            **common, smooth_sensitivity=None, argmax_k=None, distance_to_instability=dist,
+        return profile(
+            smooth_sensitivity=None, argmax_k=None, distance_to_instability=dist,
             distances=empty.astype(int), local_at_distance=empty, smoothed=empty, note=str(exc),
         )  # fmt: skip
     smooth = smooth_sensitivity(
@@ -162,8 +165,7 @@ def sensitivity_profile(
     last = _last_distance(a_max, smooth, beta, n)
     ks = distance_grid(last)
     local_at = np.array([a(int(k)) for k in ks])
-    return SensitivityProfile(
-        **common,
+    return profile(
         smooth_sensitivity=smooth,
         argmax_k=_argmax_k(a, beta, smooth, _argmax_reach(a_max, smooth, beta, n)),
         distance_to_instability=dist,

@@ -104,11 +104,13 @@ def pld_of(guarantees: Items) -> PrivacyLossDistribution | TwoSided:
 @functools.lru_cache(maxsize=64)
 def _rho_total(counts: Counts) -> float:
     """Total zCDP rho of the list (cached: the profile asks at many deltas)."""
-    rhos = [(rho_of(g), g, k) for g, k in counts]
-    for rho, g, _ in rhos:
+    total = 0.0
+    for g, k in counts:
+        rho = rho_of(g)
         if rho is None:
             raise NotApplicableError(f"{type(g).__name__} {_describe(g)} has no zCDP bound")
-    return sum(rho * k for rho, _, k in rhos)  # type: ignore[operator]
+        total += rho * k
+    return total
 
 
 def _zcdp(counts: Counts, delta: float) -> classic.Outcome:
@@ -162,7 +164,8 @@ def _split_negligible(counts: Counts) -> tuple[Counts, float]:
     epsilon_0-DP, so composing them after the rest adds at most their sum to epsilon at the same
     delta (basic composition, Dwork & Roth 2014, Theorem 3.16): an upper bound, at most
     NEGLIGIBLE_EPSILON above the tight value per guarantee kind."""
-    rest, extra = [], 0.0
+    rest: list[tuple[Guarantee, int]] = []
+    extra = 0.0
     for g, k in counts:
         base = g.base if isinstance(g, Subsampled) else None
         if isinstance(base, GaussianNoise) and base.sensitivity / base.sigma < NEGLIGIBLE_GAUSSIAN:

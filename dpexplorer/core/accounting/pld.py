@@ -236,8 +236,8 @@ class PrivacyLossDistribution:
         grid_deltas = full[size - 1 : size - 1 + count] + 1e-13
         # grid_deltas is nonincreasing up to round-off: make it so, then find the first fit
         grid_deltas = np.maximum.accumulate(grid_deltas[::-1])[::-1]
-        first = np.searchsorted(-grid_deltas, -targets, side="left")
-        return np.minimum(first, count - 1) * step
+        fits = np.searchsorted(-grid_deltas, -targets, side="left")
+        return np.minimum(fits, count - 1) * step
 
 
 def epsilon_of_atoms(losses: np.ndarray, masses: np.ndarray, delta: float) -> float:
@@ -373,9 +373,10 @@ def _compose_laws(groups: Sequence[tuple[LossLaw, int]], mu: float) -> PrivacyLo
     # mass moved to +inf: truncated tails of the laws, and what may wrap around from above
     wrapped = grid.mass_above(groups, pieces, step, first + size)
     kept = math.prod(_survive(law.above, k) for law, k in groups) * (1 - wrapped)
+    tolerance: float | np.ndarray = 0.0
     if len(pieces) == 1 and pieces[0][2] == 1 and pieces[0][1].size <= size:
         start, pmf, _ = pieces[0]
-        first, tolerance = start, 0.0
+        first = start
     else:
         pmf, roundoff = grid.convolve(pieces, first, size)
         # ten times the worst round-off seen, added to every mass the sum can have, keeps the

@@ -234,7 +234,13 @@ def _subsampled_rdp(g: Subsampled, orders: np.ndarray) -> np.ndarray | None:
         return rdp_of(g.base, orders)
     key = (g, tuple(np.asarray(orders, dtype=float).tolist()))
     if key not in _RDP_CACHE:
-        base_curve = lambda a: rdp_of(g.base, a)  # noqa: E731
+        base = g.base
+
+        def base_curve(a: np.ndarray) -> np.ndarray:
+            curve = rdp_of(base, a)
+            assert curve is not None  # the base is Laplace, Gaussian or pure: each has a Renyi curve
+            return curve
+
         if g.scheme == "poisson":
             mu = g.base.sensitivity / g.base.sigma if isinstance(g.base, GaussianNoise) else None
             _RDP_CACHE[key] = amplify.poisson_rdp(orders, g.rate, base_curve, mu)

@@ -123,7 +123,7 @@ def _check_count(k: object) -> int:
     return k
 
 
-class HashedCounts(tuple):  # type: ignore[type-arg]
+class HashedCounts(tuple):
     """The pairs (guarantee, count) of a list, hashing once: the accountants cache their results
     per list, and a ledger of ten thousand distinct releases would otherwise be hashed anew (ten
     thousand dataclass hashes) at every lookup."""

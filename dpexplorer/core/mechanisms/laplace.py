@@ -162,7 +162,7 @@ class LaplaceMechanism(acc.NoisyReleaseMechanism):
         def halfwidth(eps: float) -> float:
             return laplace_scale(eps, query.sensitivity_l1) * np.log(1 / (1 - ci_level))
 
-        notes = ("Error of one coordinate; the Laplace tail bound is exact for it.",)
+        notes: tuple[str, ...] = ("Error of one coordinate; the Laplace tail bound is exact for it.",)
         if dims > 1:
             notes += (
                 f"All {dims} coordinates at once: P(max error >= b ln(d/β)) <= β "

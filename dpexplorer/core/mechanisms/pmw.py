@@ -288,7 +288,7 @@ class PMW(PureEpsilonMechanism):
 
 
 def monte_carlo_output(
-    simulate: Callable[[np.random.Generator, int, str], np.ndarray], runs: int = MC_RUNS
+    simulate: Callable[[np.random.Generator, int, Literal["D", "D'"]], np.ndarray], runs: int = MC_RUNS
 ) -> NumericOutput:
     """``runs`` simulated statistics on each side (seed 0) as histogram densities on 30 shared
     bins; the loss is estimated from them (±inf where a bin is empty on one side)."""

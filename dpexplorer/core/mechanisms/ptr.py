@@ -155,9 +155,9 @@ class ProposeTestRelease(acc.NoisyReleaseMechanism):
             )
 
         distances = [self.distance(params, query, on) for on in ("D", "D'")]
-        distances = ["∞" if d >= NO_SUCH_DISTANCE else str(d) for d in distances]
+        shown = ["∞" if d >= NO_SUCH_DISTANCE else str(d) for d in distances]
         note = (
-            "Distance to high sensitivity: {} on D, {} on D'; ".format(*distances)
+            "Distance to high sensitivity: {} on D, {} on D'; ".format(*shown)
             + f"threshold {pass_threshold(eps, delta):.3g}."
         )
         return acc.ReleasePair(side("D"), side("D'"), 0, note)

@@ -104,7 +104,7 @@ def quadrature_nodes(sigma: float, step: float, limit: float = Y_LIMIT) -> tuple
 
 
 def log_mixture(
-    z: np.ndarray, sigma: float, extra: float, nodes: tuple[np.ndarray, np.ndarray]
+    z: np.ndarray | float, sigma: float, extra: float, nodes: tuple[np.ndarray, np.ndarray]
 ) -> np.ndarray:
     """ln sum_j w_j exp(extra (-sigma y_j) - |z| e^{-sigma y_j}) - ln 2 over the quadrature
     ``nodes`` (y_j, ln w_j), vectorised over the distinct values of |z|, sorted, in chunks
@@ -150,7 +150,7 @@ class LaplaceLogNormal:
         """The quadrature nodes over Y for this sigma (:func:`quadrature_nodes`, cached)."""
         return quadrature_nodes(self.sigma, min(MAX_STEP, STEP_TIMES_SIGMA / self.sigma))
 
-    def _log_mix(self, z: np.ndarray, extra: float) -> np.ndarray:
+    def _log_mix(self, z: np.ndarray | float, extra: float) -> np.ndarray:
         """ln E[exp(extra * (-sigma Y) - |z| e^{-sigma Y})] - ln 2 (:func:`log_mixture`)."""
         return log_mixture(z, self.sigma, extra, self.nodes)
 

@@ -182,7 +182,7 @@ def outcome_errors(sets: list[tuple[int, ...]], answers: np.ndarray, threshold: 
         answered[: last + 1] = True
         is_top = np.zeros(a.size, dtype=bool)
         is_top[list(positions)] = True
-        parts = [threshold - a[is_top], a[answered & ~is_top] - threshold, [0.0]]
+        parts = [threshold - a[is_top], a[answered & ~is_top] - threshold, np.zeros(1)]
         errors[index] = max(float(np.max(p)) if len(p) else 0.0 for p in parts)
     return errors
 
@@ -204,7 +204,7 @@ class SparseVector(PureEpsilonMechanism):
     """Draw a fresh threshold noise after each ⊤ (Algorithm 2)."""
 
     def noise_scales(
-        self, params: Mapping[str, Any], query: WorkloadInput, denominator: float | np.ndarray
+        self, params: Mapping[str, Any], query: QueryInput, denominator: float | np.ndarray
     ) -> tuple[Any, Any]:
         """(threshold noise scale, query noise scale) = (2 c Delta / eps', 4 c Delta / eps') with
         Delta = 1 / denominator and eps' the epsilon left after the row count."""
