@@ -301,6 +301,10 @@ def query_input(
         from dpexplorer.data.grouped import group_input
 
         return group_input(dataset, query, relation, bounding_seed, exact_sums)
+    if getattr(query, "kind", None) == "marginals":  # synthetic data over marginals (MST, AIM)
+        from dpexplorer.data.marginals import marginal_input
+
+        return marginal_input(dataset, query, relation, bounding_seed=bounding_seed)
     raise DataError(f"unsupported query {query!r}")
 
 

@@ -1009,6 +1009,10 @@ def _from_dict(kind: Any, d: Mapping[str, Any]) -> Query:
             private,
             d.get("q", 0.5),
         )
+    if kind == "marginals":  # synthetic data over marginals (MST, AIM)
+        from dpexplorer.data.marginals import Marginals
+
+        return Marginals.from_dict(d)  # type: ignore[return-value]
     raise DataError(f"unknown query type {kind!r}")
 
 

@@ -24,6 +24,7 @@ The release pipeline (:mod:`.release`) charges the ledger first and calls ``draw
 | noisy_mean, private keys | noisy_mean on the keys a noisy threshold keeps | ApproxDP(eps'+eps_sel', delta) |
 | noisy_variance | discrete Laplace on the count, centred sum and squares, clamped | PureDP(eps' <= eps) |
 | dp_quantile | exact exponential mechanism over the declared grid | PureDP(eps) |
+| mst, aim | exact exponential selections, discrete Gaussian measurements of marginals | ZCDP(rho) |
 
 Refused (NotApplicableError says so): any mechanism added later until it gets a path here. Details and
 citations: :mod:`.numeric_paths`, :mod:`.selection_paths`, :mod:`.svt_paths`, :mod:`.exact`."""
@@ -45,6 +46,7 @@ from dpexplorer.release import (
     selection_paths,
     svt_paths,
     synthetic_paths,
+    synthetic_tables,
 )
 from dpexplorer.release.exact import ExactRelease
 
@@ -99,6 +101,8 @@ PATHS: dict[str, Path] = {
     "noisy_mean": ratio_paths.noisy_mean_release,
     "dp_quantile": selection_paths.dp_quantile_release,
     "noisy_variance": ratio_paths.noisy_variance_release,
+    "mst": synthetic_tables.marginal_release,
+    "aim": synthetic_tables.marginal_release,
 }
 """Mechanism name -> exact path (module docstring)."""
 

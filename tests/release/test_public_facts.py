@@ -97,6 +97,11 @@ QUERIES: dict[str, dict[str, Any]] = {
             {"label": "c in {c, d}", "conditions": [[0, [2, 3]]]},
         ],
     },
+    "marginals": {
+        "type": "marginals",
+        "axes": [{"column": "c", "categories": CATEGORIES}, {"column": "x", "edges": EDGES}],
+        "ways": 2,
+    },
 }
 
 

@@ -1,0 +1,373 @@
+"""Exact release of MST and AIM, and of the synthetic table they produce.
+
+The DP steps (:mod:`dpexplorer.core.marginals`) draw from the exact samplers here
+(:class:`ExactSteps`):
+
+* selection: the exponential mechanism by rejection sampling (uniform proposal accepted with
+  Bernoulli(exp(-(u* - u_r) / s)), s = 2 Delta_u / epsilon, CKS 2020 Algorithm 1;
+  :func:`~.selection_paths.exponential_pick`): exactly P(r) proportional to
+  exp(epsilon u_r / (2 Delta_u)), the scores exact rationals (:func:`~dpexplorer.core.marginals.l1_distance`);
+* measurement: the discrete Gaussian on the integer counts (CKS 2020, Algorithm 3,
+  vectorised) with variance t p / q >= the sigma^2 the mechanism accounts for, so each
+  measurement costs at most Delta_2^2 / (2 sigma^2) (CKS 2020, Theorem 14).
+
+Charged: ZCDP(rho), rho the mechanism's (from the declared epsilon and delta), which the run never
+exceeds (exact rational accounting; the module docstrings of mst.py and aim.py). Accountants that
+take no zCDP get (epsilon(rho, delta), delta) (:attr:`ExactRelease.approx`). Everything fixed
+before the charge (domain, bins, workload, rho, estimator settings) is a public fact; what the
+run selects (the marginals, the rounds' budgets) is a DP output (``dp_outputs``).
+
+Two ways out:
+
+* the generic pipeline (:func:`dpexplorer.release.release.execute`, the PATHS entries ``mst`` and
+  ``aim``) releases the noisy marginal measurements themselves (one value per cell of each
+  measured marginal: the DP output everything else is computed from);
+* :func:`release_table` charges the same guarantee, then fits the model (Private-PGM or the
+  dense estimator: post-processing) and writes the synthetic records as CSV, the measurements as
+  JSON and the provenance sidecar. Records are drawn with a numpy generator seeded by 256 bits of
+  the release's bit source (the OS CSPRNG in a release); their randomness is post-processing."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import dpexplorer
+from dpexplorer.core.accounting.guarantees import ZCDP, Guarantee
+from dpexplorer.core.accounting.single import zcdp_to_epsilon
+from dpexplorer.core.errors import InvalidParameterError, NotApplicableError
+from dpexplorer.core.marginals import MarginalInput, Transcript, choose_estimator, fitter, synthesise
+from dpexplorer.core.mechanisms import registry
+from dpexplorer.core.mechanisms.base import Mechanism
+from dpexplorer.core.mechanisms.mst import MarginalMechanism, check_input
+from dpexplorer.release import samplers
+from dpexplorer.release.exact import ExactRelease, Value
+from dpexplorer.release.export import (
+    _directory_lock,
+    atomic_write,
+    check_output_dir,
+    release_paths,
+    remove_partial_files,
+    remove_release,
+)
+from dpexplorer.release.ledger import Ledger, LedgerError, guarantee_to_dict
+from dpexplorer.release.rational import ceil_fraction, floor_log2
+from dpexplorer.release.samplers import BitSource, default_bit_source
+from dpexplorer.release.selection_paths import exponential_pick, gaps
+
+SAMPLER = (
+    "exponential mechanism by exact rejection sampling (CKS 2020 Bernoulli(exp(-gamma))) and "
+    "discrete Gaussian measurements of the counts (CKS 2020, Algorithm 3)"
+)
+
+
+def discrete_gaussian_parameters(sigma2: Fraction) -> tuple[int, int, int]:
+    """(t, p, q) with t p / q >= ``sigma2`` (less than 2^-19 relatively above it), t close to
+    sigma: the arguments of :func:`~.samplers.discrete_gaussian_array`."""
+    t = math.isqrt(sigma2.numerator // sigma2.denominator) + 1
+    q = 2 ** max(0, 20 - floor_log2(sigma2 / t))
+    return t, ceil_fraction(sigma2 * q / t), q
+
+
+class ExactSteps:
+    """:class:`~dpexplorer.core.marginals.PrivateSteps` from the exact samplers (module docstring)."""
+
+    def __init__(self, bits: BitSource) -> None:
+        self.bits = bits
+
+    def select(self, scores: Sequence[Fraction], epsilon: Fraction, sensitivity: Fraction) -> int:
+        return exponential_pick(gaps(list(scores), 2 * sensitivity / epsilon), self.bits)
+
+    def measure(self, counts: np.ndarray, sigma2: Fraction) -> np.ndarray:
+        t, p, q = discrete_gaussian_parameters(sigma2)
+        noise = samplers.discrete_gaussian_array(t, p, q, len(counts), self.bits)
+        return np.asarray(counts, dtype=np.int64) + noise
+
+
+def _checked(mechanism: Mechanism, params: Mapping[str, Any], query: Any) -> MarginalMechanism:
+    """The checks that can refuse, from public facts only, before anything is charged."""
+    if not isinstance(mechanism, MarginalMechanism) or not isinstance(query, MarginalInput):
+        raise NotApplicableError("synthetic data over marginals needs MST or AIM on a marginals query")
+    check_input(query)
+    choose_estimator(query.sizes, str(params["estimator"]))
+    rounds = int(params.get("rounds", 0))
+    if rounds and rounds < len(query.columns):
+        raise InvalidParameterError(
+            f"AIM plans at least one round per column: T must be at least {len(query.columns)}"
+        )
+    return mechanism
+
+
+def marginal_release(
+    mechanism: Mechanism, params: Mapping[str, Any], query: Any, ci_level: float = 0.95
+) -> ExactRelease:
+    """The exact path (PATHS ``mst``/``aim``): ``draw`` runs selection and measurement with the
+    exact samplers and returns the noisy counts of every measured marginal (labels in
+    ``dp_outputs["labels"]``: which marginals were measured is a DP output)."""
+    chosen = _checked(mechanism, params, query)
+    rho = chosen.rho(params)
+    delta = float(params["delta"])
+    epsilon = zcdp_to_epsilon(rho, delta)
+    facts: dict[str, Any] = {}
+
+    def draw(bits: BitSource) -> list[Value]:
+        transcript = chosen.steps(params, query, ExactSteps(bits))
+        facts.clear()
+        facts.update(transcript.describe(query))
+        facts["labels"] = [
+            f"{query.name(m.clique)}: {cell}"
+            for m in transcript.measurements
+            for cell in query.cell_labels(m.clique)
+        ]
+        return [float(v) for m in transcript.measurements for v in m.values]
+
+    return ExactRelease(
+        guarantee=ZCDP(rho),
+        epsilon=epsilon,
+        delta=delta,
+        rho=rho,
+        approx=(epsilon, delta),
+        sampler=SAMPLER,
+        labels=(),
+        draw=draw,
+        provenance={
+            **query.public_domain(),
+            "rho": rho,
+            "estimator": str(params["estimator"]),
+            "estimator_resolved": choose_estimator(query.sizes, str(params["estimator"])),
+            "estimation_iterations": int(params["iterations"]),
+            "released": "noisy counts of every measured marginal (selected privately)",
+        },
+        dp_outputs=facts,
+    )
+
+
+# ------------------------------------------------------------------ the synthetic table
+@dataclass(frozen=True)
+class TableRelease:
+    """A synthetic table ready to charge (nothing drawn yet): everything public."""
+
+    fingerprint: str
+    query: dict[str, Any]
+    mechanism: str
+    parameters: dict[str, Any]
+    relation: str
+    input: MarginalInput
+    exact: ExactRelease
+    token: str
+
+
+@dataclass(frozen=True)
+class TableResult:
+    """What a synthetic-table release wrote and charged."""
+
+    row_id: int
+    rows: int
+    guarantee: Guarantee
+    rho: float
+    epsilon: float
+    delta: float
+    files: dict[str, Path]
+    selected: list[list[str]]
+
+
+def prepare_table(
+    query_input: MarginalInput,
+    mechanism_name: str,
+    params: Mapping[str, Any],
+    *,
+    fingerprint: str,
+    query: Mapping[str, Any],
+    relation: str = "add_remove",
+) -> TableRelease:
+    """Validate a synthetic-table release; draws and charges nothing (InvalidParameterError,
+    NotApplicableError on refusal, decided from public facts)."""
+    from dpexplorer.release.export import new_token
+
+    try:
+        mechanism = registry.get(mechanism_name)
+    except KeyError as exc:
+        raise InvalidParameterError(str(exc.args[0])) from None
+    if not isinstance(mechanism, MarginalMechanism):
+        raise InvalidParameterError(f"a synthetic table is made by mst or aim, not {mechanism_name}")
+    validated = mechanism.validate(params)
+    exact = marginal_release(mechanism, validated, query_input)
+    return TableRelease(
+        fingerprint, dict(query), mechanism_name, validated, relation, query_input, exact, new_token()
+    )
+
+
+def _sidecar(
+    prepared: TableRelease, row_id: int, charged: Guarantee, ledger: Ledger, bits: str, rows: int | None
+) -> dict[str, Any]:
+    exact = prepared.exact
+    return {
+        "mechanism": prepared.mechanism,
+        "parameters": prepared.parameters,
+        "query": prepared.query,
+        "relation": prepared.relation,
+        "epsilon": exact.epsilon,
+        "delta": exact.delta,
+        "rho": exact.rho,
+        "guarantee_charged": guarantee_to_dict(charged),
+        "statistic": "synthetic table over marginals",
+        "sampler": exact.sampler,
+        "randomness": bits,
+        "records_randomness": "numpy PCG64 seeded with 256 bits of the release's bit source "
+        "(post-processing)",
+        "discretisation": exact.provenance,
+        "dp_outputs": {**exact.dp_outputs, "synthetic_rows": rows},
+        "software": f"dpexplorer {dpexplorer.__version__}",
+        "dataset_fingerprint": prepared.fingerprint,
+        "ledger_row_id": row_id,
+        "ledger_path": str(ledger.path),
+        "time": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def release_table(
+    prepared: TableRelease,
+    *,
+    ledger: Ledger,
+    out_dir: str | os.PathLike[str],
+    bits: BitSource | None = None,
+) -> TableResult:
+    """Check the directory and the budget, charge, then run selection and measurement with the
+    exact samplers, fit the model, draw the records and write them (CSV), the measurements (JSON)
+    and the sidecar. A failure after the charge marks the ledger row failed and raises
+    :class:`~dpexplorer.release.release.ReleaseFailedError` (nothing is left half-written)."""
+    from dpexplorer.release.release import _failed, charged_for
+
+    budget = ledger.budget(prepared.fingerprint)
+    charged = charged_for(prepared.exact, budget.method if budget else None)
+    try:
+        json.dumps(_sidecar(prepared, 0, charged, ledger, "", 0), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameterError(f"the release's provenance cannot be written: {exc}") from None
+    ledger.check(prepared.fingerprint, [charged])
+    check_output_dir(out_dir, [prepared.token])
+    remove_partial_files(out_dir)
+    row_id = ledger.charge(
+        prepared.fingerprint,
+        query=prepared.query,
+        mechanism=prepared.mechanism,
+        parameters=prepared.parameters,
+        guarantee=charged,
+    )
+    try:
+        result = _run_and_write(prepared, ledger, out_dir, bits, row_id, charged)
+    except BaseException as exc:
+        failure = _failed(prepared, ledger, row_id, exc)  # type: ignore[arg-type]
+        if failure is exc:
+            raise
+        raise failure from exc
+    with contextlib.suppress(LedgerError):  # the row then still says 'charged': the budget is counted
+        ledger.mark_released(row_id, result.files["provenance"])
+    return result
+
+
+def _run_and_write(
+    prepared: TableRelease,
+    ledger: Ledger,
+    out_dir: str | os.PathLike[str],
+    bits: BitSource | None,
+    row_id: int,
+    charged: Guarantee,
+) -> TableResult:
+    import polars as pl
+
+    source = bits if bits is not None else default_bit_source()
+    query, params = prepared.input, prepared.parameters
+    mechanism = _checked(registry.get(prepared.mechanism), params, query)
+    transcript: Transcript = mechanism.steps(params, query, ExactSteps(source))
+    prepared.exact.dp_outputs.clear()
+    prepared.exact.dp_outputs.update(transcript.describe(query))
+    seed = int.from_bytes(np.asarray(source.words(4), dtype=np.uint64).tobytes(), "little")
+    rng = np.random.Generator(np.random.PCG64(seed))
+    fit = fitter(query, str(params["estimator"]), int(params["iterations"]))
+    result = synthesise(query, transcript, fit, int(params["rows"]), rng)
+    table = pl.DataFrame(result.table(query))
+    buffer = io.StringIO()
+    table.write_csv(buffer)
+    sidecar = _sidecar(prepared, row_id, charged, ledger, source.name, len(result.records))
+    measurements = {
+        "measurements": [
+            {
+                "marginal": [query.columns[i] for i in m.clique],
+                "cells": query.cell_labels(m.clique),
+                "noisy_counts": [float(v) for v in m.values],
+                "noise_variance": float(m.sigma2),
+            }
+            for m in transcript.measurements
+        ]
+    }
+    directory = Path(out_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = f"release-{row_id:06d}-{prepared.token}-{prepared.mechanism}-synthetic"
+    paths = release_paths(directory, stem)
+    sidecar["files"] = {k: p.name for k, p in paths.items() if k != "provenance"}
+    texts = {
+        "csv": buffer.getvalue(),
+        "json": json.dumps(measurements, indent=2, allow_nan=False) + "\n",
+        "provenance": json.dumps(sidecar, indent=2, sort_keys=True, allow_nan=False) + "\n",
+    }
+    written: dict[str, Path] = {}
+    with _directory_lock(directory):
+        try:
+            for kind in ("csv", "json", "provenance"):
+                atomic_write(paths[kind], texts[kind])
+                written[kind] = paths[kind]
+        except BaseException:
+            remove_release(written)
+            raise
+    return TableResult(
+        row_id=row_id,
+        rows=len(result.records),
+        guarantee=charged,
+        rho=float(prepared.exact.rho or 0.0),
+        epsilon=prepared.exact.epsilon,
+        delta=prepared.exact.delta,
+        files=paths,
+        selected=[[query.columns[i] for i in m.clique] for m in transcript.measurements],
+    )
+
+
+def release_synthetic(
+    dataset: Any,
+    query: Any,
+    mechanism_name: str,
+    params: Mapping[str, Any],
+    *,
+    ledger: Ledger,
+    out_dir: str | os.PathLike[str],
+    relation: str = "add_remove",
+    bits: BitSource | None = None,
+    dataset_name: str | None = None,
+) -> TableResult:
+    """A synthetic table of ``dataset`` for the marginals ``query``
+    (:class:`~dpexplorer.data.marginals.Marginals`), charged to the dataset's budget in
+    ``ledger`` first. The privacy unit's rows are chosen with a seed from the OS CSPRNG."""
+    from dpexplorer.data.marginals import marginal_input
+    from dpexplorer.release.release import dataset_key
+
+    built = marginal_input(dataset, query, relation)  # type: ignore[arg-type]
+    prepared = prepare_table(
+        built,
+        mechanism_name,
+        params,
+        fingerprint=dataset_key(dataset, ledger, dataset_name),
+        query=query.to_dict(),
+        relation=relation,
+    )
+    return release_table(prepared, ledger=ledger, out_dir=out_dir, bits=bits)
