@@ -21,7 +21,7 @@ stays spent. Every SQLite error after opening surfaces as :class:`LedgerError`.
 Datasets are keyed by the fingerprint of their parsed content
 (:attr:`dpexplorer.data.load.Dataset.content_fingerprint`), or by a name the steward gives
 (``name:<NAME>``); :meth:`Ledger.identify` moves what older ledgers kept under the file's
-SHA-256 to that key, once, and remembers the alias."""
+SHA-256 or the content-v1 key (64 hex digits) to that key, once, and remembers the alias."""
 
 from __future__ import annotations
 
@@ -75,7 +75,14 @@ CREATE TABLE IF NOT EXISTS aliases (
     dataset TEXT NOT NULL,
     time TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS migrated (
+    fingerprint TEXT PRIMARY KEY,
+    time TEXT NOT NULL
+);
 """
+LEGACY_KEY_LENGTH = 64
+"""Keys of older schemes are 64 hex digits (the file's SHA-256, content-v1); content-v2 keys
+have 32 (:mod:`dpexplorer.data.identity`) and names start with :data:`NAME_PREFIX`."""
 NAME_PREFIX = "name:"
 """Ledger key of a dataset the steward named: ``name:<NAME>``."""
 
@@ -427,13 +434,34 @@ class Ledger:
             )
 
     # ---- dataset identity
-    def identify(self, fingerprint: str, *, legacy: Sequence[str] = (), name: str | None = None) -> str:
+    def legacy_pending(self, fingerprint: str) -> bool:
+        """True when this ledger keeps budgets or measurements under keys of an older scheme
+        (:data:`LEGACY_KEY_LENGTH` hex digits) and ``fingerprint`` has not yet been looked for
+        among them (:meth:`identify` with ``checked``): only then need a caller compute the
+        older keys of its dataset (slow for content-v1), once per dataset and ledger."""
+        rows = self._read(
+            "SELECT EXISTS (SELECT 1 FROM migrated WHERE fingerprint = ?), EXISTS (SELECT 1 FROM budgets "
+            "WHERE length(fingerprint) = ? AND fingerprint NOT LIKE 'name:%' UNION ALL SELECT 1 FROM "
+            "measurements WHERE length(fingerprint) = ? AND fingerprint NOT LIKE 'name:%')",
+            (fingerprint, LEGACY_KEY_LENGTH, LEGACY_KEY_LENGTH),
+        )
+        return not rows[0][0] and bool(rows[0][1])
+
+    def identify(
+        self,
+        fingerprint: str,
+        *,
+        legacy: Sequence[str] = (),
+        name: str | None = None,
+        checked: bool = False,
+    ) -> str:
         """The key this dataset's budget and measurements are kept under: ``name:<name>`` if the
         steward names it, else the name its content was filed under before, else ``fingerprint``.
         Budgets and measurements kept under ``fingerprint`` or a ``legacy`` key (the file's
         SHA-256 of older ledgers) move to that key (where both had a budget, the smaller epsilon
         and delta are kept), and the aliases are remembered. InvalidParameterError if the content
-        is already filed under another name (one dataset, one budget)."""
+        is already filed under another name (one dataset, one budget). ``checked``: ``legacy``
+        holds every older key of this dataset, so :meth:`legacy_pending` is False from now on."""
         if name is not None and not name.strip():
             raise InvalidParameterError("the dataset name must not be blank")
         with self._transaction() as db:
@@ -446,6 +474,8 @@ class Ledger:
             for other in dict.fromkeys([fingerprint, *legacy]):
                 if other != key:
                     self._move(db, other, key)
+            if checked:
+                db.execute("INSERT OR IGNORE INTO migrated VALUES (?, ?)", (fingerprint, _now()))
             return key
 
     def _move(self, db: sqlite3.Connection, old: str, key: str) -> None:

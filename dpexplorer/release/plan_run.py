@@ -11,7 +11,6 @@ whoever calls."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -152,9 +151,8 @@ def prepare_plan(
     for number, entry in enumerate(entries, start=1):
         try:
             query, params = entry_query(entry)
-            item = prepare(dataset, query, entry["mechanism"], params, ci_level=ci_level)
-            item = item if rate is None else with_sampling_rate(item, rate)
-            prepared.append(dataclasses.replace(item, fingerprint=key))
+            item = prepare(dataset, query, entry["mechanism"], params, ci_level=ci_level, key=key)
+            prepared.append(item if rate is None else with_sampling_rate(item, rate))
         except (DPExplorerError, KeyError, TypeError, ValueError, ArithmeticError) as exc:
             raise PlanError(f"plan entry {number}: {exc}") from None
     return prepared

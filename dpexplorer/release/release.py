@@ -228,13 +228,18 @@ def prepare(
     ci_level: float = 0.95,
     ledger: Ledger | None = None,
     dataset_name: str | None = None,
+    key: str | None = None,
 ) -> PreparedRelease:
     """:func:`prepare_input` for a query of the data layer on a loaded dataset. With ``ledger``,
-    the release is filed under the dataset's key there (:func:`dataset_key`); without, under its
-    content fingerprint."""
+    the release is filed under the dataset's key there (:func:`dataset_key`); with ``key``, under
+    that key, already found in the ledger it will be charged to (a plan identifies its dataset
+    once); without either, under its content fingerprint, the file's SHA-256 kept as a legacy key."""
     from dpexplorer.data.answers import query_input
 
-    fingerprint = dataset_key(dataset, ledger, dataset_name) if ledger is not None else _identity(dataset)
+    if key is not None:
+        fingerprint = key
+    else:
+        fingerprint = dataset_key(dataset, ledger, dataset_name) if ledger is not None else _identity(dataset)
     prepared = prepare_input(
         query_input(dataset, query, relation, exact_sums=True),
         mechanism_name,
@@ -244,15 +249,31 @@ def prepare(
         relation=relation,
         ci_level=ci_level,
     )
-    if ledger is not None or dataset.fingerprint == fingerprint:
+    if key is not None or ledger is not None or dataset.fingerprint == fingerprint:
         return prepared  # already filed (dataset_key moved the legacy key), or nothing to move
     return dataclasses.replace(prepared, legacy=(dataset.fingerprint,))
 
 
 def dataset_key(dataset: Any, ledger: Ledger, name: str | None = None) -> str:
     """The ledger key of ``dataset``: its content fingerprint (or ``name``), with what older
-    ledgers kept under the file's SHA-256 moved there (:meth:`Ledger.identify`)."""
-    return ledger.identify(_identity(dataset), legacy=[dataset.fingerprint], name=name)
+    ledgers kept under the file's SHA-256 or the content-v1 key moved there
+    (:meth:`Ledger.identify`). Those older keys are computed only while the ledger holds keys of
+    an older scheme not yet looked for this dataset (:meth:`Ledger.legacy_pending`): once per
+    dataset and ledger, and never in a ledger that has none."""
+    fingerprint = _identity(dataset)
+    legacy = legacy_keys(dataset) if ledger.legacy_pending(fingerprint) else []
+    return ledger.identify(fingerprint, legacy=legacy, name=name, checked=True)
+
+
+def legacy_keys(dataset: Any) -> list[str]:
+    """The keys older ledgers may keep ``dataset`` under: the file's SHA-256 and, for a dataset
+    read by polars, its content-v1 key (about 4 s per million rows)."""
+    from dpexplorer.data.load import Dataset, content_fingerprint_v1
+
+    keys = [dataset.fingerprint]
+    if isinstance(dataset, Dataset):
+        keys.append(content_fingerprint_v1(dataset.frame))
+    return keys
 
 
 def _identity(dataset: Any) -> str:

@@ -238,9 +238,10 @@ def test_file_disappears_while_being_read(tmp_path, monkeypatch):
         load_dataset(p)
 
 
-def test_identify_is_the_content_fingerprint_and_polls_its_token(tmp_path):
+def test_identify_is_the_content_fingerprint_and_polls_its_token(tmp_path, monkeypatch):
     """Dataset.identify (the window's background job) gives the ledger key content_fingerprint
-    gives, eager or streamed, reports progress, and stops at a cancelled token."""
+    gives, eager or streamed, in batches or whole, reports progress, and stops at a cancelled
+    token."""
     from dpexplorer.core.cancel import CancelToken
     from dpexplorer.core.errors import CancelledError
     from dpexplorer.data import load as load_module
@@ -249,10 +250,8 @@ def test_identify_is_the_content_fingerprint_and_polls_its_token(tmp_path):
     path = tmp_path / "t.parquet"
     table = pl.DataFrame({"x": range(120_000), "s": ["a", None, "c"] * 40_000, "r": [1.5, None, 2] * 40_000})
     table.write_parquet(path)
-    # the key as it was defined before the batches (one pass over the whole table's rows)
-    texts = table.select(load_module._canonical_rows(table.schema))["r"]
-    whole = sum(int.from_bytes(hashlib.sha256(t.encode("utf-8")).digest(), "big") for t in texts)
-    key = load_module.content_digest(table.schema, whole)
+    key = content_fingerprint(table)  # one batch: the whole table
+    monkeypatch.setattr(load_module, "HASH_BATCH", 50_000)
     assert content_fingerprint(table) == key
     fractions: list[float] = []
     assert load_dataset(path).identify(progress=fractions.append) == key
@@ -264,4 +263,4 @@ def test_identify_is_the_content_fingerprint_and_polls_its_token(tmp_path):
     with pytest.raises(CancelledError):
         dataset.identify(cancel=token)
     assert "content_fingerprint" not in dataset.__dict__, "nothing cached from a cancelled run"
-    assert dataset.content_fingerprint == key and load_module.HASH_BATCH < 120_000
+    assert dataset.content_fingerprint == key

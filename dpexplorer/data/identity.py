@@ -1,0 +1,425 @@
+"""The dataset's identity in the ledger (``content-v2``): a fingerprint of the parsed table,
+computed vectorised (numpy on the columns' Arrow buffers), the same on every engine, file format
+and library version.
+
+Canonical form. The table is its column names with their kinds (``numeric``, ``categorical``,
+``boolean``, ``date``; :func:`dpexplorer.data.load.kind_of_dtype`), sorted by name, and the
+multiset of its rows. A row is the canonical encoding of its cells, in the columns' name order;
+a cell is encoded by the family of its column's type, not by the type itself:
+
+* missing (null, and text that is empty or exactly ``NA``: how CSV writers spell a missing
+  value, quoted or not) -> MISSING;
+* a number -> its exact value: an integral value of magnitude below 2^63 (39, 39.0, -0.0 -> 0)
+  as the 64-bit two's complement integer (tag INT), any other value as the IEEE-754 binary64
+  bits of its float64 (tag FLOAT; one NaN; an unsigned integer of 2^63 or more and a decimal go
+  through their float64 value);
+* a boolean -> 0 or 1 (tag BOOL); a date -> days since 1970-01-01 (tag DATE); a date-time ->
+  microseconds since the epoch (tag DATETIME; the stored instant, time zone ignored); a duration
+  -> microseconds (tag DURATION); a time of day -> nanoseconds since midnight (tag TIME);
+* text and bytes -> the UTF-8 bytes (tag TEXT), read as little-endian 64-bit words, the last
+  zero-padded (a string of 0 to 8 bytes is one word); any other type -> its text (polars' cast).
+
+Hash. Two independent 64-bit lanes, L in (A, B), each with its own seed and bijective finaliser
+``mix_L`` (A: MurmurHash3's fmix64; B: SplitMix64's). All arithmetic is modulo 2^64.
+
+* a tagged 64-bit word ``x``: ``cell = mix_L(seed_L(tag) ^ x)``, where ``seed_L(tag) =
+  mix_L(SEED_L ^ (tag << 56))``;
+* text of ``n`` bytes in words ``w_0..w_k``: ``h = mix_L(start_L(n) ^ w_0)``, then ``h =
+  mix_L(h ^ w_i)``, where ``start_L(n) = mix_L(SEED_L ^ (TEXT << 56) ^ (n * GOLDEN))`` (the
+  length is hashed, so padding cannot be confused with zero bytes);
+* missing: ``mix_L(SEED_L ^ (MISSING << 56))``;
+* a row: ``mix_L(ROW_L + sum_c K_L(c) * cell_c)`` with the odd multiplier ``K_L(c) =
+  mix_L(SEED_L ^ (c + 1)) | 1`` of the c-th column in name order (so a value moved to another
+  column changes the row);
+* the table: per lane the SUM of its rows' hashes modulo 2^64, a multiset hash: independent of
+  row order, partitioning and batching, and of how many workers computed which part (the Spark
+  engine adds its partitions' sums), while a changed, added or removed row changes each sum
+  unless two different row multisets happen to give equal sums.
+
+The fingerprint is the first 128 bits (32 hex digits) of SHA-256 over ``content-v2``, the header
+(``len:name:kind`` per column, joined by 0x1E), the row count and the two lane sums (8 bytes
+each, big-endian). Older keys are 64 hex digits (content-v1, one Python SHA-256 per row, and the
+file's SHA-256), which is how the ledger tells them apart.
+
+Why two lanes (128 bits). The sum is linear: it only resists accidental collisions, which is
+what a ledger key needs (two different tables sharing a budget is the only harm, and it can
+only make the ledger refuse early; a steward who wants a fresh budget can change a cell
+anyway). With one 64-bit lane, two given different tables collide with probability about
+2^-64, but a cell's hash is only 64 bits too, so among the U distinct values of a column the
+chance that two collide (and a one-cell change from one to the other goes unseen) is about
+U^2 / 2^65: 3e-6 for ten million values, too close for a key meant to last. Two independent
+lanes square both: about 2^-128 per pair of tables and U^2 / 2^129 per column (1e-25).
+
+Speed. Every step is a few numpy operations on a batch of :data:`BATCH_ROWS` rows (kept in
+cache); a text value of at most 12 bytes is read from its Arrow view without touching the data
+buffer. Pure numpy and the standard library, so stable across polars, pyarrow and Spark
+versions: polars' own ``hash()`` is not (it may change between releases)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+SCHEME = "content-v2"
+KEY_HEX = 32
+"""Hex digits of a content-v2 key (128 bits); older keys have 64."""
+BATCH_ROWS = 1 << 16
+"""Rows hashed per step (its arrays stay in the processor's cache)."""
+
+U64 = np.uint64
+MISSING, TEXT, INT, FLOAT, BOOL, DATE, DATETIME, DURATION, TIME = range(9)
+"""Tags of the canonical cells (the top byte of a seed)."""
+GOLDEN = 0x9E3779B97F4A7C15
+CANONICAL_NAN = 0x7FF8000000000000
+SEEDS = (0x243F6A8885A308D3, 0x13198A2E03707344)
+"""Lane seeds (digits of pi)."""
+ROWS = (0xA4093822299F31D0, 0x082EFA98EC4E6C89)
+MASK64 = (1 << 64) - 1
+_WORD_MASKS = np.array([0, *((1 << (8 * i)) - 1 for i in range(1, 8)), MASK64], dtype=U64)
+
+
+def mix_int(lane: int, x: int) -> int:
+    """``mix_L`` on a Python int (the reference the numpy version must equal)."""
+    x &= MASK64
+    if lane == 0:  # MurmurHash3 fmix64
+        x ^= x >> 33
+        x = (x * 0xFF51AFD7ED558CCD) & MASK64
+        x ^= x >> 33
+        x = (x * 0xC4CEB9FE1A85EC53) & MASK64
+        return x ^ (x >> 33)
+    x ^= x >> 30  # SplitMix64's finaliser
+    x = (x * 0xBF58476D1CE4E5B9) & MASK64
+    x ^= x >> 27
+    x = (x * 0x94D049BB133111EB) & MASK64
+    return x ^ (x >> 31)
+
+
+_MIX = (
+    ((33, 0xFF51AFD7ED558CCD), (33, 0xC4CEB9FE1A85EC53), (33, 0)),
+    ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB), (31, 0)),
+)
+
+
+def mix(lane: int, x: np.ndarray) -> np.ndarray:
+    """``mix_L`` on a uint64 array, in place (returned)."""
+    tmp = np.empty_like(x)
+    for shift, mult in _MIX[lane]:
+        np.right_shift(x, U64(shift), out=tmp)
+        np.bitwise_xor(x, tmp, out=x)
+        if mult:
+            np.multiply(x, U64(mult), out=x)
+    return x
+
+
+def tag_seed(lane: int, tag: int) -> int:
+    return mix_int(lane, SEEDS[lane] ^ (tag << 56))
+
+
+def missing_hash(lane: int) -> int:
+    return tag_seed(lane, MISSING)
+
+
+def text_start(lane: int, n: int) -> int:
+    return mix_int(lane, SEEDS[lane] ^ (TEXT << 56) ^ ((n * GOLDEN) & MASK64))
+
+
+def column_multiplier(lane: int, position: int) -> int:
+    return mix_int(lane, SEEDS[lane] ^ (position + 1)) | 1
+
+
+def header(schema: pl.Schema) -> str:
+    """The names and kinds part of the key (columns sorted by name)."""
+    from dpexplorer.data.load import kind_of_dtype
+
+    return "\x1e".join(f"{len(c)}:{c}:{kind_of_dtype(schema[c])}" for c in sorted(schema.names()))
+
+
+def digest(schema: pl.Schema, n_rows: int, sums: tuple[int, int]) -> str:
+    """The content-v2 key from the header, the row count and the two lane sums."""
+    h = hashlib.sha256(f"{SCHEME}\x1d{header(schema)}\x1d".encode())
+    h.update((n_rows & MASK64).to_bytes(8, "big"))
+    for s in sums:
+        h.update((s & MASK64).to_bytes(8, "big"))
+    return h.hexdigest()[:KEY_HEX]
+
+
+@dataclass
+class Sums:
+    """Running lane sums and row count of a table's batches (add them in any order)."""
+
+    n: int = 0
+    a: int = 0
+    b: int = 0
+
+    def add(self, other: Sums) -> None:
+        self.n += other.n
+        self.a = (self.a + other.a) & MASK64
+        self.b = (self.b + other.b) & MASK64
+
+
+# ---------------------------------------------------------------- per-column canonical words
+@dataclass(frozen=True)
+class _Words:
+    """A column batch's canonical form: per row a tag and a word (tagged kinds), or the text's
+    lengths and word matrix source (text); ``missing`` marks missing cells."""
+
+    missing: np.ndarray
+    tags: np.ndarray | None = None
+    words: np.ndarray | None = None
+    text: _Text | None = None
+
+
+@dataclass(frozen=True)
+class _Text:
+    lengths: np.ndarray  # int64 byte lengths
+    first: np.ndarray  # uint64 first word (zero-padded)
+    more: list[tuple[np.ndarray, np.ndarray]]  # (row indices, word) for words 1, 2, ...
+
+
+def _integers(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Tags and words of integers (int64 or uint64 arrays)."""
+    if values.dtype == np.uint64:
+        big = values >= U64(1 << 63)
+        if big.any():
+            as_float = _floats(values.astype(np.float64))
+            tags = np.where(big, as_float[0], np.uint8(INT))
+            words = np.where(big, as_float[1], values)
+            return tags, words
+        return np.full(values.size, INT, np.uint8), values.copy()
+    return np.full(values.size, INT, np.uint8), values.astype(np.int64, copy=False).view(U64).copy()
+
+
+def _floats(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Tags and words of float64 values: integral ones of magnitude < 2^63 as integers."""
+    with np.errstate(invalid="ignore"):
+        integral = (np.trunc(values) == values) & (np.abs(values) < 2.0**63)
+    ints = np.where(integral, values, 0.0).astype(np.int64).view(U64)
+    words = np.where(integral, ints, values.view(U64))
+    words[np.isnan(values)] = U64(CANONICAL_NAN)
+    return np.where(integral, np.uint8(INT), np.uint8(FLOAT)), words
+
+
+class _Column:
+    """One column of a table, converted once (zero-copy where the engine allows), whose
+    canonical words are produced a batch of rows at a time (:meth:`words`)."""
+
+    def __init__(self, series: pl.Series, views: bool = True) -> None:
+        dtype = series.dtype
+        self.missing = series.is_null().to_numpy() if series.null_count() else None
+        self.values: np.ndarray | None = None
+        self.tag = -1  # a fixed tag; -1: numbers (per value), -2: text
+        self.views: np.ndarray | None = None
+        if dtype == pl.Null:
+            self.tag, self.values = MISSING, np.zeros(series.len(), np.int64)
+            self.missing = np.ones(series.len(), bool)
+            return
+        if dtype.is_numeric():
+            raw = series.fill_null(0) if self.missing is not None else series
+            if dtype.is_integer() and dtype != pl.UInt64:
+                raw = raw.cast(pl.Int64)
+            elif not dtype.is_integer():
+                raw = raw.cast(pl.Float64)
+            self.values = raw.to_numpy()
+            return
+        fixed: dict[type, tuple[int, pl.Expr]] = {
+            pl.Boolean: (BOOL, pl.first().cast(pl.Int64)),
+            pl.Date: (DATE, pl.first().cast(pl.Int64)),
+            pl.Datetime: (DATETIME, pl.first().dt.epoch("us")),
+            pl.Duration: (DURATION, pl.first().dt.total_microseconds()),
+            pl.Time: (TIME, pl.first().cast(pl.Int64)),
+        }
+        for base, (tag, expr) in fixed.items():
+            if isinstance(dtype, base) or dtype == base:
+                self.tag = tag
+                self.values = series.to_frame().select(expr.fill_null(0)).to_series().to_numpy()
+                return
+        self.tag = -2
+        if dtype not in (pl.String, pl.Binary):
+            series = series.cast(pl.String)
+        self._arrow(series, views)
+
+    def _arrow(self, series: pl.Series, views: bool) -> None:
+        """The text's Arrow buffers: views (zero-copy from polars) or offsets and data (an older
+        layout, or ``views`` False: the same words either way)."""
+        import pyarrow as pa
+
+        array = series.to_arrow(compat_level=pl.CompatLevel.newest() if views else pl.CompatLevel.oldest())
+        if isinstance(array, pa.ChunkedArray):
+            array = array.combine_chunks()
+        n = len(array)
+        if pa.types.is_string_view(array.type) or pa.types.is_binary_view(array.type):
+            buffers = array.buffers()
+            self.views = np.frombuffer(buffers[1], U64, 2 * n, array.offset * 16).reshape(n, 2)
+            parts = [_bytes(b) for b in buffers[2:]]
+            self.bases = np.cumsum([0, *(p.size for p in parts)])[:-1].astype(np.int64)
+            self.data = _padded(np.concatenate(parts) if parts else np.zeros(0, np.uint8))
+            return
+        if not (pa.types.is_large_string(array.type) or pa.types.is_large_binary(array.type)):
+            array = array.cast(pa.large_binary() if pa.types.is_binary(array.type) else pa.large_string())
+        buffers = array.buffers()
+        self.offsets = np.frombuffer(buffers[1], np.int64, n + 1, array.offset * 8)
+        self.data = _padded(_bytes(buffers[2]))
+
+    def words(self, start: int, stop: int) -> _Words:
+        missing = self.missing[start:stop] if self.missing is not None else np.zeros(stop - start, bool)
+        if self.tag >= 0:
+            assert self.values is not None
+            values = self.values[start:stop].astype(np.int64, copy=False).view(U64)
+            return _Words(missing, np.full(stop - start, self.tag, np.uint8), values)
+        if self.tag == -1:
+            assert self.values is not None
+            values = self.values[start:stop]
+            tags, words = _floats(values) if values.dtype.kind == "f" else _integers(values)
+            return _Words(missing, tags, words)
+        if self.views is not None:
+            text = self._view_text(start, stop, missing)
+        else:
+            text = self._offset_text(start, stop, missing)
+        na = (text.lengths == 0) | ((text.lengths == 2) & (text.first == U64(0x414E)))  # "", "NA"
+        return _Words(missing | na, text=text)
+
+    def _offset_text(self, start: int, stop: int, missing: np.ndarray) -> _Text:
+        starts = self.offsets[start:stop]
+        lengths = np.where(missing, 0, self.offsets[start + 1 : stop + 1] - starts)
+        return _gathered(starts, lengths, self.data)
+
+    def _view_text(self, start: int, stop: int, missing: np.ndarray) -> _Text:
+        """A value of at most 12 bytes is inline in its 16-byte view (length, then the bytes);
+        a longer one is in a data buffer (index and offset in the view's second half)."""
+        assert self.views is not None
+        lo, hi = self.views[start:stop, 0], self.views[start:stop, 1]
+        lengths = np.where(missing, 0, (lo & U64(0xFFFFFFFF)).astype(np.int64))
+        first = (lo >> U64(32)) | (hi << U64(32))
+        first &= _WORD_MASKS[np.minimum(lengths, 8)]
+        more: list[tuple[np.ndarray, np.ndarray]] = []
+        short = np.flatnonzero((lengths > 8) & (lengths <= 12))
+        if short.size:
+            more.append((short, (hi[short] >> U64(32)) & _WORD_MASKS[lengths[short] - 8]))
+        long = np.flatnonzero(lengths > 12)
+        if long.size:
+            index = (hi[long] & U64(0xFFFFFFFF)).astype(np.int64)
+            starts = self.bases[index] + (hi[long] >> U64(32)).astype(np.int64)
+            gathered = _gathered(starts, lengths[long], self.data)
+            first[long] = gathered.first
+            more = _merge_more(more, [(long[i], w) for i, w in gathered.more])
+        return _Text(lengths, first, more)
+
+
+def _bytes(buffer: object) -> np.ndarray:
+    return np.frombuffer(buffer, np.uint8) if buffer is not None else np.zeros(0, np.uint8)  # type: ignore[call-overload]
+
+
+def _padded(data: np.ndarray) -> np.ndarray:
+    """``data`` as aligned 64-bit words with a zero word after its end (for :func:`_gathered`)."""
+    padded = np.zeros(data.size // 8 + 2, U64)
+    padded.view(np.uint8)[: data.size] = data
+    return padded
+
+
+def _merge_more(
+    a: list[tuple[np.ndarray, np.ndarray]], b: list[tuple[np.ndarray, np.ndarray]]
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Words 1, 2, ... of two disjoint sets of rows, merged per word index."""
+    out = []
+    for k in range(max(len(a), len(b))):
+        parts = [p[k] for p in (a, b) if k < len(p)]
+        out.append((np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])))
+    return out
+
+
+def _gathered(starts: np.ndarray, lengths: np.ndarray, padded: np.ndarray) -> _Text:
+    """Words of byte strings at ``starts`` of ``lengths`` in ``padded`` (:func:`_padded`; any
+    alignment): each word is two aligned 64-bit reads shifted together, masked to the end."""
+
+    def word_at(pos: np.ndarray, rem: np.ndarray) -> np.ndarray:
+        q, r = pos >> 3, (pos & 7).astype(U64) * U64(8)
+        w = padded[q] >> r
+        w |= np.where(r == 0, U64(0), padded[q + 1] << ((U64(64) - r) & U64(63)))
+        return w & _WORD_MASKS[np.clip(rem, 0, 8)]
+
+    first = word_at(starts, lengths)
+    more = []
+    k = 1
+    while True:
+        rows = np.flatnonzero(lengths > 8 * k)
+        if rows.size == 0:
+            break
+        more.append((rows, word_at(starts[rows] + 8 * k, lengths[rows] - 8 * k)))
+        k += 1
+    return _Text(lengths, first, more)
+
+
+@functools.lru_cache(maxsize=8)
+def _seed_table(lane: int) -> np.ndarray:
+    return np.array([tag_seed(lane, tag) for tag in range(9)], dtype=U64)
+
+
+@functools.lru_cache(maxsize=32)
+def _start_table(lane: int, size: int) -> np.ndarray:
+    return np.array([text_start(lane, n) for n in range(size)], dtype=U64)
+
+
+def _cell_hashes(words: _Words, lane: int) -> np.ndarray:
+    """Each cell's 64-bit hash in ``lane`` (module docstring)."""
+    if words.text is not None:
+        t = words.text
+        longest = int(t.lengths.max()) if t.lengths.size else 0
+        if longest < 1 << 16:
+            h = _start_table(lane, 1 << max(longest, 1).bit_length())[t.lengths]
+        else:
+            h = np.array([text_start(lane, int(n)) for n in t.lengths], dtype=U64)
+        h ^= t.first
+        mix(lane, h)
+        for rows, w in t.more:
+            part = h[rows] ^ w
+            h[rows] = mix(lane, part)
+    else:
+        assert words.tags is not None and words.words is not None
+        h = _seed_table(lane)[words.tags]
+        h ^= words.words
+        mix(lane, h)
+    h[words.missing] = U64(missing_hash(lane))
+    return h
+
+
+def batch_sums(frame: pl.DataFrame, threads: int = 1) -> Sums:
+    """The lane sums and row count of ``frame``'s rows (columns in name order); add the sums of
+    a table's batches to get the table's (:class:`Sums`). ``threads`` > 1 hashes batches of
+    rows in parallel (numpy releases the GIL); the sums do not depend on it."""
+    columns = [_Column(frame[c]) for c in sorted(frame.columns)]
+    ranges = [(i, min(i + BATCH_ROWS, frame.height)) for i in range(0, frame.height, BATCH_ROWS)]
+    out = Sums()
+    if threads > 1 and len(ranges) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(threads) as pool:
+            for part in pool.map(lambda r: _range_sums(columns, *r), ranges):
+                out.add(part)
+        return out
+    for r in ranges:
+        out.add(_range_sums(columns, *r))
+    return out
+
+
+def _range_sums(columns: list[_Column], start: int, stop: int) -> Sums:
+    words = [c.words(start, stop) for c in columns]
+    sums = []
+    for lane in (0, 1):
+        acc = np.full(stop - start, ROWS[lane], U64)
+        for position, w in enumerate(words):
+            acc += _cell_hashes(w, lane) * U64(column_multiplier(lane, position))
+        sums.append(int(mix(lane, acc).sum(dtype=U64)))
+    return Sums(stop - start, sums[0], sums[1])
+
+
+def fingerprint_batches(schema: pl.Schema, batches: Iterable[pl.DataFrame], threads: int = 1) -> str:
+    """The content-v2 key of the table whose batches these are (``schema``: the table's)."""
+    total = Sums()
+    for batch in batches:
+        total.add(batch_sums(batch, threads))
+    return digest(schema, total.n, (total.a, total.b))

@@ -1,0 +1,346 @@
+"""The ledger key content-v2 (dpexplorer/data/identity.py, issue 29): the vectorised hash equals
+a slow reference written row by row from the definition in the module docstring and
+PLAN_FORMAT.md; it does not depend on row order, line endings, quoting, how a missing value is
+spelled, CSV or Parquet, eager or streamed, batching or threads; a one-cell change changes it;
+older ledgers' keys move to it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import hashlib
+import math
+import struct
+
+import numpy as np
+import polars as pl
+import pytest
+
+from dpexplorer.data import identity
+from dpexplorer.data import load as load_module
+from dpexplorer.data.load import content_fingerprint, content_fingerprint_v1, load_dataset
+from dpexplorer.release.ledger import Ledger
+
+M = (1 << 64) - 1
+
+
+# ---------------------------------------------------------------- the slow reference
+def _fmix(x: int) -> int:  # MurmurHash3's fmix64
+    x ^= x >> 33
+    x = x * 0xFF51AFD7ED558CCD & M
+    x ^= x >> 33
+    x = x * 0xC4CEB9FE1A85EC53 & M
+    return x ^ x >> 33
+
+
+def _splitmix(x: int) -> int:  # SplitMix64's finaliser
+    x ^= x >> 30
+    x = x * 0xBF58476D1CE4E5B9 & M
+    x ^= x >> 27
+    x = x * 0x94D049BB133111EB & M
+    return x ^ x >> 31
+
+
+MIXERS = (_fmix, _splitmix)
+SEEDS = (0x243F6A8885A308D3, 0x13198A2E03707344)
+ROWS = (0xA4093822299F31D0, 0x082EFA98EC4E6C89)
+TAGS = {"missing": 0, "text": 1, "int": 2, "float": 3, "bool": 4, "date": 5, "datetime": 6}
+
+
+def _canonical(value: object) -> tuple[str, int | bytes]:
+    """A cell's canonical (tag, word or bytes), straight from the definition."""
+    if value is None or value in ("", "NA"):
+        return "missing", 0
+    if isinstance(value, bool):
+        return "bool", int(value)
+    if isinstance(value, int):
+        if -(1 << 63) <= value < 1 << 63:
+            return "int", value & M
+        return _canonical(float(value))
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "float", 0x7FF8000000000000
+        if value.is_integer() and abs(value) < 2.0**63:
+            return "int", int(value) & M
+        return "float", struct.unpack("<Q", struct.pack("<d", value))[0]
+    if isinstance(value, dt.datetime):
+        epoch = dt.datetime(1970, 1, 1, tzinfo=value.tzinfo)
+        return "datetime", (value - epoch) // dt.timedelta(microseconds=1) & M
+    if isinstance(value, dt.date):
+        return "date", (value - dt.date(1970, 1, 1)).days & M
+    if isinstance(value, bytes):
+        return ("missing", 0) if value in (b"", b"NA") else ("text", value)
+    return "text", str(value).encode("utf-8")
+
+
+def _cell(lane: int, value: object) -> int:
+    mix, seed = MIXERS[lane], SEEDS[lane]
+    tag, word = _canonical(value)
+    if tag == "missing":
+        return mix(seed)
+    if tag != "text":
+        assert isinstance(word, int)
+        return mix(mix(seed ^ TAGS[tag] << 56) ^ word)
+    assert isinstance(word, bytes)
+    h = mix(seed ^ TAGS["text"] << 56 ^ len(word) * 0x9E3779B97F4A7C15 & M)
+    padded = word + b"\0" * (-len(word) % 8)
+    for i in range(0, len(padded), 8):
+        h = mix(h ^ int.from_bytes(padded[i : i + 8], "little"))
+    return h
+
+
+def reference(frame: pl.DataFrame, kinds: dict[str, str]) -> str:
+    """content-v2 of ``frame`` row by row (``kinds``: each column's kind, for the header)."""
+    names = sorted(frame.columns)
+    sums = [0, 0]
+    for row in frame.select(names).iter_rows():
+        for lane in (0, 1):
+            acc = ROWS[lane]
+            for position, value in enumerate(row):
+                k = MIXERS[lane](SEEDS[lane] ^ position + 1) | 1
+                acc = acc + k * _cell(lane, value) & M
+            sums[lane] = sums[lane] + MIXERS[lane](acc) & M
+    header = "\x1e".join(f"{len(c)}:{c}:{kinds[c]}" for c in names)
+    digest = hashlib.sha256(f"content-v2\x1d{header}\x1d".encode())
+    digest.update(frame.height.to_bytes(8, "big") + sums[0].to_bytes(8, "big") + sums[1].to_bytes(8, "big"))
+    return digest.hexdigest()[:32]
+
+
+def _mixed(n: int, seed: int = 0) -> pl.DataFrame:
+    """Every canonical case: integers, integral and fractional floats, NaN-free floats, -0.0,
+    huge values, booleans, dates, date-times, text of 0 to 40 bytes (the 8- and 12-byte edges,
+    multi-byte UTF-8), missing values, and "NA"."""
+    rng = np.random.default_rng(seed)
+    words = ["", "NA", "a", "abcdefgh", "abcdefghi", "abcdefghijkl", "abcdefghijklm", "é日本", "x" * 40, "na"]
+    return pl.DataFrame(
+        {
+            "i": [None if k % 7 == 0 else int(v) for k, v in enumerate(rng.integers(-5, 5, n))],
+            "f": [[-0.0, 39.0, 0.1, 1e300, -2.5, 2.0**63, None][k % 7] for k in range(n)],
+            "b": [[True, False, None][k % 3] for k in range(n)],
+            "d": [None if k % 5 == 0 else dt.date(2020, 1, 1) + dt.timedelta(days=k) for k in range(n)],
+            "t": [dt.datetime(2021, 3, 1, 10) + dt.timedelta(seconds=k * 977) for k in range(n)],
+            "s": [None if k % 11 == 0 else words[int(rng.integers(0, len(words)))] for k in range(n)],
+            "big": [[(1 << 62) + 1, -(1 << 63), 7][k % 3] for k in range(n)],
+        },
+        schema={
+            "i": pl.Int64,
+            "f": pl.Float64,
+            "b": pl.Boolean,
+            "d": pl.Date,
+            "t": pl.Datetime("us"),
+            "s": pl.String,
+            "big": pl.Int64,
+        },
+    )
+
+
+KINDS = {
+    "i": "numeric",
+    "f": "numeric",
+    "b": "boolean",
+    "d": "date",
+    "t": "categorical",
+    "s": "categorical",
+    "big": "numeric",
+}
+
+
+def test_the_reference_mixers_are_the_published_ones() -> None:
+    """fmix64(1) and SplitMix64's first output from seed 0 (x = golden ratio) as published."""
+    assert _fmix(1) == 0xB456BCFC34C2CB2C
+    assert _splitmix(0x9E3779B97F4A7C15) == 0xE220A8397B1DCDAF
+    assert identity.mix_int(0, 1) == _fmix(1) and identity.mix_int(1, 12345) == _splitmix(12345)
+
+
+@pytest.mark.parametrize("rows", [1, 7, 300])
+def test_vectorised_key_equals_the_slow_reference(rows: int) -> None:
+    frame = _mixed(rows, seed=rows)
+    assert content_fingerprint(frame) == reference(frame, KINDS)
+
+
+def test_key_is_pinned() -> None:
+    """The key of a fixed table, computed when content-v2 was defined: it must never change
+    (an upgrade of polars, pyarrow or numpy that changed it would give every dataset a second
+    budget)."""
+    frame = pl.DataFrame({"age": [39, 50, None], "sex": ["Male", "Female", "NA"], "w": [1.5, 2.0, -0.0]})
+    pinned = "470767a7b6caadbe1aaed76dbde2f6c1"
+    assert reference(frame, {"age": "numeric", "sex": "categorical", "w": "numeric"}) == pinned
+    assert content_fingerprint(frame) == pinned
+
+
+def test_batches_threads_and_string_layouts_do_not_matter(monkeypatch) -> None:
+    frame = _mixed(5_000, seed=3)
+    key = content_fingerprint(frame)
+    monkeypatch.setattr(identity, "BATCH_ROWS", 333)
+    assert identity.batch_sums(frame, threads=3) == identity.batch_sums(frame, threads=1)
+    assert content_fingerprint(frame) == key
+    monkeypatch.setattr(load_module, "HASH_BATCH", 1_000)  # five batches, cancel polled between
+    assert content_fingerprint(frame) == key
+    assert content_fingerprint(frame.lazy()) == key
+    # the same text through Arrow's offsets layout (large_string) rather than views
+    column, plain = identity._Column(frame["s"]), identity._Column(frame["s"], views=False)
+    assert column.views is not None and plain.views is None
+    for start, stop in ((0, 5_000), (17, 4_000)):
+        a, b = column.words(start, stop), plain.words(start, stop)
+        for lane in (0, 1):
+            assert np.array_equal(identity._cell_hashes(a, lane), identity._cell_hashes(b, lane))
+
+
+def _csv_variants(tmp_path, frame: pl.DataFrame) -> dict[str, object]:
+    """The same table written as CSV in several ways, and as Parquet and .csv.gz."""
+    header = ",".join(frame.columns)
+    rows = [["" if v is None else str(v) for v in row] for row in frame.iter_rows()]
+    plain = header + "\n" + "".join(",".join(r) + "\n" for r in rows)
+    quoted = ",".join(f'"{c}"' for c in frame.columns) + "\n"
+    quoted += "".join(",".join(f'"{v}"' for v in r) + "\n" for r in rows)
+    na = header + "\n" + "".join(",".join(v or "NA" for v in r) + "\n" for r in rows)
+    shuffled = header + "\n" + "".join(",".join(r) + "\n" for r in reversed(rows))
+    paths = {}
+    for name, text in {
+        "plain.csv": plain,
+        "crlf.csv": plain.replace("\n", "\r\n"),
+        "quoted.csv": quoted,
+        "na.csv": na,
+        "shuffled.csv": shuffled,
+    }.items():
+        paths[name] = tmp_path / name
+        paths[name].write_text(text)
+    paths["plain.csv.gz"] = tmp_path / "plain.csv.gz"
+    paths["plain.csv.gz"].write_bytes(gzip.compress(plain.encode()))
+    paths["table.parquet"] = tmp_path / "table.parquet"
+    frame.sample(fraction=1.0, shuffle=True, seed=1).select(reversed(frame.columns)).write_parquet(
+        paths["table.parquet"]
+    )
+    return paths
+
+
+def test_one_table_one_key_however_it_is_written(tmp_path) -> None:
+    """Row order, CRLF, every field quoted with "" for missing, NA for missing, gzip, Parquet with
+    the columns in another order, eager or streamed: one key. A one-cell change: another."""
+    frame = pl.DataFrame(
+        {
+            "age": [39, None, 52, 39, 17],
+            "hours": [40.5, 20.0, None, 40.5, 10.25],
+            "sex": ["Male", None, "Female", "Male", "Female"],
+            "day": [
+                dt.date(2021, 3, 1),
+                dt.date(2020, 2, 29),
+                None,
+                dt.date(2021, 3, 1),
+                dt.date(1999, 12, 31),
+            ],
+        }
+    )
+    expected = reference(frame, {"age": "numeric", "hours": "numeric", "sex": "categorical", "day": "date"})
+    for name, path in _csv_variants(tmp_path, frame).items():
+        for lazy in (False, True) if not name.endswith(".gz") else (False,):
+            dataset = load_dataset(path, lazy=lazy)
+            assert dataset.content_fingerprint == expected, (name, lazy)
+    changed = frame.with_columns(
+        pl.when(pl.int_range(5) == 3).then(pl.lit("Female")).otherwise("sex").alias("sex")
+    )
+    path = tmp_path / "changed.parquet"
+    changed.write_parquet(path)
+    assert load_dataset(path).content_fingerprint != expected
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda f: f.with_columns(pl.Series("x", [1, 2, 4])),  # one number
+        lambda f: f.with_columns(pl.Series("s", ["a", "b", "cc"])),  # one text
+        lambda f: f.with_columns(pl.Series("s", ["a", "b", None])),  # a value made missing
+        lambda f: f.with_columns(pl.Series("x", [1.0, 2.0, 3.5])),  # 3 -> 3.5
+        lambda f: f.rename({"x": "y"}),  # a name
+        lambda f: f.with_columns(pl.Series("x", [1, 2, 3]).cast(pl.String)),  # a kind
+        lambda f: f.vstack(f.slice(0, 1)),  # a row repeated
+        lambda f: f.slice(1),  # a row removed
+        lambda f: f.with_columns(pl.Series("s", ["b", "a", "c"])),  # values swapped between rows
+    ],
+)
+def test_any_change_changes_the_key(edit) -> None:
+    frame = pl.DataFrame({"x": [1, 2, 3], "s": ["a", "b", "c"]})
+    assert content_fingerprint(edit(frame)) != content_fingerprint(frame)
+
+
+def test_a_value_moved_to_another_column_changes_the_key() -> None:
+    frame = pl.DataFrame({"x": [1, 2, 3], "y": [4, 5, 6]})
+    assert content_fingerprint(frame) != content_fingerprint(pl.DataFrame({"x": [4, 2, 3], "y": [1, 5, 6]}))
+
+
+def test_integers_and_integral_floats_are_one_value() -> None:
+    ints = pl.DataFrame({"x": pl.Series([39, -1, 0], dtype=pl.Int32)})
+    floats = pl.DataFrame({"x": [39.0, -1.0, -0.0]})
+    assert content_fingerprint(ints) == content_fingerprint(floats)
+    assert content_fingerprint(pl.DataFrame({"x": [39.5, -1.0, 0.0]})) != content_fingerprint(floats)
+
+
+# ---------------------------------------------------------------- older ledgers
+def test_older_keys_move_to_the_content_v2_key(tmp_path, monkeypatch) -> None:
+    """A ledger of content-v1 (and one of file SHA-256) keys: the first release's key lookup
+    moves the budget and measurements to the v2 key, once; a ledger with no older keys never
+    computes them (content-v1 is slow)."""
+    from dpexplorer.core.accounting.guarantees import PureDP
+    from dpexplorer.release import release as release_module
+    from dpexplorer.release.release import dataset_key
+
+    path = tmp_path / "t.csv"
+    path.write_text("a,s\n1,x\n2,\n3,NA\n")
+    dataset = load_dataset(path)
+    v1, v2 = content_fingerprint_v1(dataset.frame), dataset.content_fingerprint
+    assert len(v1) == 64 and len(v2) == 32
+    with Ledger(tmp_path / "old.sqlite") as book:
+        book.set_budget(v1, 2.0, 1e-6, "basic")
+        book.charge(v1, query={}, mechanism="laplace", parameters={}, guarantee=PureDP(0.5))
+        book.set_budget("f" * 64, 9.0, 1e-6, "basic")  # another dataset's older key, left alone
+        assert book.legacy_pending(v2)
+        assert dataset_key(dataset, book) == v2
+        assert book.budget(v2) is not None and book.budget(v2).epsilon == 2.0
+        assert len(book.measurements(v2)) == 1 and book.budget(v1) is None
+        assert not book.legacy_pending(v2), "looked for once per dataset and ledger"
+        monkeypatch.setattr(release_module, "legacy_keys", lambda d: pytest.fail("computed again"))
+        assert dataset_key(dataset, book) == v2
+    with Ledger(tmp_path / "sha.sqlite") as book:
+        book.set_budget(dataset.fingerprint, 3.0, 1e-6, "basic")  # the file's SHA-256, older still
+        monkeypatch.undo()
+        assert dataset_key(dataset, book) == v2 and book.budget(v2).epsilon == 3.0
+    with Ledger(tmp_path / "new.sqlite") as book:
+        monkeypatch.setattr(release_module, "legacy_keys", lambda d: pytest.fail("no older keys"))
+        book.set_budget("name:other", 1.0, 0.0, "basic")
+        assert dataset_key(dataset, book) == v2
+
+
+def test_content_v1_is_reproduced_for_the_migration(tmp_path) -> None:
+    """content_fingerprint_v1 gives the key content-v1 gave (pinned on a file whose v1 key was
+    recorded before content-v2: tests/data/test_load_formats.py's dates)."""
+    from tests.data.test_load_formats import DATES, DATES_FINGERPRINT
+
+    path = tmp_path / "dates.csv"
+    path.write_text(DATES)
+    assert content_fingerprint_v1(load_dataset(path).frame) == DATES_FINGERPRINT
+
+
+def test_spark_gives_the_polars_key_however_the_file_is_written(tmp_path, spark) -> None:
+    """Spark reads quoted fields with "" for missing, NA for missing and CRLF as the loader does,
+    and its aggregation of the per-batch sums gives the polars key; a Parquet file of the same
+    rows in another order too."""
+    from dpexplorer.data.engine.spark_engine import open_spark
+
+    frame = pl.DataFrame(
+        {
+            "age": [39, None, 52, 39, 17],
+            "hours": [40.5, 20.0, None, 40.5, 10.25],
+            "sex": ["Male", None, "Female", "Male", "a longer text value é"],
+            "day": [
+                dt.date(2021, 3, 1),
+                dt.date(2020, 2, 29),
+                None,
+                dt.date(2021, 3, 1),
+                dt.date(1999, 12, 31),
+            ],
+        }
+    )
+    expected = reference(frame, {"age": "numeric", "hours": "numeric", "sex": "categorical", "day": "date"})
+    paths = _csv_variants(tmp_path, frame)
+    for name in ("quoted.csv", "na.csv", "crlf.csv", "table.parquet"):
+        assert open_spark(paths[name]).content_fingerprint == expected, name
