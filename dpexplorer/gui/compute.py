@@ -10,17 +10,38 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import os
 import threading
 import traceback
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
 from dpexplorer.core.cancel import CancelToken, ambient
 from dpexplorer.core.errors import CancelledError, DPExplorerError
+
+
+def error_log_path() -> Path:
+    """Where the window writes the traceback of an error no code anticipated (a bug):
+    ``$XDG_STATE_HOME/dpexplorer/errors.log`` (``~/.local/state/...``), never stderr."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(Path.home(), ".local", "state")
+    return Path(base) / "dpexplorer" / "errors.log"
+
+
+def _log_traceback(view: str) -> Path:
+    """Append the exception being handled, with its traceback, to :func:`error_log_path`."""
+    path = error_log_path()
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(f"--- {datetime.now(UTC).isoformat(timespec='seconds')} in {view}\n")
+            log.write(traceback.format_exc())
+    return path
 
 
 @dataclass
@@ -168,9 +189,9 @@ class ComputeService(QObject):
             return
         except DPExplorerError as exc:
             result, error = None, str(exc)
-        except Exception as exc:  # a bug: say so in one line, keep the trace for the log
-            traceback.print_exc()
-            result, error = None, f"internal error in {view}: {type(exc).__name__}: {exc}"
+        except Exception as exc:  # a bug: say so in one line, keep the trace in the log (not stderr)
+            log = _log_traceback(view)
+            result, error = None, f"internal error in {view}: {type(exc).__name__}: {exc} (details in {log})"
         with contextlib.suppress(RuntimeError):  # the window closed, taking this service: drop it
             self._done.emit(view, generation, result, error)
 

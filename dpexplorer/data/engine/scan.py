@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,8 +91,11 @@ def peek(path: str | os.PathLike[str], rows: int = 200, share: float = LAZY_SHAR
     try:
         head = _head(p, rows)
         size = p.stat().st_size
-    except (pl.exceptions.PolarsError, OSError, ValueError, EOFError) as exc:
-        raise DataError(f"{p.name} could not be read: {str(exc).strip().splitlines()[0]}") from exc
+    except (pl.exceptions.PolarsError, OSError, ValueError, EOFError, zlib.error) as exc:
+        # zlib.error: a .csv.gz whose compressed stream is corrupt (gzip raises it, not OSError)
+        raise DataError(
+            f"{p.name} could not be read: {str(exc).strip().splitlines()[0] or type(exc).__name__}"
+        ) from exc
     return Peek(p, size, lazy, STREAMING if lazy else IN_MEMORY, head.schema, head)
 
 
