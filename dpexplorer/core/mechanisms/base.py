@@ -178,6 +178,9 @@ class PointMass:
     label: str
     mass_d: float
     mass_d_prime: float
+    at: float | None = None
+    """The output value the mass sits on, when it is a number (a clamp's bound), in the
+    output's coordinates; None for an outcome that is not a number (⊥)."""
 
 
 @dataclass(frozen=True, eq=False)

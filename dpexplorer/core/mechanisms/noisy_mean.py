@@ -292,7 +292,7 @@ class NoisyMeanMechanism(Mechanism):
         masses = []
         for (mp, mq), bound in zip(zip(p.atoms(), q.atoms(), strict=True), (p.lower, p.upper), strict=True):
             if max(mp, mq) > 1e-12:
-                masses.append(PointMass(f"= {bound:g} (clamped)", mp, mq))
+                masses.append(PointMass(f"clamped to {bound:g}", mp, mq, at=float(bound)))
         note = "Densities by numerical integration over the count's noise (no closed form). "
         note += acc.shown_coordinate(_moments_query(query))[1]
         query = _moments_query(query)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
 from PySide6.QtGui import QFontMetrics, QPainterPath
 from PySide6.QtWidgets import (
     QGraphicsPathItem,
@@ -48,6 +48,9 @@ LEFT_AXIS_WIDTH = 64
 WIDEST_TICK = "0.00012"
 """The widest tick label the left axes must show (a density; pyqtgraph drops a label that does
 not fit): the axes are made wide enough for it in the window's font."""
+TRUE_LABEL_ALONG = {"true_d": 0.95, "true_d_prime": 0.85}
+"""Where the true answers' labels sit on their lines (fraction of the plot's height), unless
+that covers the legend or the other label."""
 OUTPUT_AXIS = "output o of the mechanism"
 SCALED_AXIS = "(o − centre of M(D)) ÷ noise scale of M(D)"
 """The x axis when the noise is too small to plot around the value (NumericOutput.unit)."""
@@ -90,6 +93,14 @@ def _width(low: float, high: float) -> float:
 
 def _dashed(color: tuple[int, int, int]) -> pg.QtGui.QPen:
     return pg.mkPen(color, width=1, style=Qt.PenStyle.DashLine)
+
+
+def covered(rect: QRectF, area: QRectF, taken: list[QRectF]) -> float:
+    """Square pixels of ``rect`` outside ``area`` or over any of ``taken`` (0: a free place)."""
+    inside = rect.intersected(area)
+    outside = rect.width() * rect.height() - inside.width() * inside.height()
+    over = (rect.intersected(r) for r in taken)
+    return outside + sum(max(0.0, r.width()) * max(0.0, r.height()) for r in over)
 
 
 def clip_loss(loss: np.ndarray) -> np.ndarray:
@@ -197,6 +208,7 @@ class NeighboursView(View):
         self._ticks: tuple[str, ...] = ()
         for plot in (self.outputs, self.loss):  # bands and rules span the visible plot
             plot.getViewBox().sigRangeChanged.connect(self._follow_view)
+        self.outputs.getViewBox().sigResized.connect(self._place_mass_labels)
 
     # ------------------------------------------------------------------ items
     # Every item of a layout (continuous, discrete, or categorical with its labels) is made once
@@ -266,12 +278,39 @@ class NeighboursView(View):
 
     def _true_lines(self) -> dict[str, pg.GraphicsObject]:
         return {
-            key: Rules(self.outputs, _dashed(color), [name], vertical=True, along=along)
-            for key, color, name, along in (
-                ("true_d", BLUE, "true f(D)", 0.95),
-                ("true_d_prime", ORANGE, "true f(D')", 0.85),
-            )
+            key: Rules(self.outputs, _dashed(color), [name], vertical=True, along=TRUE_LABEL_ALONG[key])
+            for key, color, name in (("true_d", BLUE, "true f(D)"), ("true_d_prime", ORANGE, "true f(D')"))
         }
+
+    def _keep_true_labels_clear(self) -> None:
+        """The "true f(D)" and "true f(D')" labels where they cover neither the legend, the
+        point masses' stems nor each other, inside the plot: right of their line at their usual
+        height if free, else left, else lower down."""
+        rules = [self._items.get(key) for key in TRUE_LABEL_ALONG]
+        if not all(isinstance(r, Rules) and r.isVisible() and r.values for r in rules):
+            return
+        plot = self.outputs.getViewBox().sceneBoundingRect()
+        area = QRectF(plot.left(), plot.top() - 1e6, plot.width(), 2e6)  # only its sides bind
+        legend = self.outputs.legend
+        taken = [legend.sceneBoundingRect()] if legend is not None and legend.isVisible() else []
+        taken += [stem.sceneBoundingRect() for stem in self._pools.get("stem", []) if stem.isVisible()]
+        for key, rule in zip(TRUE_LABEL_ALONG, rules, strict=True):
+            assert isinstance(rule, Rules)
+            best: tuple[float, float, tuple[float, float]] | None = None
+            for along in np.arange(TRUE_LABEL_ALONG[key], 0.0, -0.1):
+                for anchor in ((0.0, 0.5), (1.0, 0.5)):
+                    rule.place_labels(float(along), anchor)
+                    (rect,) = rule.label_rects()
+                    cost = covered(rect, area, taken)
+                    if best is None or cost < best[0]:
+                        best = (cost, float(along), anchor)
+                    if cost == 0:
+                        break
+                if best is not None and best[0] == 0:
+                    break
+            assert best is not None
+            rule.place_labels(best[1], best[2])
+            taken += rule.label_rects()
 
     def _draws_curves(self) -> dict[str, pg.GraphicsObject]:
         dotted = Qt.PenStyle.DotLine
@@ -570,14 +609,23 @@ class NeighboursView(View):
         loss = np.asarray(out.privacy_loss, dtype=float)
         over = over_epsilon(loss, result.epsilon)
         low, high = shown_span(grid, p, q, over)
+        placed = [float(out.to_grid(m.at)) for m in out.point_masses if m.at is not None]
+        if placed:  # a clamp's bound is an output: the span shows it
+            low, high = min(low, *placed), max(high, *placed)
         if out.discrete:  # room for the bars around the first and last value
             low, high = low - unit, high + unit
-        self._draw_point_masses(out, low, high)
+        density_top = max(float(np.max(p)), float(np.max(q)), 0.0)
+        self._draw_point_masses(out, low, high, density_top)
         self._mark_true_answers(result, items)
         self._draw_loss(grid, loss, result.epsilon, over, shown=(grid >= low) & (grid <= high))
         if out.discrete:  # a pmf's loss is a value per output: dots (a single one has no line)
             items["loss_dots"].setData(grid, clip_loss(loss))
         note = out.note
+        if any("▲" in t.toPlainText() for t in self._pools.get("mass", []) if t.isVisible()):
+            note += (
+                " ▲: a point mass far taller than the densities (another unit: a probability, not a "
+                "density); its stems are cut at the top and its label gives its probability."
+            )
         if self.draws is not None and not out.outputs_resolve_noise:
             note += (
                 " The draws are not overlaid: float64 rounds each simulated output to a grid far "
@@ -585,13 +633,14 @@ class NeighboursView(View):
             )
         bins = np.linspace(low, high, 81) if not out.discrete else np.append(grid - 0.5, grid[-1] + 0.5)
         self._overlay_numeric_draws(out, bins, items)
-        extra = 0.08 + 0.06 * len(out.point_masses) if out.point_masses else 0.0
-        masses = [max(m.mass_d, m.mass_d_prime) for m in out.point_masses]
+        apart = [m for m in out.point_masses if m.at is None]
+        extra = 0.08 + 0.06 * len(apart) if apart else 0.0
         self._fit(
             self.outputs,
             x=(low, high + extra * _width(low, high)),
-            y=(0.0, max(np.max(p), np.max(q), *masses, 0.0)),
+            y=(0.0, self._mass_top(out, density_top)),
         )
+        self._place_mass_labels()
         self.columns = {  # arrays, not lists: 4,800 Python floats a frame cost 0.2 ms
             "output" if out.in_output_units else x_label: grid,
             "density_D": p,
@@ -607,24 +656,87 @@ class NeighboursView(View):
             note,
         )
 
-    def _draw_point_masses(self, out: NumericOutput, low: float, high: float) -> None:
-        """Outcomes such as ⊥ as two stems (D, D') right of the shown outputs [low, high],
-        labelled with both masses."""
+    @staticmethod
+    def _mass_top(out: NumericOutput, density_top: float) -> float:
+        """The y range's top: the densities' (a probability mass is another unit, and a tall stem
+        would flatten the curves to nothing), or the masses' when there are no densities to read."""
+        masses = [max(m.mass_d, m.mass_d_prime) for m in out.point_masses]
+        return density_top if density_top > 0 else max(masses, default=0.0)
+
+    def _draw_point_masses(self, out: NumericOutput, low: float, high: float, density_top: float) -> None:
+        """Point masses as two stems (D, D'): at their value when they have one (a clamp's bound),
+        else (⊥) right of the shown outputs [low, high]. A stem taller than the densities' top
+        is drawn to it (its label gives the mass). Each label is placed by
+        :meth:`_place_mass_labels` where it overlaps nothing else."""
         masses = out.point_masses
         stems = self._pooled(
             "stem", self.outputs, 2 * len(masses), lambda: pg.BarGraphItem(x=[0], height=[0], width=0.1)
         )
         texts = self._pooled(
-            "mass", self.outputs, len(masses), lambda: pg.TextItem(color=GREY, anchor=(0.5, 1))
+            "mass", self.outputs, len(masses), lambda: pg.TextItem(color=GREY, anchor=(0, 0))
         )
         span = _width(low, high)
+        top = self._mass_top(out, density_top)
+        self._mass_spots: list[tuple[float, float]] = []
+        apart = 0
         for k, mass in enumerate(masses):
-            x = high + span * (0.08 + 0.06 * k)
-            sides = ((-0.01, mass.mass_d, BLUE), (0.01, mass.mass_d_prime, ORANGE))
+            if mass.at is not None:
+                x = float(out.to_grid(mass.at))
+            else:
+                x = high + span * (0.08 + 0.06 * apart)
+                apart += 1
+            sides = ((-0.006, mass.mass_d, BLUE), (0.006, mass.mass_d_prime, ORANGE))
             for stem, (dx, value, color) in zip(stems[2 * k : 2 * k + 2], sides, strict=True):
-                stem.setOpts(x=[x + dx * span], height=[value], width=span * 0.015, brush=_brush(color, 220))
-            texts[k].setText(f"{mass.label}\nP_D = {mass.mass_d:.3g}\nP_D' = {mass.mass_d_prime:.3g}")
-            texts[k].setPos(x, max(mass.mass_d, mass.mass_d_prime))
+                height = min(value, 0.97 * top) if top > 0 else value
+                stem.setOpts(x=[x + dx * span], height=[height], width=span * 0.01, brush=_brush(color, 220))
+            cut = " ▲" if max(mass.mass_d, mass.mass_d_prime) > 0.97 * top > 0 else ""
+            texts[k].setText(f"{mass.label}{cut}\nP_D = {mass.mass_d:.3g}, P_D' = {mass.mass_d_prime:.3g}")
+            tallest = max(mass.mass_d, mass.mass_d_prime)
+            self._mass_spots.append((x, min(tallest, 0.97 * top) if top > 0 else tallest))
+
+    def _label_rects(self) -> list[QRectF]:
+        """Scene rectangles of what a mass label must not cover: the legend, the labels of the
+        true-answer lines, and the stems."""
+        rects = []
+        legend = self.outputs.legend
+        if legend is not None and legend.isVisible():
+            rects.append(legend.sceneBoundingRect())
+        for key in ("true_d", "true_d_prime"):
+            rules = self._items.get(key)
+            if isinstance(rules, Rules) and rules.isVisible():
+                rects += rules.label_rects()
+        rects += [stem.sceneBoundingRect() for stem in self._pools.get("stem", []) if stem.isVisible()]
+        return rects
+
+    def _place_mass_labels(self) -> None:
+        """Each point mass's label beside its stem's top, where it covers no other label, the
+        legend or a stem, inside the plot (tried right of the stem, then left, lower and lower)."""
+        texts = [t for t in self._pools.get("mass", []) if t.isVisible()]
+        spots = getattr(self, "_mass_spots", [])
+        if not texts or len(spots) != len(texts):
+            return
+        view = self.outputs.getViewBox()
+        area = view.sceneBoundingRect()
+        taken = self._label_rects()
+        stems = [stem.sceneBoundingRect() for stem in self._pools.get("stem", []) if stem.isVisible()]
+        gap = 4.0
+        for k, (text, (x, y)) in enumerate(zip(texts, spots, strict=True)):
+            size = text.textItem.boundingRect()
+            w, h = size.width(), size.height()
+            spot = view.mapViewToScene(QPointF(x, y))
+            own = stems[2 * k : 2 * k + 2]
+            left_edge = min((r.left() for r in own), default=spot.x())
+            right_edge = max((r.right() for r in own), default=spot.x())
+            rows = int(area.height() // max(h, 1.0)) + 1
+            candidates = [
+                QRectF(left, top, w, h)
+                for top in [spot.y() - h / 2 + i * h for i in range(rows)] + [area.top()]
+                for left in (right_edge + gap, left_edge - gap - w)
+            ]
+            # the first free one, else the least covered
+            chosen = min(candidates, key=lambda rect: covered(rect, area, taken))
+            taken.append(chosen)
+            text.setPos(view.mapSceneToView(chosen.topLeft()))
 
     @staticmethod
     def _mark_true_answers(result: NeighboursResult, items: dict[str, pg.GraphicsObject]) -> None:
@@ -646,6 +758,8 @@ class NeighboursView(View):
         for item in self._items.values():
             if isinstance(item, Spanning):
                 item.follow_view()
+        self._keep_true_labels_clear()
+        self._place_mass_labels()
 
     def _draw_loss(
         self, x: np.ndarray, loss: np.ndarray, epsilon: float, over: np.ndarray, *, shown: np.ndarray

@@ -143,3 +143,26 @@ class Rules(Spanning):
 
     def extent(self) -> tuple[float, float] | None:
         return (min(self._values), max(self._values)) if self._values else None
+
+    def place_labels(self, along: float, anchor: tuple[float, float]) -> None:
+        """Move every label to the fraction ``along`` of its line, its point ``anchor`` on it
+        (as in the constructor); for an owner keeping labels clear of other items."""
+        self._along = along
+        for label in self._labels:
+            size = label.boundingRect()
+            shift = QTransform.fromTranslate(-anchor[0] * size.width(), -anchor[1] * size.height())
+            label.setTransform(shift)
+        self.follow_view()
+
+    def label_rects(self) -> list[QRectF]:
+        """The shown labels' rectangles in scene coordinates (pixels of the plot's canvas): the
+        label's position on its line, moved by its anchor's offset, at its size on screen."""
+        rects = []
+        for label in self._labels:
+            if label.isVisible():
+                offset = label.transform().map(QPointF(0.0, 0.0))
+                size = label.boundingRect()
+                # the label's position is in this item's (data) coordinates; its offset and size
+                # are pixels (it ignores the view's scaling, so its own scenePos is not usable)
+                rects.append(QRectF(self.mapToScene(label.pos()) + offset, size.size()))
+        return rects
