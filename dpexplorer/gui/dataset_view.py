@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dpexplorer.gui import palette
 from dpexplorer.gui.table_model import FrameModel
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ class DatasetView(QWidget):
             "and this claim is written into each release's provenance. Hover for what it assumes."
         )
         self.sample_note.setWordWrap(True)
-        self.sample_note.setStyleSheet("color: #a04000;")
+        self.sample_note.setStyleSheet(f"color: {palette.css(palette.WARNING_TEXT)};")
         self.sample_note.setToolTip(SAMPLE_TIP)
         self.sample_note.hide()
         sample_row = QHBoxLayout()  # two lines: at teaching fonts one would widen the window
@@ -138,7 +139,10 @@ class DatasetView(QWidget):
         self.preview.resizeColumnsToContents()
 
     def show_dataset(self, dataset: Dataset) -> None:
-        warnings = "".join(f"<br><span style='color:#b35900'>⚠ {w}</span>" for w in dataset.warnings)
+        warnings = "".join(
+            f"<br><span style='color:{palette.css(palette.WARNING_TEXT)}'>⚠ {w}</span>"
+            for w in dataset.warnings
+        )
         self.title.setText(
             f"<b>{dataset.path.name}</b> — {dataset.n_rows:,} rows × {len(dataset.columns)} columns; "
             f"showing the first {min(PREVIEW_ROWS, dataset.n_rows):,} rows. "

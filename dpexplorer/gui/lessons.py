@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QColor, QKeySequence, QPalette
+from PySide6.QtGui import QAction, QKeySequence, QPalette
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.data.default import default_dataset_path
+from dpexplorer.gui import palette as colours
 from dpexplorer.gui.lesson_files import LESSONS_DIR, Lesson, Step, check_mechanisms, load_lessons
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ class LessonPanel(QFrame):
         # A palette, not a style sheet: a style sheet would keep the panel's text at its size
         # when teaching mode enlarges the application's font.
         palette = self.palette()
-        palette.setColor(QPalette.ColorRole.Window, QColor("#e8f1fb"))
+        palette.setColor(QPalette.ColorRole.Window, colours.qcolor(colours.LESSON_BACKGROUND))
         self.setPalette(palette)
         self.setAutoFillBackground(True)
         self.heading = QLabel()
@@ -75,7 +76,7 @@ class LessonPanel(QFrame):
         self.text.setAutoFillBackground(False)
         self.problem = QLabel()
         self.problem.setWordWrap(True)
-        self.problem.setStyleSheet("color: #c0392b;")
+        self.problem.setStyleSheet(f"color: {colours.css(colours.ERROR_TEXT)};")
         self.problem.hide()
         self.back = QPushButton("◀ Back")
         self.back.setToolTip("The previous step (Page Up)")
@@ -111,7 +112,7 @@ class LessonPanel(QFrame):
         )
         self.text.setText(
             f"{_escape(step.text)}<br><b>Try:</b> {_escape(step.try_this)}"
-            f" <small style='color:#555'>({_escape(lesson.reference)})</small>"
+            f" <small style='color:{colours.css(colours.MUTED_TEXT)}'>({_escape(lesson.reference)})</small>"
         )
         self.setToolTip(f"{lesson.title}: {lesson.summary}")
         self.back.setEnabled(index > 0)

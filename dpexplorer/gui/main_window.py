@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 from dpexplorer import __version__
 from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.data.default import ATTRIBUTION, default_dataset_path
-from dpexplorer.gui import jobs, settings
+from dpexplorer.gui import jobs, palette, settings
 from dpexplorer.gui.compute import ComputeService
 from dpexplorer.gui.dataset_view import DatasetView
 from dpexplorer.gui.explorer import Explorer
@@ -182,6 +182,7 @@ class MainWindow(QMainWindow):
         self.lessons = LessonRunner(self)
         self.history = UndoHistory(self)
         self._build_edit_menu()
+        self._build_appearance_menu()
         if restore_layout:
             self._restore_layout()
         else:
@@ -361,6 +362,32 @@ class MainWindow(QMainWindow):
     def _build_edit_menu(self) -> None:
         """Edit: undo and redo of the query, mechanism, parameters, plan and dataset (the menu
         names the step, "Undo: ε (epsilon) 1 → 0.5")."""
+    def _build_appearance_menu(self) -> None:
+        """View > Appearance: the system's light or dark, or light, dark, high contrast
+        (gui/palette.py); the choice is remembered."""
+        menu = self.view_menu.addMenu("&Appearance")
+        group = QActionGroup(self)
+        chosen = str(settings.settings().value("appearance", "system"))
+        chosen = chosen if chosen in palette.APPEARANCES else "system"
+        self.appearance_actions: dict[str, QAction] = {}
+        for name in palette.APPEARANCES:
+            label = "&System" if name == "system" else palette.SCHEMES[name].label
+            action = QAction(label, self, checkable=True, checked=name == chosen)
+            action.triggered.connect(lambda _=False, n=name: self._appearance_chosen(n))
+            group.addAction(action)
+            menu.addAction(action)
+            self.appearance_actions[name] = action
+        self.set_appearance(chosen)
+
+    def _appearance_chosen(self, name: str) -> None:
+        settings.settings().setValue("appearance", name)
+        self.set_appearance(name)
+
+    def set_appearance(self, name: str) -> None:
+        """Show the window (plots, coloured labels, widgets) in ``name``'s colours."""
+        palette.set_appearance(name, self)
+        self.appearance_actions[name].setChecked(True)
+
         edit_menu = QMenu("&Edit", self)
         self.menuBar().insertMenu(self.view_menu.menuAction(), edit_menu)
         self.undo_action = self.history.stack.createUndoAction(self, "Undo:")
@@ -566,6 +593,7 @@ class MainWindow(QMainWindow):
         self.teaching_panel.setVisible(on)
         from dpexplorer.gui.views.base import View
 
+        palette.restyle(self)  # the plots' axis fonts follow the application's
         View.explanations_shown = not on  # and for the views built later
         for view in self.findChildren(View):  # the teacher explains; the plots get the room
             view.explanation.setVisible(not on)

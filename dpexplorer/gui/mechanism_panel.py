@@ -9,6 +9,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QGroupBox, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
+from dpexplorer.gui import palette
 from dpexplorer.gui.param_controls import ParamPanel
 
 
@@ -24,7 +25,7 @@ class MechanismPanel(QGroupBox):
         self.picker.setToolTip("Mechanisms that apply to the current query")
         self.summary = QLabel()
         self.summary.setWordWrap(True)
-        self.summary.setStyleSheet("color: #444;")
+        self.summary.setStyleSheet(f"color: {palette.css(palette.MUTED_TEXT)};")
         self.params = ParamPanel()
         self.seed = QSpinBox()
         self.seed.setRange(0, 2**31 - 1)
@@ -36,7 +37,7 @@ class MechanismPanel(QGroupBox):
         )
         self.unavailable = QLabel()
         self.unavailable.setWordWrap(True)
-        self.unavailable.setStyleSheet("color: #666; font-style: italic;")
+        self.unavailable.setStyleSheet(f"color: {palette.css(palette.MUTED_TEXT)}; font-style: italic;")
         layout = QVBoxLayout(self)
         layout.addWidget(self.picker)
         layout.addWidget(self.summary)

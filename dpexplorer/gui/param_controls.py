@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 
 from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.core.mechanisms.params import Param
+from dpexplorer.gui import palette
 
 SLIDER_STEPS = 1000
 
@@ -57,7 +58,7 @@ class ParamControl(QWidget):
         self._value: Any = param.default
         self.setToolTip(_tooltip(param))
         self.error = QLabel()
-        self.error.setStyleSheet("color: #c0392b;")
+        self.error.setStyleSheet(f"color: {palette.css(palette.ERROR_TEXT)};")
         self.error.setWordWrap(True)
         self.error.hide()
 

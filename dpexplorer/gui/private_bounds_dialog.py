@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dpexplorer.gui import palette
 from dpexplorer.gui.compute import ComputeService
 
 JOB = "private-bounds"
@@ -143,7 +144,7 @@ class PrivateBoundsDialog(QDialog):
 
     def _on_failure(self, view: str, generation: int, message: str) -> None:
         if view == JOB:
-            self.message.setStyleSheet("color: #c0392b;")
+            self.message.setStyleSheet(f"color: {palette.css(palette.ERROR_TEXT)};")
             self.message.setText(message)
             self.release_button.setEnabled(True)
 

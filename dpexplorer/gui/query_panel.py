@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.data import queries as q
+from dpexplorer.gui import palette
 from dpexplorer.gui.jobs import CATEGORY_LIMIT
 
 if TYPE_CHECKING:
@@ -277,7 +278,7 @@ class QueryPanel(QGroupBox):
         self.description.setWordWrap(True)
         self.error = QLabel()
         self.error.setWordWrap(True)
-        self.error.setStyleSheet("color: #c0392b;")
+        self.error.setStyleSheet(f"color: {palette.css(palette.ERROR_TEXT)};")
         self._layout()
         self._connect()
         self._update_visibility()
@@ -590,7 +591,7 @@ class QueryPanel(QGroupBox):
             if over
             else f"of {len(values):,} in the data"
         )
-        self.category_note.setStyleSheet("color: #c0392b;" if over else "")
+        self.category_note.setStyleSheet(f"color: {palette.css(palette.ERROR_TEXT)};" if over else "")
 
     def _category_count_changed(self) -> None:
         """Declare the number of commonest values typed."""

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from dpexplorer.core.mechanisms.params import Param
-from dpexplorer.gui import jobs
+from dpexplorer.gui import jobs, palette
 from dpexplorer.gui.compute import ComputeService
 from dpexplorer.gui.param_controls import format_value
 
@@ -121,7 +121,7 @@ class ReleaseDialog(QDialog):
         layout.addWidget(self.what)
         self.warning = QLabel(warning)
         self.warning.setWordWrap(True)
-        self.warning.setStyleSheet("color: #a04000;")
+        self.warning.setStyleSheet(f"color: {palette.css(palette.WARNING_TEXT)};")
         self.warning.setVisible(bool(warning))
         layout.addWidget(self.warning)
         for w in (self.cost, self.budget_box):
@@ -214,7 +214,7 @@ class ReleaseDialog(QDialog):
     def _on_failure(self, view: str, generation: int, message: str) -> None:
         if view in (PREVIEW_JOB, BUDGET_JOB, RELEASE_JOB):
             self.message.setText(message)
-            self.message.setStyleSheet("color: #c0392b;")
+            self.message.setStyleSheet(f"color: {palette.css(palette.ERROR_TEXT)};")
             if view == RELEASE_JOB:
                 self.failure = message
                 self._price()
@@ -285,7 +285,7 @@ class ReleaseDialog(QDialog):
         )
         shown = " ".join(t for t in (self.failure, price.refusal) if t)
         self.message.setText(shown)
-        self.message.setStyleSheet("color: #c0392b;" if shown else "")
+        self.message.setStyleSheet(f"color: {palette.css(palette.ERROR_TEXT)};" if shown else "")
         self.fit()
         self.release_button.setEnabled(not price.refusal)
 

@@ -15,6 +15,7 @@ from typing import Any
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
 
+from dpexplorer.gui import palette
 from dpexplorer.gui.jobs import Released
 from dpexplorer.release import presentation
 
@@ -98,7 +99,10 @@ def card_html(released: Released) -> str:
     )
     if helpers:
         parts = ", ".join(f"{html.escape(label)} {html.escape(value)}" for label, value, _, _ in helpers)
-        more += f"<p style='color: #666'>Released with it as its parts (in the files too): {parts}.</p>"
+        more += (
+            f"<p style='color: {palette.css(palette.MUTED_TEXT)}'>Released with it as its parts "
+            f"(in the files too): {parts}.</p>"
+        )
     sentences = [r[3] for r in rows if r[2]]
     # one sentence for one value; for many, the widest interval's (the others are narrower)
     sentence = (
@@ -142,7 +146,8 @@ class ResultCard(QFrame):
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setObjectName("resultCard")
         self.setStyleSheet(
-            "#resultCard { background: #fbfbf6; border: 1px solid #c8c8b8; border-radius: 4px; }"
+            f"#resultCard {{ background: {palette.css(palette.CARD_BACKGROUND)}; "
+            f"border: 1px solid {palette.css(palette.CARD_BORDER)}; border-radius: 4px; }}"
         )
         self.label = QLabel(card_html(released))
         self.label.setTextFormat(Qt.TextFormat.RichText)

@@ -7,6 +7,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QCheckBox, QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
+from dpexplorer.gui import palette
 from dpexplorer.gui.jobs import TeachingDraw
 
 RELEASE_BLOCKED = (
@@ -26,7 +27,7 @@ class TeachingPanel(QFrame):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setStyleSheet("TeachingPanel { background: #fff8e1; }")
+        self.setStyleSheet(f"TeachingPanel {{ background: {palette.css(palette.TEACHING_BACKGROUND)}; }}")
         self.setToolTip("Teaching mode: one simulated draw at a time (F9 leaves it)")
         self.output = QLabel("Press Resample to run the mechanism once on D.")
         self.truth = QLabel()

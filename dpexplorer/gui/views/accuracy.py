@@ -7,6 +7,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QWidget
 
+from dpexplorer.gui import palette
 from dpexplorer.gui.jobs import AccuracyResult
 from dpexplorer.gui.views.base import RED, CurveSet, View, curve_columns, dashed_line, new_plot
 from dpexplorer.gui.views.live_text import LiveText
@@ -38,7 +39,7 @@ class AccuracyView(View):
         self.body.addLayout(level_row)
         self.error = QLabel()
         self.error.setWordWrap(True)
-        self.error.setStyleSheet(f"color: rgb{RED}")
+        self.error.setStyleSheet(f"color: {palette.css(RED)}")
         self.error.hide()
         self.body.addWidget(self.error)
         self.vs_epsilon = new_plot("ε (log scale)", "error", "Error against ε")

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QW
 from dpexplorer.core.audit import AuditResult, audit_mechanism
 from dpexplorer.core.cancel import CancelToken, ProgressFn
 from dpexplorer.core.mechanisms.base import Mechanism, NumericInput, QueryInput
+from dpexplorer.gui import palette
 from dpexplorer.gui.compute import ComputeService
 
 JOB = "audit"
@@ -109,7 +110,8 @@ def describe(report: AuditReport) -> str:
     event = f"Event: {r.event}, likelier {likelier} (P ≥ {r.p_lo:.4g} against ≤ {r.p_hi:.4g})."
     if report.violation:
         return (
-            '<span style="color:#c0392b"><b>Violation:</b> the measured lower bound exceeds the '
+            f'<span style="color:{palette.css(palette.ERROR_TEXT)}"><b>Violation:</b> the measured lower '
+            "bound exceeds the "
             "claimed ε: this mechanism leaks more than it claims.</span> " + head + event
         )
     below = " Below the claim: consistent with it (an audit can only find leaks)."

@@ -14,17 +14,23 @@ from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from dpexplorer.core.mechanisms.base import Curve
+from dpexplorer.gui import palette
 from dpexplorer.gui.plot_export import SAVE_FILTER, save_plot
 
-pg.setConfigOptions(antialias=True, background="w", foreground="k")
+pg.setConfigOptions(
+    antialias=True,
+    background=palette.colour(palette.PLOT_BACKGROUND),
+    foreground=palette.colour(palette.PLOT_FOREGROUND),
+)
 
-BLUE = (31, 119, 180)
-ORANGE = (255, 127, 14)
-RED = (214, 39, 40)
-GREY = (120, 120, 120)
-PURPLE = (148, 103, 189)
-GREEN = (44, 160, 44)
-PALETTE = (BLUE, ORANGE, GREEN, PURPLE, RED, GREY)
+# colour roles (gui/palette.py resolves them in the appearance in force)
+BLUE = palette.D
+ORANGE = palette.D_PRIME
+RED = palette.ALERT
+GREY = palette.NEUTRAL
+PURPLE = palette.ACCENT
+GREEN = palette.GOOD
+PALETTE = palette.SERIES
 _LINE_STYLES = {
     "exact": Qt.PenStyle.SolidLine,
     "bound": Qt.PenStyle.DashLine,
@@ -118,14 +124,14 @@ def dashed_line(
     the label right or left of a vertical line; ``anchor`` is the point of the label (fractions
     of its width and height) placed there, e.g. (1, 1) to keep it left of and above a point near
     a horizontal line's right end."""
-    options: dict[str, object] = {"position": position, "color": color}
+    options: dict[str, object] = {"position": position, "color": palette.colour(color)}
     if fill is not None:
         options["fill"] = fill
     if side is not None:
         options["anchors"] = [(side, 0.5), (side, 0.5)]
     if anchor is not None:
         options["anchors"] = [anchor, anchor]
-    pen = pg.mkPen(color, width=width, style=Qt.PenStyle.DashLine)
+    pen = palette.pen(color, width, Qt.PenStyle.DashLine)
     return pg.InfiniteLine(pos=pos, angle=angle, pen=pen, label=label, labelOpts=options)
 
 
@@ -181,6 +187,7 @@ def configure_plot(plot: pg.PlotItem, x_label: str, y_label: str, *, live: bool 
         if live:
             axis.setStyle(maxTickLevel=0)
     plot.addLegend(offset=(-10, 10))
+    palette.style_plot(plot)
     return plot
 
 
@@ -293,7 +300,7 @@ class CurveSet:
     def __init__(self, plot: pg.PlotWidget) -> None:
         self.plot = plot
         self.items: dict[str, pg.PlotDataItem] = {}
-        self.note = pg.TextItem(color=GREY, anchor=(0.5, 0.5))
+        self.note = pg.TextItem(color=palette.colour(GREY), anchor=(0.5, 0.5))
         self.note.hide()
         plot.addItem(self.note, ignoreBounds=True)
 
@@ -338,7 +345,7 @@ class CurveSet:
                 name += " = 0: not on a log axis"
             names.append(name)
             if name not in self.items:
-                pen = pg.mkPen(PALETTE[i % len(PALETTE)], width=2, style=_LINE_STYLES[curve.kind])
+                pen = palette.pen(PALETTE[i % len(PALETTE)], 2, _LINE_STYLES[curve.kind])
                 self.items[name] = self.plot.plot(pen=pen, name=name)
             self.items[name].setData(np.asarray(curve.x, dtype=float), np.asarray(curve.y, dtype=float))
         for name in [n for n in self.items if n not in names]:

@@ -25,6 +25,7 @@ from dpexplorer.core.errors import CancelledError, DPExplorerError
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput, WorkloadInput
 from dpexplorer.core.mechanisms.blr import MWEM_HINT, BLRResult, synthetic_size
 from dpexplorer.core.mechanisms.sparse_vector import normalised_answers
+from dpexplorer.gui import palette
 from dpexplorer.gui.views.base import GREEN, GREY, RED, View, dashed_line, keep_line_labels_inside
 from dpexplorer.gui.views.selection import (
     axis_end,
@@ -363,7 +364,7 @@ class BLRView(View):
             self.errors.setXRange(0.0, bound * 1.1 if np.isfinite(bound) else 1.0, padding=0.0)
             waiting = pg.TextItem(
                 "No synthetic dataset yet: press Run to draw one\nand see each query's error.",
-                color=GREY,
+                color=palette.colour(GREY),
                 anchor=(0.5, 0.5),
             )
             waiting.setPos((bound * 0.55 if np.isfinite(bound) else 0.5), (len(rows) - 1) / 2)
@@ -384,7 +385,15 @@ class BLRView(View):
     ) -> None:
         """A dashed vertical line with its label to the right (``side`` 0) or left (1) of it."""
         self.errors.addItem(
-            dashed_line(colour, label, position, pos=x, width=2, fill=(255, 255, 255, 230), side=side)
+            dashed_line(
+                colour,
+                label,
+                position,
+                pos=x,
+                width=2,
+                fill=palette.colour(palette.PLOT_BACKGROUND, 230),
+                side=side,
+            )
         )
 
     @staticmethod

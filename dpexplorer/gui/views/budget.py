@@ -45,6 +45,7 @@ from dpexplorer.core.planning import (
     PlannedMeasurement,
     ReleasedMeasurement,
 )
+from dpexplorer.gui import palette
 from dpexplorer.gui.views.base import GREEN, GREY, ORANGE, PALETTE, RED, View, dashed_line, new_plot
 
 PROFILE_DELTAS = np.geomspace(1e-12, 1e-1, 12)
@@ -424,7 +425,9 @@ class BudgetView(View):
 
     def _show_source(self) -> None:
         if self._identity_note is not None:
-            self.budget_source.setText(f"<span style='color:rgb{ORANGE}'>{self._identity_note}</span>")
+            self.budget_source.setText(
+                f"<span style='color:{palette.css(ORANGE)}'>{self._identity_note}</span>"
+            )
             return
         method = self._ledger_method
         text = (
@@ -474,7 +477,7 @@ class BudgetView(View):
         request = self.request()
         if request is None:
             self.status.setText(
-                f"<span style='color:rgb{RED}'>The budget δ must be a number in [0, 1), "
+                f"<span style='color:{palette.css(RED)}'>The budget δ must be a number in [0, 1), "
                 "e.g. 1e-6 (or 0 for a pure-ε budget).</span>"
             )
             return
@@ -542,7 +545,7 @@ class BudgetView(View):
         try:
             updated = self._edited(item, cell)
         except ValueError:
-            self.status.setText(f"<span style='color:rgb{RED}'>{_EDIT_HINT}</span>")
+            self.status.setText(f"<span style='color:{palette.css(RED)}'>{_EDIT_HINT}</span>")
             self._fill_table_from_plan()
             return
         self.set_plan((*self._plan[:index], updated, *self._plan[index + 1 :]))
@@ -578,7 +581,7 @@ class BudgetView(View):
     def show_error(self, message: str) -> None:
         """The job failed (e.g. a parameter out of range): say so where the totals would be."""
         self.status.setText(
-            f"<span style='color:rgb{RED}'><b>Cannot compute the totals:</b> {message}</span>"
+            f"<span style='color:{palette.css(RED)}'><b>Cannot compute the totals:</b> {message}</span>"
         )
 
     def show_result(self, result: BudgetResult) -> None:
@@ -600,7 +603,7 @@ class BudgetView(View):
     def _draw_status(self, result: BudgetResult) -> None:
         report = result.report
         colour = GREEN if report.fits else RED
-        text = f"<span style='color:rgb{colour}'><b>{report.message}</b></span>"
+        text = f"<span style='color:{palette.css(colour)}'><b>{report.message}</b></span>"
         ledger = result.request.ledger_method
         if ledger and report.best != ledger:
             row = report.get(ledger)
@@ -610,7 +613,7 @@ class BudgetView(View):
                 f"{spent}; a release is refused when that exceeds the budget."
             )
         for note in result.notes:
-            text += f"<br><span style='color:rgb{RED}'>{note}</span>"
+            text += f"<br><span style='color:{palette.css(RED)}'>{note}</span>"
         self.status.setText(text)
 
     def _draw_remaining(self, report: BudgetReport) -> None:
@@ -627,7 +630,7 @@ class BudgetView(View):
             f"used ε = {used:.4g} of {report.budget_epsilon:g} ({fraction:.0%}, "
             f"{METHOD_NAMES[report.best]}); left: ε = {left:.4g}{over}"
         )
-        colour = "#2ca02c" if report.fits else "#d62728"
+        colour = palette.css(GREEN if report.fits else RED)
         self.remaining.setStyleSheet(f"QProgressBar::chunk {{ background-color: {colour}; }}")
 
     def _draw_bars(self, report: BudgetReport) -> None:
@@ -635,15 +638,19 @@ class BudgetView(View):
         x = np.arange(len(report.methods), dtype=float)
         released = np.array([r.released if r.total is not None else 0.0 for r in report.methods])
         total = np.array([r.total if r.total is not None else 0.0 for r in report.methods])
-        self.bars.addItem(pg.BarGraphItem(x=x, height=released, width=0.6, brush=pg.mkBrush(*GREY, 200)))
-        brushes = [pg.mkBrush(*(GREEN if r.fits else RED), 170) for r in report.methods]
+        self.bars.addItem(pg.BarGraphItem(x=x, height=released, width=0.6, brush=palette.brush(GREY, 200)))
+        brushes = [palette.brush(GREEN if r.fits else RED, 170) for r in report.methods]
         self.bars.addItem(
             pg.BarGraphItem(x=x, y0=released, height=total - released, width=0.6, brushes=brushes)
         )
         top = max(float(np.max(total, initial=0.0)), report.budget_epsilon)
         for i, row in enumerate(report.methods):
             label = "not\napplicable" if row.total is None else _number(row.total)
-            text = pg.TextItem(label, color=GREY if row.total is None else (0, 0, 0), anchor=(0.5, 1))
+            text = pg.TextItem(
+                label,
+                color=palette.colour(GREY if row.total is None else palette.PLOT_FOREGROUND),
+                anchor=(0.5, 1),
+            )
             text.setPos(float(i), (row.total or 0.0) + 0.02 * top)
             self.bars.addItem(text)
         self.bars.addItem(
@@ -654,7 +661,7 @@ class BudgetView(View):
                 pos=report.budget_epsilon,
                 angle=0,
                 width=2,
-                fill=pg.mkBrush(255, 255, 255, 220),
+                fill=palette.brush(palette.PLOT_BACKGROUND, 220),
             )
         )
         self.bars.getAxis("bottom").setTicks(  # two lines: six names side by side overlapped
@@ -663,7 +670,7 @@ class BudgetView(View):
         if not report.methods or not np.any(total > 0):
             empty = pg.TextItem(
                 "Nothing released or planned yet:\nAdd current statistic to see the totals.",
-                color=GREY,
+                color=palette.colour(GREY),
                 anchor=(0.5, 0.5),
             )
             empty.setPos((len(report.methods) - 1) / 2, top * 0.6)
@@ -697,7 +704,7 @@ class BudgetView(View):
             deltas, eps = (np.asarray(a, dtype=float) for a in result.profiles[method])
             if np.any(np.isfinite(eps)):
                 style = Qt.PenStyle.DashLine if method == "advanced" else Qt.PenStyle.SolidLine
-                pen = pg.mkPen(PALETTE[i % len(PALETTE)], width=2, style=style)
+                pen = palette.pen(PALETTE[i % len(PALETTE)], width=2, style=style)
                 plot.plot(deltas, eps, pen=pen, connect="finite", name=METHOD_NAMES[method])
         report = result.report
         # from 3% of the line rightwards, above it, clear of the legend: centred at 90% it ran
@@ -710,7 +717,7 @@ class BudgetView(View):
                 pen=None,
                 symbol="star",
                 symbolSize=14,
-                symbolBrush=pg.mkBrush(*RED),
+                symbolBrush=palette.brush(RED),
                 name="the budget (ε, δ)",
             )
 

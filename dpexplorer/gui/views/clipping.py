@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 from superqt import QLabeledDoubleRangeSlider
 
 from dpexplorer.core.clipping import ClippingTradeOff, trade_off
+from dpexplorer.gui import palette
 from dpexplorer.gui.compute import ComputeService
 from dpexplorer.gui.views.base import BLUE, GREEN, GREY, ORANGE, View, dashed_line, new_plot
 
@@ -93,7 +93,7 @@ class ClippingView(View):
         self._stale = False
         self.warning = QLabel(WARNING)
         self.warning.setWordWrap(True)
-        self.warning.setStyleSheet("background: #fff3cd; padding: 4px;")
+        self.warning.setStyleSheet(f"background: {palette.css(palette.NOTE_BACKGROUND)}; padding: 4px;")
         self.slider = QLabeledDoubleRangeSlider(Qt.Orientation.Horizontal)
         self.slider.setToolTip("The declared lower and upper bounds")
         self.slider.valueChanged.connect(self._bounds_moved)
@@ -184,9 +184,9 @@ class ClippingView(View):
                 _positive(t.noise[row]),
                 _positive(t.rmse[row]),
             )
-            plot.plot(axis, rmse, pen=pg.mkPen(GREEN, width=4), name="total error √(bias² + noise²)")
-            plot.plot(axis, bias, pen=pg.mkPen(ORANGE, width=2), name="|clipping bias|", connect="finite")
-            plot.plot(axis, noise, pen=pg.mkPen(BLUE, width=2), name="noise (standard deviation)")
+            plot.plot(axis, rmse, pen=palette.pen(GREEN, width=4), name="total error √(bias² + noise²)")
+            plot.plot(axis, bias, pen=palette.pen(ORANGE, width=2), name="|clipping bias|", connect="finite")
+            plot.plot(axis, noise, pen=palette.pen(BLUE, width=2), name="noise (standard deviation)")
             plot.addItem(dashed_line(GREY, f"current {current:.4g}", 0.25, pos=current))
             plot.addItem(dashed_line(GREEN, f"best pair [{best_low:.4g}, {best_high:.4g}]", 0.6, pos=best))
             # the smallest error along this slice; among ties the narrowest bounds

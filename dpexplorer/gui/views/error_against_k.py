@@ -15,6 +15,7 @@ from dpexplorer.core.error_against_k import ErrorAgainstK, error_against_k
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput, WorkloadInput
 from dpexplorer.core.mechanisms.pmw import THRESHOLD, UPDATES
 from dpexplorer.core.row_count import COUNT_SHARE
+from dpexplorer.gui import palette
 from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, View, log_ticks, new_plot
 from dpexplorer.gui.views.selection import clear_and_show_error, error_label, rich_label
 
@@ -50,9 +51,11 @@ def summary_html(result: ErrorAgainstK, current_k: int | None) -> str:
     here = f"; the workload on screen: k = {current_k} (grey line)" if current_k else ""
     return (
         f"{result.replicates} random workloads per k, n = {result.n:,.0f}, ε = {result.epsilon:g}{here}. "
-        f"At k = {int(result.ks[last])}: <b style='color:rgb{BLUE}'>BLR</b> (m = {result.m} synthetic "
+        f"At k = {int(result.ks[last])}: <b style='color:{palette.css(BLUE)}'>BLR</b> (m = "
+        f"{result.m} synthetic "
         f"rows) errs by {result.blr_mean[last]:.2g} (bound {result.blr_bound[last]:.2g}); "
-        f"<b style='color:rgb{ORANGE}'>PMW</b> by {result.pmw_mean[last]:.2g} on the queries it answers "
+        f"<b style='color:{palette.css(ORANGE)}'>PMW</b> by {result.pmw_mean[last]:.2g} on the "
+        "queries it answers "
         f"({1 - result.beta:.0%} bound {result.pmw_bound[last]:.2g}), and answers ⊥ to "
         f"{result.pmw_bottom[last]:.0%} of them once its L updates are spent."
     )
@@ -76,7 +79,7 @@ class ErrorAgainstKView(View):
         self.bottom_plot.getPlotItem().legend.setOffset((10, 10))  # top left: ⊥ comes late
         legend = self.plot.getPlotItem().legend
         legend.setOffset((10, 10))  # top left: the errors climb to the right
-        legend.setBrush(pg.mkBrush(255, 255, 255, 210))  # readable where a line passes under it
+        legend.setBrush(palette.brush(palette.PLOT_BACKGROUND, 210))  # readable where a line passes under it
         self.body.addWidget(self.error)
         self.body.addWidget(self.summary)
         self.body.addWidget(self.plot, 3)
@@ -130,20 +133,22 @@ class ErrorAgainstKView(View):
         for name, (color, mean, se, bound, bound_name) in curves.items():
             low = plot.plot(x, log(mean - 2 * se), pen=pg.mkPen(None))
             high = plot.plot(x, log(mean + 2 * se), pen=pg.mkPen(None))
-            plot.addItem(pg.FillBetweenItem(low, high, brush=(*color, 60)))
+            plot.addItem(pg.FillBetweenItem(low, high, brush=palette.brush(color, 60)))
             plot.plot(
                 x,
                 log(mean),
-                pen=pg.mkPen(color, width=3),
+                pen=palette.pen(color, width=3),
                 symbol="o",
                 symbolSize=6,
                 symbolBrush=color,
                 name=f"{name}: simulated mean ± 2 SE",
             )
-            plot.plot(x, log(bound), pen=pg.mkPen(color, width=2, style=dash), name=f"{name}: {bound_name}")
+            plot.plot(
+                x, log(bound), pen=palette.pen(color, width=2, style=dash), name=f"{name}: {bound_name}"
+            )
         if self.current_k:
             line = pg.InfiniteLine(
-                pos=float(np.log2(self.current_k)), angle=90, pen=pg.mkPen(GREY, width=1, style=dash)
+                pos=float(np.log2(self.current_k)), angle=90, pen=palette.pen(GREY, width=1, style=dash)
             )
             plot.addItem(line)
         plot.getAxis("left").setTicks(log_ticks([[floor, float(finite.max(initial=floor))]]))
@@ -156,7 +161,7 @@ class ErrorAgainstKView(View):
         bottom.plot(
             x,
             result.pmw_bottom,
-            pen=pg.mkPen(ORANGE, width=3),
+            pen=palette.pen(ORANGE, width=3),
             symbol="o",
             symbolSize=6,
             symbolBrush=ORANGE,

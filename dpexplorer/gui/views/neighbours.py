@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from dpexplorer.core.mechanisms.base import CategoricalOutput, NumericOutput
+from dpexplorer.gui import palette
 from dpexplorer.gui.jobs import DrawsResult, NeighboursResult
 from dpexplorer.gui.views.base import (
     BLUE,
@@ -62,7 +63,7 @@ LOSS_CLIP = 25.0
 
 
 def _brush(color: tuple[int, int, int], alpha: int) -> pg.QtGui.QBrush:
-    return pg.mkBrush(*color, alpha)
+    return palette.brush(color, alpha)
 
 
 INK = 1e-3
@@ -92,7 +93,7 @@ def _width(low: float, high: float) -> float:
 
 
 def _dashed(color: tuple[int, int, int]) -> pg.QtGui.QPen:
-    return pg.mkPen(color, width=1, style=Qt.PenStyle.DashLine)
+    return palette.pen(color, width=1, style=Qt.PenStyle.DashLine)
 
 
 def covered(rect: QRectF, area: QRectF, taken: list[QRectF]) -> float:
@@ -114,7 +115,7 @@ def _error_bars(color: tuple[int, int, int]) -> pg.ErrorBarItem:
 
 def _clip_note() -> pg.TextItem:
     text = f"losses beyond ±{LOSS_CLIP:g} (or infinite) drawn at ±{LOSS_CLIP:g}"
-    return pg.TextItem(text, color=GREY, anchor=(0, 0))
+    return pg.TextItem(text, color=palette.colour(GREY), anchor=(0, 0))
 
 
 def _epsilon_rules(plot: pg.PlotItem) -> Rules:
@@ -316,10 +317,10 @@ class NeighboursView(View):
         dotted = Qt.PenStyle.DotLine
         curves = {
             "draws_d": self.outputs.plot(
-                stepMode="center", pen=pg.mkPen(BLUE, width=1, style=dotted), name="draws on D"
+                stepMode="center", pen=palette.pen(BLUE, width=1, style=dotted), name="draws on D"
             ),
             "draws_d_prime": self.outputs.plot(
-                stepMode="center", pen=pg.mkPen(ORANGE, width=1, style=dotted), name="draws on D'"
+                stepMode="center", pen=palette.pen(ORANGE, width=1, style=dotted), name="draws on D'"
             ),
         }
         for curve in curves.values():  # listed from the first draws until "Clear draws"
@@ -354,8 +355,8 @@ class NeighboursView(View):
         fill.setZValue(-1)
         self.outputs.addItem(fill)
         items: dict[str, pg.GraphicsObject] = {
-            "p": _curve(self.outputs, pg.mkPen(BLUE, width=THIN), "M(D)"),
-            "q": _curve(self.outputs, pg.mkPen(ORANGE, width=THIN), "M(D')"),
+            "p": _curve(self.outputs, palette.pen(BLUE, width=THIN), "M(D)"),
+            "q": _curve(self.outputs, palette.pen(ORANGE, width=THIN), "M(D')"),
             "fill": fill,
             **self._draws_curves(),
         }
@@ -363,7 +364,7 @@ class NeighboursView(View):
 
     def _discrete_items(self) -> dict[str, pg.GraphicsObject]:
         bars = self._bars({"p": _brush(BLUE, 160), "q": _brush(ORANGE, 160)}, {"p": "M(D)", "q": "M(D')"})
-        dots = pg.ScatterPlotItem(size=7, brush=pg.mkBrush(*GREY), pen=None)
+        dots = pg.ScatterPlotItem(size=7, brush=palette.brush(GREY), pen=None)
         self.loss.addItem(dots)
         return {**bars, "loss_dots": dots, **self._draws_curves(), **self._true_lines()}
 
@@ -408,8 +409,8 @@ class NeighboursView(View):
     def _loss_items(self) -> dict[str, pg.GraphicsObject]:
         """The loss plot's curve, its part beyond ±ε and the ±ε lines."""
         items: dict[str, pg.GraphicsObject] = {
-            "loss": _curve(self.loss, pg.mkPen(GREY, width=THIN), "privacy loss"),
-            "over": _curve(self.loss, pg.mkPen(RED, width=4), "|loss| > ε", connect="finite"),
+            "loss": _curve(self.loss, palette.pen(GREY, width=THIN), "privacy loss"),
+            "over": _curve(self.loss, palette.pen(RED, width=4), "|loss| > ε", connect="finite"),
         }
         items["epsilon_lines"] = _epsilon_rules(self.loss)
         items["bands"] = Bands(self.outputs, _brush(RED, 28))
@@ -481,8 +482,8 @@ class NeighboursView(View):
         """What the view shows, in words (no numbers: it changes only with the mechanism)."""
         same = (
             f"<b>{result.mechanism}</b>. "
-            f"<span style='color:rgb{BLUE}'>■ M(D)</span> and "
-            f"<span style='color:rgb{ORANGE}'>■ M(D')</span>: the closer they are, the less an "
+            f"<span style='color:{palette.css(BLUE)}'>■ M(D)</span> and "
+            f"<span style='color:{palette.css(ORANGE)}'>■ M(D')</span>: the closer they are, the less an "
             "observer learns about the one person who differs. "
         )
         output = result.output
@@ -495,7 +496,7 @@ class NeighboursView(View):
                 "proven ε under the plots."
             )
         return same + (
-            f"<span style='color:rgb{RED}'>Red bands</span> mark the outputs where the privacy "
+            f"<span style='color:{palette.css(RED)}'>Red bands</span> mark the outputs where the privacy "
             "loss exceeds ε, i.e. where seeing the output shifts the odds between D and D' by "
             "more than e^ε. The dark red area is how much more likely those outputs are under "
             "D than e^ε times their chance under D'; in total it is δ(ε) (below), the "
@@ -506,7 +507,7 @@ class NeighboursView(View):
         """The claim and the exact δ(ε), under the plots."""
         self.delta_label.setText(
             f"Claimed: ε = {result.epsilon:.4g}, δ = {result.delta_claim:.3g}. "
-            f"<span style='color:rgb{RED}'>{shaded}</span> = "
+            f"<span style='color:{palette.css(RED)}'>{shaded}</span> = "
             f"δ(ε = {result.epsilon:.3g}) = <b>{self._delta_text(result)}</b>. "
             f"{result.claim_note} {note}"
         )
@@ -515,7 +516,7 @@ class NeighboursView(View):
         """Step histograms with ±2 SE bars; the estimated loss with its own bars; ±ε lines."""
         items: dict[str, pg.GraphicsObject] = {}
         for key, color, name in (("p", BLUE, "M(D), simulated"), ("q", ORANGE, "M(D'), simulated")):
-            items[key] = self.outputs.plot(stepMode="center", pen=pg.mkPen(color, width=2), name=name)
+            items[key] = self.outputs.plot(stepMode="center", pen=palette.pen(color, width=2), name=name)
             items[key + "_bars"] = _error_bars(color)
             self.outputs.addItem(items[key + "_bars"])
         items["loss"] = self.loss.plot(
@@ -523,7 +524,7 @@ class NeighboursView(View):
         )
         items["loss_bars"] = _error_bars(GREY)
         self.loss.addItem(items["loss_bars"])
-        items["few_runs"] = pg.TextItem(color=GREY, anchor=(0.5, 0.5))
+        items["few_runs"] = pg.TextItem(color=palette.colour(GREY), anchor=(0.5, 0.5))
         self.loss.addItem(items["few_runs"], ignoreBounds=True)
         items["epsilon_lines"] = _epsilon_rules(self.loss)
         return items
@@ -673,7 +674,10 @@ class NeighboursView(View):
             "stem", self.outputs, 2 * len(masses), lambda: pg.BarGraphItem(x=[0], height=[0], width=0.1)
         )
         texts = self._pooled(
-            "mass", self.outputs, len(masses), lambda: pg.TextItem(color=GREY, anchor=(0, 0))
+            "mass",
+            self.outputs,
+            len(masses),
+            lambda: pg.TextItem(color=palette.colour(GREY), anchor=(0, 0)),
         )
         span = _width(low, high)
         top = self._mass_top(out, density_top)

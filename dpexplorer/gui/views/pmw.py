@@ -22,6 +22,7 @@ from dpexplorer.core.cancel import CancelToken, ProgressFn
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
 from dpexplorer.core.mechanisms.pmw import LAZY, UPDATE, PMWTranscript
 from dpexplorer.core.mechanisms.sparse_vector import BOTTOM, HALTED, TOP, SparseVector, SVTTranscript
+from dpexplorer.gui import palette
 from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, RED, View, dashed_line, keep_line_labels_inside
 from dpexplorer.gui.views.selection import (
     category_plot,
@@ -103,7 +104,7 @@ def job(
 
 
 def _square(colour: tuple[int, int, int]) -> str:
-    return f"<span style='color:rgb{colour}'>■</span>"
+    return f"<span style='color:{palette.css(colour)}'>■</span>"
 
 
 class TranscriptView(View):
@@ -184,7 +185,7 @@ class TranscriptView(View):
         """The rounds used as a staircase down the queries, and the limit."""
         x = np.repeat(result.used.astype(float), 2)
         y = np.column_stack([rows - 0.5, rows + 0.5]).ravel()
-        self.rounds.plot(x, y, pen=pg.mkPen(ORANGE, width=2))
+        self.rounds.plot(x, y, pen=palette.pen(ORANGE, width=2))
         name = "L" if result.is_pmw else "c"
         self._vertical(self.rounds, float(result.limit), f"limit {name} = {result.limit}")
         # from -0.3: a "0" tick at the axis's very end was dropped, leaving c = 1's axis one label
@@ -197,7 +198,11 @@ class TranscriptView(View):
     @staticmethod
     def _vertical(plot: pg.PlotWidget, x: float, label: str) -> None:
         # the label left of the line: a line at the axis's end would clip a label on its right
-        plot.addItem(dashed_line(RED, label, 0.985, pos=x, width=2, fill=(255, 255, 255, 230), side=1))
+        plot.addItem(
+            dashed_line(
+                RED, label, 0.985, pos=x, width=2, fill=palette.colour(palette.PLOT_BACKGROUND, 230), side=1
+            )
+        )
 
     @staticmethod
     def _summary(result: TranscriptResult, colours: dict[str, tuple[int, int, int]]) -> str:
@@ -208,7 +213,7 @@ class TranscriptView(View):
             return (
                 f"{_square(BLUE)} lazy: {result.count(LAZY):,} &nbsp; {_square(ORANGE)} update: "
                 f"{result.count(UPDATE):,} (of at most L = {result.limit}) &nbsp; "
-                f"<span style='color:rgb{GREY}'>■</span> ⊥ (no answer, L spent): "
+                f"<span style='color:{palette.css(GREY)}'>■</span> ⊥ (no answer, L spent): "
                 f"{result.count(BOTTOM):,} &nbsp; — {n:,} queries. Largest error of an answered "
                 f"query: <b>{transcript.max_error:.4g}</b> (share of rows). Seed {result.seed}; "
                 f"run took {transcript.seconds:.3g} s."

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QHBoxLayout, QWidget
 from dpexplorer.core.mechanisms.base import Mechanism, NumericInput, QueryInput
 from dpexplorer.core.mechanisms.ptr import ProposeTestRelease, bottom_probability, pass_threshold
 from dpexplorer.core.sensitivity import NO_SUCH_DISTANCE
+from dpexplorer.gui import palette
 from dpexplorer.gui.views.base import (
     BLUE,
     GREY,
@@ -184,7 +185,7 @@ class PTRView(View):
         self.curve.plot(
             result.curve_distance,
             result.curve_bottom,
-            pen=pg.mkPen(GREY, width=2),
+            pen=palette.pen(GREY, width=2),
             name="P(⊥) = P(d + Lap(1/ε) ≤ threshold)",
         )
         self._vertical(result.threshold, RED, f"threshold ln(1/δ)/ε = {result.threshold:.3g}", 0.5)
@@ -220,7 +221,15 @@ class PTRView(View):
     ) -> None:
         """A dashed vertical line with its label to the right (``side`` 0) or left (1) of it."""
         self.curve.addItem(
-            dashed_line(color, label, position, pos=x, width=2, fill=(255, 255, 255, 210), side=side)
+            dashed_line(
+                color,
+                label,
+                position,
+                pos=x,
+                width=2,
+                fill=palette.colour(palette.PLOT_BACKGROUND, 210),
+                side=side,
+            )
         )
 
     def _mark(
@@ -239,7 +248,12 @@ class PTRView(View):
             self._vertical(distance, color, text, position, side)
             self.curve.plot([distance], [bottom], pen=None, symbol="o", symbolBrush=color, symbolSize=10)
             return
-        arrow = pg.TextItem(f"{text}  →", color=color, anchor=(1, 0.5), fill=(255, 255, 255, 200))
+        arrow = pg.TextItem(
+            f"{text}  →",
+            color=palette.colour(color),
+            anchor=(1, 0.5),
+            fill=palette.colour(palette.PLOT_BACKGROUND, 200),
+        )
         arrow.setPos(reach, position)
         self.curve.addItem(arrow)
 

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QHBoxLayout, QVBoxLayout, QWidget
 
 from dpexplorer.core.mechanisms.params import EPSILON, Param, validate_params
 from dpexplorer.core.privacy_loss_walk import STEP_LAWS, RandomWalk, random_walk
+from dpexplorer.gui import palette
 from dpexplorer.gui.param_controls import ParamPanel
 from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, RED, View, new_plot
 from dpexplorer.gui.views.selection import clear_and_show_error, error_label, rich_label
@@ -86,12 +87,14 @@ def summary_html(walk: RandomWalk) -> str:
     t = int(walk.releases[-1])
     return (
         f"After <b>t = {t}</b> releases of ε = {walk.epsilon:g}: "
-        f"<b style='color:rgb{GREY}'>basic composition ε = {walk.basic[-1]:.4g}</b> (the loss can never "
-        f"exceed it); <b style='color:rgb{RED}'>advanced composition ε′ = {walk.advanced[-1]:.4g}</b> "
+        f"<b style='color:{palette.css(GREY)}'>basic composition ε = {walk.basic[-1]:.4g}</b> (the "
+        "loss can never "
+        f"exceed it); <b style='color:{palette.css(RED)}'>advanced composition ε′ = "
+        f"{walk.advanced[-1]:.4g}</b> "
         f"at δ′ = {walk.delta_prime:g} (exceeded by {walk.share_above_advanced:.1%} of the "
-        f"{walk.paths.shape[0]} paths). The mean loss is <b style='color:rgb{BLUE}'>"
+        f"{walk.paths.shape[0]} paths). The mean loss is <b style='color:{palette.css(BLUE)}'>"
         f"{walk.mean[-1]:.4g}</b>, below Dwork &amp; Roth's bound tε(e<sup>ε</sup>−1) = "
-        f"{walk.mean_bound[-1]:.4g}; the <span style='color:rgb{ORANGE}'>band</span> "
+        f"{walk.mean_bound[-1]:.4g}; the <span style='color:{palette.css(ORANGE)}'>band</span> "
         f"mean ± ε√(2t ln(1/δ′)) holds {1 - walk.share_outside_band:.1%} of the paths."
     )
 
@@ -160,22 +163,24 @@ class RandomWalkView(View):
             xs,
             shown.ravel(),
             connect=connect,
-            pen=pg.mkPen((150, 150, 150, 90), width=1),
+            pen=palette.pen(GREY, 1, alpha=90),
             name="sample paths",
         )
-        low = plot.plot(t, walk.band_low, pen=pg.mkPen(ORANGE, width=1))
-        high = plot.plot(t, walk.band_high, pen=pg.mkPen(ORANGE, width=1), name="band: mean ± ε√(2t ln 1/δ′)")
-        plot.addItem(pg.FillBetweenItem(low, high, brush=(*ORANGE, 50)))
-        plot.plot(t, walk.mean, pen=pg.mkPen(BLUE, width=3), name="mean loss (exact)")
+        low = plot.plot(t, walk.band_low, pen=palette.pen(ORANGE, width=1))
+        high = plot.plot(
+            t, walk.band_high, pen=palette.pen(ORANGE, width=1), name="band: mean ± ε√(2t ln 1/δ′)"
+        )
+        plot.addItem(pg.FillBetweenItem(low, high, brush=palette.brush(ORANGE, 50)))
+        plot.plot(t, walk.mean, pen=palette.pen(BLUE, width=3), name="mean loss (exact)")
         dash = pg.QtCore.Qt.PenStyle.DashLine
         plot.plot(
             t,
             walk.mean_bound,
-            pen=pg.mkPen(BLUE, width=2, style=dash),
+            pen=palette.pen(BLUE, width=2, style=dash),
             name="tε(e^ε − 1), D&R's bound on the mean",
         )
-        plot.plot(t, walk.advanced, pen=pg.mkPen(RED, width=3, style=dash), name="advanced composition ε′")
-        plot.plot(t, walk.basic, pen=pg.mkPen(GREY, width=2, style=dash), name="basic composition tε")
+        plot.plot(t, walk.advanced, pen=palette.pen(RED, width=3, style=dash), name="advanced composition ε′")
+        plot.plot(t, walk.basic, pen=palette.pen(GREY, width=2, style=dash), name="basic composition tε")
         top = max(float(walk.advanced[-1]), float(shown.max(initial=0.0)))
         bottom = min(float(walk.band_low.min()), float(shown.min(initial=0.0)))
         plot.setRange(xRange=(0, t[-1]), yRange=(bottom, top * 1.1 if top > 0 else 1.0))

@@ -22,6 +22,7 @@ from dpexplorer.core import planning, risk
 from dpexplorer.core.accounting.guarantees import Guarantee
 from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.core.planning import PlannedMeasurement
+from dpexplorer.gui import palette
 from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, View, new_plot
 
 ALPHAS = np.linspace(0.0, 1.0, 201)
@@ -225,22 +226,26 @@ class RiskView(View):
         plot = self.tradeoff
         plot.clear()
         alphas = result.alphas
-        plot.plot(alphas, 1 - alphas, pen=pg.mkPen(GREY, width=1), name="random guessing (no privacy loss)")
+        plot.plot(
+            alphas, 1 - alphas, pen=palette.pen(GREY, width=1), name="random guessing (no privacy loss)"
+        )
         for curves, colour in self._pairs(result):
             pair = f"(ε = {curves.epsilon:.3g}, δ = {curves.delta:.2g})"
             if curves.beta_profile is not None:
                 line = plot.plot(
                     alphas,
                     curves.beta_profile,
-                    pen=pg.mkPen(colour, width=2),
+                    pen=palette.pen(colour, width=2),
                     name=f"{curves.name}: exact profile",
                 )
                 floor = plot.plot(alphas, np.zeros_like(alphas), pen=None)
-                plot.addItem(pg.FillBetweenItem(line, floor, brush=pg.mkBrush(*colour, 50)))
-            dashed = pg.mkPen(colour, width=2, style=Qt.PenStyle.DashLine)
+                plot.addItem(pg.FillBetweenItem(line, floor, brush=palette.brush(colour, 50)))
+            dashed = palette.pen(colour, width=2, style=Qt.PenStyle.DashLine)
             plot.plot(alphas, curves.beta_pair, pen=dashed, name=f"{curves.name}: {pair} alone")
         if self._pairs(result):
-            text = pg.TextItem("no test can reach\nthe shaded corner", color=GREY, anchor=(0, 1))
+            text = pg.TextItem(
+                "no test can reach\nthe shaded corner", color=palette.colour(GREY), anchor=(0, 1)
+            )
             text.setPos(0.02, 0.02)
             plot.addItem(text)
         plot.setXRange(0, 1, padding=0.02)
@@ -250,18 +255,18 @@ class RiskView(View):
         plot = self.posterior_plot
         plot.clear()
         priors, prior = result.priors, result.request.prior
-        plot.plot(priors, priors, pen=pg.mkPen(GREY, width=1), name="learns nothing")
+        plot.plot(priors, priors, pen=palette.pen(GREY, width=1), name="learns nothing")
         for curves, colour in self._pairs(result):
-            plot.plot(priors, curves.posteriors, pen=pg.mkPen(colour, width=2), name=curves.name)
+            plot.plot(priors, curves.posteriors, pen=palette.pen(colour, width=2), name=curves.name)
             plot.plot(
                 [prior],
                 [curves.posterior],
                 pen=None,
                 symbol="o",
                 symbolSize=9,
-                symbolBrush=pg.mkBrush(*colour),
+                symbolBrush=palette.brush(colour),
             )
-        plot.addItem(pg.InfiniteLine(pos=prior, angle=90, pen=pg.mkPen(GREY, style=Qt.PenStyle.DotLine)))
+        plot.addItem(pg.InfiniteLine(pos=prior, angle=90, pen=palette.pen(GREY, style=Qt.PenStyle.DotLine)))
         plot.setXRange(0, 1, padding=0.02)
         plot.setYRange(0, 1, padding=0.02)
 

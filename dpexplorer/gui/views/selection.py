@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
 from dpexplorer.core.mechanisms.base import CategoricalOutput, Mechanism, QueryInput, SelectionInput
 from dpexplorer.core.mechanisms.exponential import max_abs_loss
+from dpexplorer.gui import palette
 from dpexplorer.gui.views.base import BLUE, ORANGE, RED, View, new_plot
 from dpexplorer.gui.views.live_text import LiveText
 
@@ -39,7 +40,7 @@ def error_label() -> QLabel:
     """A red, word-wrapped, selectable label for messages from the core (shown as they are)."""
     label = QLabel()
     label.setWordWrap(True)
-    label.setStyleSheet(f"color: rgb{RED}")
+    label.setStyleSheet(f"color: {palette.css(RED)}")
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     label.hide()
     return label
@@ -115,7 +116,7 @@ def hbars(
             width=np.asarray(values, dtype=float),
             y=np.asarray(rows, dtype=float),
             height=height,
-            brush=pg.mkBrush(*color, alpha),
+            brush=palette.brush(color, alpha),
             pen=pg.mkPen(None),
             name=name,
         )
@@ -161,8 +162,8 @@ def axis_end(*values: np.ndarray, room: float = 1.08) -> float:
 def colour_key(d: str = "D, your dataset", d_prime: str = "D', its worst-case neighbour") -> str:
     """The rich-text key of the blue (D) and orange (D') bars."""
     return (
-        f"<span style='color:rgb{BLUE}'>■</span> {d} &nbsp; "
-        f"<span style='color:rgb{ORANGE}'>■</span> {d_prime}"
+        f"<span style='color:{palette.css(BLUE)}'>■</span> {d} &nbsp; "
+        f"<span style='color:{palette.css(ORANGE)}'>■</span> {d_prime}"
     )
 
 

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from dpexplorer.core.mechanisms.base import Mechanism, NumericInput, QueryInput
 from dpexplorer.core.mechanisms.ptr import ProposeTestRelease
 from dpexplorer.core.sensitivity import NO_SUCH_DISTANCE
 from dpexplorer.core.sensitivity_profile import SensitivityProfile, sensitivity_profile
+from dpexplorer.gui import palette
 from dpexplorer.gui.views.base import (
     BLUE,
     GREY,
@@ -124,32 +124,34 @@ def summary_html(result: SensitivityResult) -> str:
         return f"<b>{headline}.</b> " + html.escape(result.note, quote=False).replace("\n", "<br>")
     relation = "adding or removing" if p.relation == "add_remove" else "replacing"
     rows = [
-        f"<b style='color:rgb{GREY}'>Global GS = {_number(p.global_sensitivity)}</b>: "
+        f"<b style='color:{palette.css(GREY)}'>Global GS = {_number(p.global_sensitivity)}</b>: "
         f"on the worst dataset, {relation} one person moves the {name} this much.",
-        f"<b style='color:rgb{BLUE}'>Local LS(D) = A(0) = {_number(p.local_sensitivity)}</b>: "
+        f"<b style='color:{palette.css(BLUE)}'>Local LS(D) = A(0) = {_number(p.local_sensitivity)}</b>: "
         f"on this data ({p.n:,} rows, bounds [{p.lower:g}, {p.upper:g}]), one person moves it "
         "at most this much.",
     ]
     if p.smooth_sensitivity == 0.0 and p.local_at_distance.size and p.local_at_distance.max() > 0:
         rows.append(
-            f"<b style='color:rgb{ORANGE}'>Smooth S*(D) underflows to 0</b> with {result.beta_source}: "
+            f"<b style='color:{palette.css(ORANGE)}'>Smooth S*(D) underflows to 0</b> with "
+            f"{result.beta_source}: "
             "e<sup>−βk</sup>A(k) is below 10<sup>−308</sup> at every k where A(k) > 0."
         )
     elif p.smooth_sensitivity is not None:
         rows.append(
-            f"<b style='color:rgb{ORANGE}'>Smooth S*(D) = {_number(p.smooth_sensitivity)}</b> with "
+            f"<b style='color:{palette.css(ORANGE)}'>Smooth S*(D) = {_number(p.smooth_sensitivity)}</b> with "
             f"{result.beta_source}: the largest e<sup>−βk</sup>A(k), reached at k = {p.argmax_k}."
         )
     else:
         rows.append(f"No smooth sensitivity here: {p.note}.")
     if p.distance_to_instability is not None:
         rows.append(
-            f"<b style='color:rgb{RED}'>Distance to instability d = {p.distance_to_instability}</b>: "
+            f"<b style='color:{palette.css(RED)}'>Distance to instability d = "
+            f"{p.distance_to_instability}</b>: "
             f"that many rows can change and every neighbour still has the same {name}."
         )
     if result.bound is not None:
         rows.append(
-            f"<b style='color:rgb{PURPLE}'>PTR's proposed bound {result.bound:g}</b>: A(k) first "
+            f"<b style='color:{palette.css(PURPLE)}'>PTR's proposed bound {result.bound:g}</b>: A(k) first "
             f"exceeds it at k = {_number(result.distance_to_bound)}, the distance PTR tests."
         )
     return "<br>".join(rows)
@@ -202,9 +204,11 @@ class SensitivityView(View):
         k = p.distances.astype(float)
         edges = np.append(k, k[-1] + 1.0)  # both are functions of the integer k: drawn as steps
         for plot in (self.plot, self.zoom):
-            plot.plot(edges, p.local_at_distance, stepMode="center", pen=pg.mkPen(BLUE, width=3), name="A(k)")
             plot.plot(
-                edges, p.smoothed, stepMode="center", pen=pg.mkPen(ORANGE, width=3), name="e^(−βk) A(k)"
+                edges, p.local_at_distance, stepMode="center", pen=palette.pen(BLUE, width=3), name="A(k)"
+            )
+            plot.plot(
+                edges, p.smoothed, stepMode="center", pen=palette.pen(ORANGE, width=3), name="e^(−βk) A(k)"
             )
             plot.plot([0.0], [p.local_sensitivity], pen=None, symbol="o", symbolBrush=BLUE, symbolSize=12)
         # d on the full plot only: the zoom is about S* (its label, placed for the zoom's range
