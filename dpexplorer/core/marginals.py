@@ -292,7 +292,7 @@ class DenseModel:
 def fit_dense(
     sizes: tuple[int, ...],
     measurements: Sequence[Measurement],
-    iterations: int = 400,
+    iterations: int = 500,
     *,
     warm: DenseModel | None = None,
     cancel: CancelToken | None = None,
@@ -306,32 +306,45 @@ def fit_dense(
         )
     total = estimated_total(measurements)
     p = warm.p.copy() if warm is not None and warm.p.size == cells else np.full(cells, 1.0 / cells)
-    grid = np.arange(cells).reshape(sizes)
+    index = np.indices(sizes).reshape(len(sizes), -1)
     parts = []
-    weight_sum = 0.0
     for m in measurements:
-        drop = tuple(i for i in range(len(sizes)) if i not in m.clique)
-        # index of each full cell in the clique's marginal
-        sub = np.ravel_multi_index(
-            tuple(np.indices(sizes)[i].ravel() for i in m.clique), tuple(sizes[i] for i in m.clique)
-        )
-        w = 1.0 / float(m.sigma2)
-        weight_sum += w * len(m.values)
-        parts.append((sub, np.asarray(m.values, dtype=float) / total, w, drop))
-    del grid
-    scale = 1.0 / weight_sum if weight_sum > 0 else 1.0
-    eta = 0.5
+        # each full cell's position in the clique's marginal
+        sub = np.ravel_multi_index(tuple(index[i] for i in m.clique), tuple(sizes[i] for i in m.clique))
+        parts.append((sub, np.asarray(m.values, dtype=float) / total, 1.0 / float(m.sigma2)))
+    norm = sum(w for _, _, w in parts)
+    parts = [(sub, target, w / norm) for sub, target, w in parts]
+
+    def loss(q: np.ndarray) -> tuple[float, np.ndarray]:
+        value, gradient = 0.0, np.zeros(cells)
+        for sub, target, w in parts:
+            residual = np.bincount(sub, weights=q, minlength=target.size) - target
+            value += w * float(residual @ residual)
+            gradient += (2 * w) * residual[sub]
+        return value, gradient
+
+    # entropic mirror descent with a backtracking step (the loss is 2-smooth relative to the
+    # entropy once the weights sum to 1; the step grows while the sufficient-decrease test holds)
+    eta = 1.0
+    value, gradient = loss(p)
     for it in range(iterations):
-        if it % 50 == 0:
+        if it % 25 == 0:
             checkpoint(cancel)
-        gradient = np.zeros(cells)
-        for sub, target, w, _ in parts:
-            marginal = np.bincount(sub, weights=p, minlength=target.size)
-            gradient += (2 * w * scale * len(target)) * (marginal - target)[sub]
-        logits = np.log(np.maximum(p, 1e-300)) - eta * gradient
-        logits -= logits.max()
-        p = np.exp(logits)
-        p /= p.sum()
+        log_p = np.log(np.maximum(p, 1e-300))
+        while True:
+            logits = log_p - eta * gradient
+            logits -= logits.max()
+            q = np.exp(logits)
+            q /= q.sum()
+            new_value, new_gradient = loss(q)
+            kl = float(q @ (np.log(np.maximum(q, 1e-300)) - log_p))
+            if new_value <= value + float(gradient @ (q - p)) + kl / eta or eta < 1e-12:
+                break
+            eta /= 2
+        done = value - new_value <= 1e-15 * max(value, 1e-300)
+        p, value, gradient, eta = q, new_value, new_gradient, eta * 2
+        if done:
+            break
     return DenseModel(sizes, p, total)
 
 

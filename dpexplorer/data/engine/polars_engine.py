@@ -83,8 +83,8 @@ def _axis_index(axis: Axis) -> pl.Expr:
 
 
 def cell_index_expr(axes: tuple[Axis, ...], shape: tuple[int, ...]) -> pl.Expr:
-    """Row-major cell index of each row over ``axes``."""
-    strides = np.cumprod((1, *shape[:0:-1]))[::-1]
+    """Row-major cell index of each row over ``axes`` (0 for no axis: one cell of all rows)."""
+    strides = np.cumprod((1, *shape[:0:-1]))[::-1] if shape else ()
     return sum((_axis_index(a) * int(s) for a, s in zip(axes, strides, strict=True)), pl.lit(0)).alias("cell")
 
 
