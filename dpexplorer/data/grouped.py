@@ -213,7 +213,7 @@ def group_input(
         moments = tuple(CentredMoments(int(c), 0.0) for c in counts)
     else:
         moments = group_moments(dataset, query, steps, exact_sums)
-    return moments_input(dataset, query, relation, steps, moments, groups)
+    return moments_input(dataset, query, relation, steps, moments, groups, release=exact_sums)
 
 
 @dataclass(frozen=True, eq=False)
@@ -250,9 +250,14 @@ def moments_input(
     steps: Steps,
     moments: tuple[CentredMoments, ...],
     groups: Groups,
+    *,
+    release: bool = False,
 ) -> NumericInput:
     """A count, sum or mean in each of ``groups`` on D (``moments``, after ``steps``) and on D'
-    (module docstring), with the sensitivities; for a mean, the moments of D and D' as well."""
+    (module docstring), with the sensitivities; for a mean, the moments of D and D' as well.
+    ``release`` (with a privacy unit): D' is not computed but set to D, nor the unclipped means:
+    a release publishes f(D) only, and the worst person's removal, the bounding's cost, the noise
+    the bounds save and the unclipped means are exploration figures, each another scan."""
     s1, s2 = sensitivities(query, relation)
     counts = np.array([m.count for m in moments], dtype=float)
     common: dict[str, Any] = {"statistic": "histogram", "output_range": (0.0, math.inf)}
@@ -264,6 +269,8 @@ def moments_input(
         }
     if query.unit is None:
         prime, text = _neighbour(query, moments, relation, groups.labels)
+    elif release:
+        prime, text = moments, "D' = D without one person: not computed for a release (it publishes f(D))"
     else:
         prime, text = _person_neighbour(dataset, query, moments, steps, groups)
         if query.statistic != "count":  # show clipping and bounding bias together

@@ -129,7 +129,7 @@ def private_input(
     if query.statistic == "quantile":
         full = quantile_input(dataset, resolved, relation, steps, values, groups)
     else:
-        full = moments_input(dataset, resolved, relation, steps, moments, groups)
+        full = moments_input(dataset, resolved, relation, steps, moments, groups, release=exact_sums)
     candidates = Candidates(
         tuple(int(p) for p in persons),
         found,
