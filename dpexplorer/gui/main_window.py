@@ -338,6 +338,9 @@ class MainWindow(QMainWindow):
         load_session_action = QAction("Open Sess&ion…", self, shortcut=QKeySequence("Ctrl+Shift+O"))
         load_session_action.triggered.connect(self.load_session_dialog)
         file_menu.addAction(load_session_action)
+        from dpexplorer.gui.analysis_files import add_analysis_actions  # Export Analysis, Open Plan
+
+        add_analysis_actions(self, file_menu)
         file_menu.addSeparator()
         quit_action = QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(self.close)

@@ -1,0 +1,195 @@
+"""File > Export Analysis As… and File > Open Plan as Budget Plan… (issue 31).
+
+Export: the window's budget plan (or, when it is empty, the statistic on screen) becomes a plan
+file for ``dpexplorer release``, a Python script or a Jupyter notebook using the public API
+(:mod:`dpexplorer.release.analysis_export` writes them; only declared facts, never a true answer).
+Import: a plan file becomes the window's budget plan, each entry explorable and priced as its
+release would be charged (the plan is read and checked by :mod:`dpexplorer.release.plan_run`,
+as ``dpexplorer release`` reads it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QFileDialog, QMenu
+
+from dpexplorer.core.errors import DPExplorerError
+
+if TYPE_CHECKING:
+    from dpexplorer.gui.main_window import MainWindow
+    from dpexplorer.release.analysis_export import Analysis
+
+EXPORT_FILTERS = {
+    "Plan for dpexplorer release (*.json)": "plan",
+    "Python script using the dpexplorer API (*.py)": "script",
+    "Jupyter notebook (*.ipynb)": "notebook",
+}
+PLAN_FILTER = "Plans (*.json);;All files (*)"
+
+
+def add_analysis_actions(window: MainWindow, menu: QMenu) -> None:
+    """The two File menu actions (kept on the window as ``export_analysis_action`` and
+    ``import_plan_action``)."""
+    export_action = QAction("&Export Analysis As…", window)
+    export_action.setToolTip(
+        "Save the budget plan as a plan file for 'dpexplorer release', a Python script or a Jupyter "
+        "notebook that releases it (no true answer is written)"
+    )
+    export_action.triggered.connect(lambda: export_analysis_dialog(window))
+    import_action = QAction("Open &Plan as Budget Plan…", window)
+    import_action.setToolTip("Read a plan file (as 'dpexplorer release' runs it) into the Budget tab")
+    import_action.triggered.connect(lambda: import_plan_dialog(window))
+    menu.addAction(export_action)
+    menu.addAction(import_action)
+    window.export_analysis_action, window.import_plan_action = export_action, import_action  # type: ignore[attr-defined]
+
+
+def _label(label: str) -> str:
+    """A plan row's label without its '#N ' prefix (the export numbers statistics itself)."""
+    head, _, rest = label.partition(" ")
+    return rest if head.startswith("#") and rest else label
+
+
+def window_analysis(window: MainWindow) -> Analysis:
+    """The window's analysis: the budget plan's statistics (or the statistic on screen when the
+    plan is empty), the data's location, the Data tab's sampling claim and the planning budget.
+    DPExplorerError when there is nothing to export."""
+    from dpexplorer.release.analysis_export import Analysis, AnalysisExportError, Statistic
+
+    dataset = window.dataset
+    if dataset is None:
+        raise AnalysisExportError("open a dataset first")
+    statistics = []
+    workspace = window.workspace
+    for item in workspace.budget_view.plan if workspace is not None else ():
+        query, relation = window.plan_queries[item.label]
+        statistics.append(Statistic(query, item.mechanism, dict(item.params), _label(item.label), relation))
+    explorer = window.explorer
+    if not statistics and explorer.query is not None and explorer.mechanism is not None:
+        statistics.append(
+            Statistic(
+                explorer.query.to_dict(),  # type: ignore[attr-defined]
+                explorer.mechanism.name,
+                explorer.mechanism.validate(explorer.params),
+                "",
+                explorer.relation,
+            )
+        )
+    spark = getattr(dataset, "format", "") == "spark"
+    data = str(getattr(dataset, "source", "")) if spark else str(Path(dataset.path).resolve())
+    return Analysis(
+        data,
+        statistics,
+        engine="spark" if spark else "polars",
+        sampling_rate=window.dataset_view.sampling_rate,
+        budget=_budget(window),
+    )
+
+
+def _budget(window: MainWindow) -> tuple[float, float, str] | None:
+    """The planning budget (epsilon, delta, accountant) of the Budget tab: the ledger's, when
+    it holds one for the dataset, else the one typed there under basic composition."""
+    if window.workspace is None:
+        return None
+    view = window.workspace.budget_view
+    delta = view._delta()
+    method = getattr(view, "_ledger_method", None) or "basic"
+    return (float(view.budget_epsilon.value()), float(delta or 0.0), str(method))
+
+
+def export_analysis(window: MainWindow, path: str | Path, kind: str) -> Path:
+    """Write the window's analysis to ``path`` as ``kind`` (``plan``, ``script``,
+    ``notebook``); the script and notebook use the window's ledger unless it is the default
+    one (then the default ledger of whoever runs them). DPExplorerError when it cannot."""
+    from dpexplorer.release.analysis_export import export
+    from dpexplorer.release.ledger import default_ledger_path
+
+    ledger = window.ledger_path()
+    shown = None if Path(ledger) == default_ledger_path() else str(ledger)
+    return export(window_analysis(window), path, kind, ledger=shown)
+
+
+def export_analysis_dialog(window: MainWindow) -> None:
+    """Ask where and in which format, then export (errors in the window's error box)."""
+    path, chosen = QFileDialog.getSaveFileName(
+        window, "Export analysis as", "analysis.json", ";;".join(EXPORT_FILTERS)
+    )
+    if not path:
+        return
+    kind = EXPORT_FILTERS.get(chosen, "plan")
+    suffix = {"plan": ".json", "script": ".py", "notebook": ".ipynb"}[kind]
+    if Path(path).suffix.lower() != suffix:
+        path = str(Path(path).with_suffix(suffix))
+    try:
+        written = export_analysis(window, path, kind)
+    except DPExplorerError as exc:
+        window.show_error(f"Could not export the analysis: {exc}")
+        return
+    window.statusBar().showMessage(f"Analysis exported to {written}", 8000)
+
+
+def plan_rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A plan's entries as the budget plan's rows (a saved session's form, rebuilt on the data
+    by ``jobs.rebuild_plan``): each query checked as ``dpexplorer release`` checks it and its
+    parameters validated; PlanError ``plan entry N: ...`` for the first that fails."""
+    from dpexplorer.core.mechanisms import registry
+    from dpexplorer.release.plan_run import PlanError, entry_query
+
+    rows = []
+    for number, entry in enumerate(entries, start=1):
+        try:
+            query, params = entry_query(entry)
+            mechanism = registry.get(entry["mechanism"])
+            validated = mechanism.validate(params)
+        except KeyError as exc:  # an unknown mechanism: the registry names the known ones
+            raise PlanError(f"plan entry {number}: {exc.args[0]}") from None
+        except DPExplorerError as exc:
+            raise PlanError(f"plan entry {number}: {exc}") from None
+        rows.append(
+            {
+                "label": f"#{number} {query.describe()}",
+                "mechanism": mechanism.name,
+                "params": validated,
+                "query": query.to_dict(),
+                "relation": "add_remove",
+                "held": False,
+                "target": None,
+            }
+        )
+    return rows
+
+
+def import_plan(window: MainWindow, path: str | Path) -> bool:
+    """Make the plan file at ``path`` the window's budget plan (replacing the one shown), with
+    its sampling claim on the Data tab; each entry is priced as its release would be charged.
+    Errors (file, entry, data) in the window's error box; returns whether it was accepted."""
+    from dpexplorer.gui import jobs
+    from dpexplorer.release.plan_run import read_plan_file
+
+    if window.dataset is None:
+        window.show_error("Open the dataset the plan is for before opening the plan.")
+        return False
+    try:
+        entries, rate = read_plan_file(path)
+        rows = plan_rows(entries)
+    except DPExplorerError as exc:
+        window.show_error(f"Could not open the plan: {exc}")
+        return False
+    window.plan_queries = {row["label"]: (row["query"], row["relation"]) for row in rows}
+    if rate is not None:
+        window.dataset_view.set_sampling_rate(rate)
+    window.compute.submit("plan-rebuild", jobs.rebuild_plan, window.dataset, rows)
+    if window.workspace is not None:  # the plan is shown where it is priced
+        window.tabs.setCurrentWidget(window.workspace.budget_view)
+    window.statusBar().showMessage(
+        f"Plan {Path(path).name}: {len(rows)} statistic(s) in the Budget tab", 8000
+    )
+    return True
+
+
+def import_plan_dialog(window: MainWindow) -> None:
+    path, _ = QFileDialog.getOpenFileName(window, "Open a plan as the budget plan", "", PLAN_FILTER)
+    if path:
+        import_plan(window, path)
