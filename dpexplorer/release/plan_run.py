@@ -21,6 +21,9 @@ from dpexplorer.core.errors import DPExplorerError
 
 MAX_PLAN_BYTES = 64 << 20
 """A plan larger than this is refused before it is parsed."""
+ENTRY_KINDS = ("statistic", "synthetic")
+"""An entry's ``kind``: a statistic (default) or a synthetic table (MST/AIM on a ``marginals``
+query: :mod:`dpexplorer.release.synthetic_tables`)."""
 
 
 class PlanError(DPExplorerError):
@@ -59,14 +62,20 @@ def plan_entries(plan: Any) -> tuple[list[dict[str, Any]], float | None]:
         raise PlanError("the plan must be a non-empty JSON list of {query, mechanism, parameters}")
     entries = []
     for number, entry in enumerate(plan, start=1):
-        if not isinstance(entry, dict) or set(entry) - {"query", "mechanism", "parameters"}:
+        if not isinstance(entry, dict) or set(entry) - {"query", "mechanism", "parameters", "kind"}:
             raise PlanError(f"plan entry {number} must be an object with keys query, mechanism, parameters")
         query, mechanism, params = entry.get("query"), entry.get("mechanism"), entry.get("parameters", {})
         if not isinstance(query, dict) or not isinstance(mechanism, str) or not isinstance(params, dict):
             raise PlanError(
                 f"plan entry {number} needs a query object, a mechanism name and a parameters object"
             )
-        entries.append({"query": query, "mechanism": mechanism, "parameters": params})
+        kind = entry.get("kind", "statistic")
+        if kind not in ENTRY_KINDS:
+            raise PlanError(
+                f"plan entry {number}: kind must be one of {', '.join(ENTRY_KINDS)}, not {kind!r}"
+            )
+        extra = {"kind": kind} if kind != "statistic" else {}
+        entries.append({"query": query, "mechanism": mechanism, "parameters": params, **extra})
     return entries, rate
 
 
@@ -151,6 +160,15 @@ def prepare_plan(
     for number, entry in enumerate(entries, start=1):
         try:
             query, params = entry_query(entry)
+            if entry.get("kind") == "synthetic":
+                from dpexplorer.release.synthetic_tables import prepare_synthetic
+
+                if rate is not None:
+                    raise PlanError(
+                        "a synthetic table claims no sampling amplification: leave out 'sampling'"
+                    )
+                prepared.append(prepare_synthetic(dataset, query, entry["mechanism"], params, key=key))
+                continue
             item = prepare(dataset, query, entry["mechanism"], params, ci_level=ci_level, key=key)
             prepared.append(item if rate is None else with_sampling_rate(item, rate))
         except (DPExplorerError, KeyError, TypeError, ValueError, ArithmeticError) as exc:
@@ -179,8 +197,13 @@ def release_prepared(
     check_output_dir(out_dir, [item.token for item in prepared])
     remove_partial_files(out_dir)
     released = []
+    from dpexplorer.release.synthetic_tables import TableRelease, release_table
+
     for number, item in enumerate(prepared, start=1):
-        result = execute(item, ledger=ledger, out_dir=out_dir, directory_checked=True)
+        if isinstance(item, TableRelease):  # a synthetic table (entry kind "synthetic")
+            result = release_table(item, ledger=ledger, out_dir=out_dir, directory_checked=True)
+        else:
+            result = execute(item, ledger=ledger, out_dir=out_dir, directory_checked=True)
         released.append((item, result))
         if on_release is not None:
             on_release(number, item, result)

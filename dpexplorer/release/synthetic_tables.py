@@ -166,6 +166,11 @@ class TableRelease:
     input: MarginalInput
     exact: ExactRelease
     token: str
+    run: Mapping[str, Any] | None = None
+    """The plan run this release belongs to (as :class:`~.release.PreparedRelease`'s)."""
+    sampling_rate: None = None
+    """No subsampling amplification is claimed for a synthetic table."""
+    legacy: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -180,6 +185,15 @@ class TableResult:
     delta: float
     files: dict[str, Path]
     selected: list[list[str]]
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """What a plan run prints for it (as a statistic's labels and values)."""
+        return ("synthetic records", "measured marginals")
+
+    @property
+    def values(self) -> tuple[int, int]:
+        return (self.rows, len(self.selected))
 
 
 def prepare_table(
@@ -228,6 +242,7 @@ def _sidecar(
         "(post-processing)",
         "discretisation": exact.provenance,
         "dp_outputs": {**exact.dp_outputs, "synthetic_rows": rows},
+        "run": dict(prepared.run) if prepared.run is not None else None,
         "software": f"dpexplorer {dpexplorer.__version__}",
         "dataset_fingerprint": prepared.fingerprint,
         "ledger_row_id": row_id,
@@ -242,8 +257,10 @@ def release_table(
     ledger: Ledger,
     out_dir: str | os.PathLike[str],
     bits: BitSource | None = None,
+    directory_checked: bool = False,
 ) -> TableResult:
-    """Check the directory and the budget, charge, then run selection and measurement with the
+    """Check the directory and the budget (unless ``directory_checked``: a plan run checked
+    its total and the directory once for all entries), charge, then run selection and measurement with the
     exact samplers, fit the model, draw the records and write them (CSV), the measurements (JSON)
     and the sidecar. A failure after the charge marks the ledger row failed and raises
     :class:`~dpexplorer.release.release.ReleaseFailedError` (nothing is left half-written)."""
@@ -255,9 +272,10 @@ def release_table(
         json.dumps(_sidecar(prepared, 0, charged, ledger, "", 0), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidParameterError(f"the release's provenance cannot be written: {exc}") from None
-    ledger.check(prepared.fingerprint, [charged])
-    check_output_dir(out_dir, [prepared.token])
-    remove_partial_files(out_dir)
+    if not directory_checked:
+        ledger.check(prepared.fingerprint, [charged])
+        check_output_dir(out_dir, [prepared.token])
+        remove_partial_files(out_dir)
     row_id = ledger.charge(
         prepared.fingerprint,
         query=prepared.query,
@@ -343,6 +361,29 @@ def _run_and_write(
     )
 
 
+def prepare_synthetic(
+    dataset: Any,
+    query: Any,
+    mechanism_name: str,
+    params: Mapping[str, Any],
+    *,
+    key: str,
+    relation: str = "add_remove",
+) -> TableRelease:
+    """A synthetic-table release of ``dataset`` for the marginals ``query``
+    (:class:`~dpexplorer.data.marginals.Marginals`), filed under the ledger ``key``; nothing drawn
+    or charged. The marginals are counted now (the privacy unit's rows chosen with a seed from the
+    OS CSPRNG); every refusal depends on public facts only."""
+    from dpexplorer.data.marginals import Marginals, marginal_input
+
+    if not isinstance(query, Marginals):
+        raise InvalidParameterError("a synthetic table needs a marginals query (type 'marginals')")
+    built = marginal_input(dataset, query, relation)  # type: ignore[arg-type]
+    return prepare_table(
+        built, mechanism_name, params, fingerprint=key, query=query.to_dict(), relation=relation
+    )
+
+
 def release_synthetic(
     dataset: Any,
     query: Any,
@@ -355,19 +396,10 @@ def release_synthetic(
     bits: BitSource | None = None,
     dataset_name: str | None = None,
 ) -> TableResult:
-    """A synthetic table of ``dataset`` for the marginals ``query``
-    (:class:`~dpexplorer.data.marginals.Marginals`), charged to the dataset's budget in
-    ``ledger`` first. The privacy unit's rows are chosen with a seed from the OS CSPRNG."""
-    from dpexplorer.data.marginals import marginal_input
+    """:func:`prepare_synthetic` and :func:`release_table`: charged to the dataset's budget in
+    ``ledger`` (its content fingerprint, or ``dataset_name``) before anything is drawn."""
     from dpexplorer.release.release import dataset_key
 
-    built = marginal_input(dataset, query, relation)  # type: ignore[arg-type]
-    prepared = prepare_table(
-        built,
-        mechanism_name,
-        params,
-        fingerprint=dataset_key(dataset, ledger, dataset_name),
-        query=query.to_dict(),
-        relation=relation,
-    )
+    key = dataset_key(dataset, ledger, dataset_name)
+    prepared = prepare_synthetic(dataset, query, mechanism_name, params, key=key, relation=relation)
     return release_table(prepared, ledger=ledger, out_dir=out_dir, bits=bits)

@@ -209,3 +209,36 @@ def test_the_discrete_gaussian_variance_is_never_below_the_accounted_one(sigma2:
     t, p, q = discrete_gaussian_parameters(sigma2)
     drawn = Fraction(t * p, q)
     assert sigma2 <= drawn <= sigma2 * (1 + Fraction(1, 2**19))
+
+
+def test_a_plan_entry_of_kind_synthetic_releases_a_table_through_the_cli(
+    dataset: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`dpexplorer release` with an entry {"kind": "synthetic", ...} beside a statistic: both
+    charged (the plan's total checked first), the table written as CSV with its sidecar."""
+    from dpexplorer.cli import main
+
+    data = tmp_path / "d.csv"
+    _frame().write_csv(data)
+    synthetic = {
+        "kind": "synthetic",
+        "query": Marginals(AXES).to_dict(),
+        "mechanism": "mst",
+        "parameters": PARAMS,
+    }
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps([synthetic, {"query": {"type": "count"}, "mechanism": "laplace"}]))
+    out, ledger_path = tmp_path / "out", tmp_path / "ledger.sqlite"
+    base = ["release", str(plan), "--data", str(data), "--out", str(out), "--ledger", str(ledger_path)]
+    assert main([*base, "--budget-epsilon", "0.5", "--budget-delta", "1e-6"]) == 3  # over budget
+    assert not out.exists() or not any(out.iterdir())
+    assert main([*base, "--budget-epsilon", "4", "--budget-delta", "1e-6"]) == 0
+    printed = capsys.readouterr().out
+    assert "synthetic records = " in printed and "measured marginals = 5" in printed
+    (csv,) = out.glob("*-mst-synthetic.csv")
+    assert pl.read_csv(csv).columns == ["c", "x", "k"]
+    sidecar = json.loads(next(out.glob("*-mst-synthetic.provenance.json")).read_text(encoding="utf-8"))
+    assert sidecar["guarantee_charged"]["rho"] == sidecar["rho"]
+    plan.write_text(json.dumps([{**synthetic, "kind": "table"}]))
+    assert main(base) == 2
+    assert "kind must be one of statistic, synthetic" in capsys.readouterr().err
