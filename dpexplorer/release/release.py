@@ -155,6 +155,12 @@ def _public_facts(query: QueryInput) -> dict[str, Any]:
         }
     if isinstance(query, SelectionInput):
         return {"statistic": query.statistic, "utility_sensitivity": query.sensitivity}
+    if getattr(query, "statistic", None) == "marginals":  # MST/AIM: one marginal's counts
+        return {
+            "statistic": "marginals (synthetic data)",
+            "sensitivity_l1": getattr(query, "sensitivity_l1", None),
+            "sensitivity_l2_squared": getattr(query, "sensitivity_l2_squared", None),
+        }
     return {"statistic": "workload of counting queries", "sensitivity": "1/n per query (fractions of n rows)"}
 
 
