@@ -161,6 +161,7 @@ class MainWindow(QMainWindow):
         self.explorer = Explorer(
             self.compute, self.mechanism_panel, self.neighbours_view, self.accuracy_view, self
         )
+        self.query_panel.changed.connect(self.mechanism_panel.follow_query)  # before the explorer's
         self.query_panel.changed.connect(self.explorer.set_query)
         # which mechanism for this query (issue 28): under the picker, every one's expected error
         self.mechanism_ranking = MechanismRanking(self.compute, self.explorer, self.mechanism_panel)

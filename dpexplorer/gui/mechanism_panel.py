@@ -49,6 +49,8 @@ class MechanismPanel(QGroupBox):
         layout.addWidget(self.unavailable)
         layout.addStretch(1)
         self._values: dict[str, dict[str, Any]] = {}
+        self.fixed: dict[str, Any] = {}
+        """Parameters the query sets (top-k's k): their controls are hidden, asked once."""
         self.picker.currentIndexChanged.connect(self._picked)
         self.params.changed.connect(self._params_changed)
 
@@ -90,12 +92,35 @@ class MechanismPanel(QGroupBox):
     def values(self) -> dict[str, Any]:
         return self.params.values()
 
+    def follow_query(self, query: object, *_: object) -> None:
+        """Take the parameters the query already sets: top-k's k is asked once, in the query
+        panel (the mechanism's own k control is hidden and follows it; they used to differ)."""
+        fixed = {"k": int(query.k)} if getattr(query, "kind", "") == "top_k" else {}  # type: ignore[attr-defined]
+        if fixed == self.fixed:
+            return
+        self.fixed = fixed
+        mechanism = self.current()
+        self._apply_fixed()
+        if mechanism is not None and any(p.name in fixed for p in mechanism.params):
+            self._params_changed(self.params.values())
+
+    def _apply_fixed(self) -> None:
+        for name, control in self.params.controls.items():
+            fixed = name in self.fixed
+            if fixed:
+                control.set_value(self.fixed[name])
+            control.setVisible(not fixed)
+            label = self.params.form.labelForField(control)
+            if label is not None:
+                label.setVisible(not fixed)
+
     def chosen_values(self) -> dict[str, dict[str, Any]]:
         """The parameters last chosen for each mechanism shown this session, by name."""
         return {name: dict(values) for name, values in self._values.items()}
 
     def set_values(self, values: dict[str, Any]) -> None:
         self.params.set_values(values)
+        self._apply_fixed()
         self._params_changed(self.params.values())
 
     def _picked(self, index: int) -> None:
@@ -106,6 +131,7 @@ class MechanismPanel(QGroupBox):
             return
         self.summary.setText(mechanism.summary)
         self.params.build(mechanism.params, self._values.get(mechanism.name))
+        self._apply_fixed()
         self.changed.emit(mechanism, self.params.values())
 
     def _params_changed(self, values: dict[str, Any]) -> None:

@@ -151,6 +151,10 @@ class ConditionRow(QWidget):
         self.op = WholeCombo()
         self.op.addItems(OPS)
         self.value = QLineEdit()
+        for widget, name in ((self.negate, "Condition: not"), (self.column, "Condition column")):
+            widget.setAccessibleName(name)
+        self.op.setAccessibleName("Condition operator")
+        self.value.setAccessibleName("Condition value")
         self._fit_value()
         self.kinds: dict[str, str] = {}
         self.column.currentTextChanged.connect(self._hint)
@@ -573,9 +577,9 @@ class QueryPanel(QGroupBox):
             low, high = self.ranges[column]
             self.lower.setValue(low)
             self.upper.setValue(high)
+        self._show_category_count(column)
         if column in self.top_values:
             self.categories.setText(", ".join(self.top_values[column][: self.category_count.value()]))
-        self._show_category_count(column)
         self._update_visibility()
         self.emit_query()
 
@@ -584,6 +588,14 @@ class QueryPanel(QGroupBox):
         of them can be declared."""
         values = self.top_values.get(column, [])
         over = len(values) > CATEGORY_LIMIT
+        # never "the most common 16" beside "of 14 in the data": at most as many as there are
+        wanted = getattr(self, "_wanted_count", self.category_count.value())
+        self._wanted_count = wanted
+        most = min(len(values), CATEGORY_LIMIT) if values else CATEGORY_LIMIT
+        blocked = self.category_count.blockSignals(True)
+        self.category_count.setMaximum(max(most, 1))
+        self.category_count.setValue(min(wanted, most))
+        self.category_count.blockSignals(blocked)
         self.take_all.setEnabled(bool(values) and not over)
         self.take_all.setText("Take all" if over or not values else f"Take all {len(values):,}")
         self.category_note.setText(
@@ -596,6 +608,7 @@ class QueryPanel(QGroupBox):
     def _category_count_changed(self) -> None:
         """Declare the number of commonest values typed."""
         values = self.top_values.get(self.column.currentText(), [])
+        self._wanted_count = self.category_count.value()  # the steward's number, for the next column
         if values:
             self.categories.setText(", ".join(values[: self.category_count.value()]))
             self.emit_query()

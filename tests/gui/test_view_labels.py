@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QGraphicsSimpleTextItem
@@ -76,3 +77,59 @@ def test_group_by_point_masses_stand_at_the_bounds_and_no_label_overlaps(qtbot, 
     for i in range(len(labels)):  # a label does not cover the stems either
         for stem in stems:
             assert not boxes[f"mass {i}"].intersects(_on_screen(view, stem))
+
+
+def test_the_bar_with_the_mass_is_named_even_at_the_axis_end():
+    """Issue 28: the most common occupation (all the mass on the first bar, "Prof-specialty") was
+    left unnamed because its name crossed the axis's left end."""
+    from dpexplorer.gui.views.outcomes import readable_ticks, span_for_name
+
+    labels = ["Prof-specialty", *(f"Occupation-{i:02d}" for i in range(13))]
+    heights = np.array([1.0] + [0.0] * 13)
+    pixels_over_char = 14 * 6.0  # 6 characters a bar: a 14-character name spans ~3 bars
+    assert readable_ticks(labels, heights, 6.0)[0] == "", "the old rule: crossing the end, unnamed"
+    (low, high), chars_per_bar = span_for_name(labels, 0, pixels_over_char, (-0.6, 13.6))
+    ticks = readable_ticks(labels, heights, chars_per_bar, span=(low, high), always=0)
+    assert ticks[0] == "Prof-specialty"
+    half = (1.2 * len(labels[0]) + 2) / 2 / chars_per_bar
+    assert low <= -half and high == 13.6, "the range widened on the left just enough to hold it"
+    named = [i for i, t in enumerate(ticks) if t]
+    halves = {i: (1.2 * len(labels[i]) + 2) / 2 / chars_per_bar for i in named}
+    assert all(abs(a - b) >= halves[a] + halves[b] for a in named for b in named if a < b)
+
+
+def test_most_common_occupation_names_its_only_likely_bar_in_the_window(qtbot, window):
+    window.query_panel.select_kind("argmax", "occupation")
+    qtbot.waitUntil(lambda: getattr(window.explorer.query, "kind", "") == "argmax", timeout=20_000)
+    view = window.neighbours_view
+    qtbot.waitUntil(lambda: view.result is not None and bool(view._ticks), timeout=20_000)
+    qtbot.waitUntil(lambda: window.views_idle(), timeout=60_000)
+    pmf = np.asarray(view.result.output.pmf_d)
+    top = int(np.argmax(pmf))
+    assert view._ticks[top] == view.result.output.labels[top] == "Prof-specialty"
+    # ... and inside the shown range, where pyqtgraph draws it
+    low, high = view.outputs.getViewBox().viewRange()[0]
+    assert low < top < high
+    # "the most common N" never exceeds what the column has
+    panel = window.query_panel
+    assert panel.category_count.value() == 14 and panel.category_note.text() == "of 14 in the data"
+
+
+def test_top_k_asks_for_k_once(qtbot, window):
+    """Issue 28: the query panel's k and Private top-k's own k were two controls that could
+    differ; the mechanism's now follows the query's and is not shown."""
+    panel = window.query_panel
+    panel.select_kind("top_k", "occupation")
+    mechanisms = window.mechanism_panel
+    qtbot.waitUntil(lambda: "topk" in [m.name for m in mechanisms.mechanisms], timeout=20_000)
+    mechanisms.select("topk")
+    k_control = mechanisms.params.controls["k"]
+    assert not k_control.isVisibleTo(mechanisms) and not mechanisms.params.form.labelForField(
+        k_control
+    ).isVisibleTo(mechanisms)
+    panel.k.setValue(4)
+    qtbot.waitUntil(lambda: window.explorer.params.get("k") == 4, timeout=20_000)
+    assert window.explorer.query.k == 4 and mechanisms.values()["k"] == 4
+    qtbot.waitUntil(lambda: "4 picks" in window.neighbours_view.delta_label.text(), timeout=20_000)
+    panel.select_kind("argmax", "occupation")  # no k in the query: nothing fixed
+    qtbot.waitUntil(lambda: mechanisms.fixed == {}, timeout=20_000)

@@ -37,7 +37,7 @@ from dpexplorer.gui.views.base import (
     sticky_range,
 )
 from dpexplorer.gui.views.live_text import LiveText
-from dpexplorer.gui.views.outcomes import ShownOutcomes, readable_ticks
+from dpexplorer.gui.views.outcomes import ShownOutcomes, readable_ticks, span_for_name
 from dpexplorer.gui.views.selection import error_label
 from dpexplorer.gui.views.spanning import Bands, Rules, Spanning
 
@@ -807,12 +807,17 @@ class NeighboursView(View):
         shown = ShownOutcomes.of(p, q, out.labels)
         x = np.arange(len(shown.labels), dtype=float)
         heights = np.maximum(shown.collect(p), shown.collect(q))
-        self._set_ticks(readable_ticks(shown.labels, heights, self._pixels_per_bar(len(shown.labels))))
+        bars = len(shown.labels)
+        tallest = int(np.argmax(heights))
+        span, chars_per_bar = span_for_name(
+            shown.labels, tallest, self._pixels_per_bar(bars) * bars, (-0.6, bars - 0.4)
+        )
+        self._set_ticks(readable_ticks(shown.labels, heights, chars_per_bar, span=span, always=tallest))
         set_axis_label(self.outputs, "left", "probability of being selected")
         p_shown, q_shown = shown.collect(p), shown.collect(q)
         self._fit(
             self.outputs,
-            x=(-0.6, len(shown.labels) - 0.4),
+            x=span,
             y=(0.0, max(float(np.max(p_shown)), float(np.max(q_shown)), 0.0)),
             exact_x=True,
         )

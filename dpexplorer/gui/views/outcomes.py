@@ -47,20 +47,58 @@ class ShownOutcomes:
         return np.append(values[self.index], merged)
 
 
-def readable_ticks(labels: Sequence[str], heights: np.ndarray, chars_per_bar: float) -> tuple[str, ...]:
+def _half_width(label: str, chars_per_bar: float) -> float:
+    """Half a centred name's width, in bars (with a gap; 1.2: capitals and wide letters run past
+    the average character)."""
+    return (1.2 * len(label) + 2) / 2 / max(chars_per_bar, 1e-9)
+
+
+EDGE_SLACK = 0.4
+"""How far (in bars) past the shown range a name may reach before pyqtgraph drops it: the range
+is (-0.6, n - 0.4) and names up to -1 and n were drawn."""
+
+
+def readable_ticks(
+    labels: Sequence[str],
+    heights: np.ndarray,
+    chars_per_bar: float,
+    *,
+    span: tuple[float, float] | None = None,
+    always: int | None = None,
+) -> tuple[str, ...]:
     """Bar names that do not overlap: the tallest bars are named first, and a name is left blank
     when it would reach a name already placed (each is centred on its bar and ``len`` characters
-    wide; a bar is ``chars_per_bar`` characters wide), or would cross the axis's ends. The last
-    bar ("others") goes first."""
-    order = [len(labels) - 1] if labels and labels[-1].endswith(" others") else []
+    wide; a bar is ``chars_per_bar`` characters wide), or would cross the axis's ends (``span``,
+    the shown x range; by default (-0.6, n - 0.4)). The last bar ("others") goes first, and bar
+    ``always`` before it (named whatever the ends: :func:`span_for_name` widens the range)."""
+    low, high = span if span is not None else (-0.6, len(labels) - 0.4)
+    order = [] if always is None else [always]
+    order += (
+        [len(labels) - 1] if labels and labels[-1].endswith(" others") and always != len(labels) - 1 else []
+    )
     order += [int(i) for i in np.argsort(-np.asarray(heights), kind="stable") if int(i) not in order]
     placed: list[tuple[float, float]] = []
     named = set()
     for i in order:
-        # in bars, with a gap; 1.2: capitals and wide letters run past the average character
-        half = (1.2 * len(labels[i]) + 2) / 2 / max(chars_per_bar, 1e-9)
-        inside = i - half >= -1.0 and i + half <= len(labels)  # pyqtgraph drops what crosses an edge
-        if inside and all(abs(i - centre) >= half + other for centre, other in placed):
+        half = _half_width(labels[i], chars_per_bar)
+        # pyqtgraph drops what crosses an edge
+        inside = i - half >= low - EDGE_SLACK and i + half <= high + EDGE_SLACK
+        if (inside or i == always) and all(abs(i - centre) >= half + other for centre, other in placed):
             placed.append((i, half))
             named.add(i)
     return tuple(label if i in named else "" for i, label in enumerate(labels))
+
+
+def span_for_name(
+    labels: Sequence[str], index: int, pixels_over_char: float, span: tuple[float, float]
+) -> tuple[tuple[float, float], float]:
+    """The x range ``span`` (in bars) widened, if needed, so that bar ``index``'s centred name
+    fits inside it, and the characters per bar in that range: the bar with the most mass is
+    always named, even at an end (it was left blank when its name crossed the axis's end).
+    ``pixels_over_char``: the plot's width in average character widths."""
+    low, high = span
+    for _ in range(4):  # widening narrows the bars, which widens the name in bars: converge
+        chars_per_bar = pixels_over_char / (high - low)
+        half = _half_width(labels[index], chars_per_bar)
+        low, high = min(span[0], index - half - 0.05), max(span[1], index + half + 0.05)
+    return (low, high), pixels_over_char / (high - low)
