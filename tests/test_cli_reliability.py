@@ -72,8 +72,8 @@ def test_ptr_bottom_is_released_like_any_value(work, capsys) -> None:
     assert code == 0, capsys.readouterr().err
     sidecar = json.loads(next(work["out"].glob("*.provenance.json")).read_text())
     values = json.loads(next(work["out"].glob("release-*-ptr.json")).read_text())["values"]
-    assert values == [{"label": "median", "value": "⊥"}]
-    assert sidecar["confidence_interval"] == [None]
+    assert values == [{"label": "median", "value": "⊥", "ci_low": None, "ci_high": None}]
+    assert sidecar["confidence_interval"] is None  # ⊥ has no interval
     assert [row.status for row in _rows(work)] == ["released"]
 
 

@@ -2,7 +2,8 @@
 
 Three files per release in the output directory, named ``release-<ledger id>-<token>-<mechanism>``
 (``token`` random, drawn before the charge, so that two ledgers writing into one directory never
-produce the same name): ``.csv`` (label, value), ``.json`` (the same values) and
+produce the same name): ``.csv`` (label, value, ci_low, ci_high, interval, rounded for people:
+:func:`value_rows`), ``.json`` (the same values and intervals at full precision) and
 ``.provenance.json`` (the sidecar). Each is written under a hidden temporary name
 (``.<name>.<pid>.tmp``), flushed, fsync'ed and hard-linked to its final name, which fails if that
 name exists (nothing is ever overwritten), then the directory is fsync'ed; the sidecar is linked
@@ -161,42 +162,62 @@ def remove_release(paths: Mapping[str, Path]) -> None:
             paths[kind].unlink(missing_ok=True)
 
 
-def _csv_text(labels: Sequence[str], values: Sequence[float | str]) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["label", "value"])
-    for label, value in zip(labels, values, strict=True):
-        writer.writerow([label, repr(value) if isinstance(value, float) else value])
-    return buffer.getvalue()
-
-
 Table = tuple[list[str], list[list[Any]]]
 """A CSV's header and rows."""
 
+INTERVAL_WORDS = {"noise": "noise", "exact": "exact", "range": "declared range"}
+"""The CSV's ``interval`` column: what the interval is (dpexplorer/release/published.py)."""
 
-def group_rows(
-    key_columns: Sequence[str],
-    groups: Sequence[Sequence[str]],
+
+def value_rows(
     labels: Sequence[str],
     values: Sequence[float | str],
     intervals: Sequence[Sequence[float] | None] | None,
+    kinds: Sequence[str | None] = (),
+    *,
+    level: float = 0.95,
+    integral: Sequence[bool] = (),
+    key_columns: Sequence[str] = (),
+    groups: Sequence[Sequence[str]] = (),
+    part: str = "value",
+    rank_within: int | None = None,
 ) -> Table:
-    """A statistic by group as one row per group: the key columns, then each released value of
-    the group (``labels`` end in ": <part>" when a group has several, e.g. the mean, the noisy
-    count and the noisy sum; else the part is "value") with its interval's ends when there are
-    intervals. ``values`` (and ``intervals``) hold the groups' values one group after another."""
+    """Every release's CSV, one shape: ``[key columns...,] label, value, ci_low, ci_high,
+    interval`` (and ``rank_within_rows`` for a quantile's rank interval), one row per released
+    value, numbers rounded by the one rule (:mod:`dpexplorer.release.presentation`: a value to
+    the digits its interval supports, the interval outward). ``interval`` says what the interval
+    is ("95 % noise", "exact", "declared range"); a category, ⊥ or an empty group leaves the
+    interval cells empty. A statistic by group (``key_columns``, ``groups``): the group's key
+    values first, then the part ("mean", "count (noisy)", ...: the end of a label after ": "
+    when a group has several values, else ``part``). ``values`` (and ``intervals``) hold the
+    groups' values one group after another."""
+    from dpexplorer.release.presentation import level_text, show
+
+    header = [*key_columns, "label", "value", "ci_low", "ci_high", "interval"]
+    if rank_within is not None:
+        header.append("rank_within_rows")
     per = len(values) // len(groups) if groups else 1
-    parts = [label.rsplit(": ", 1)[1] if per > 1 else "value" for label in labels[:per]]
-    header = list(key_columns)
-    for part in parts:
-        header += [part, f"{part} ci low", f"{part} ci high"] if intervals is not None else [part]
     rows = []
-    for g, key in enumerate(groups):
-        row: list[Any] = list(key)
-        for j in range(g * per, (g + 1) * per):
-            row.append(values[j])
-            if intervals is not None:  # a value without an interval leaves its two cells empty
-                row += list(intervals[j]) if intervals[j] is not None else ["", ""]
+    for i, (label, value) in enumerate(zip(labels, values, strict=True)):
+        interval = intervals[i] if intervals is not None else None
+        kind = kinds[i] if i < len(kinds) else ("noise" if interval is not None else None)
+        shown = show(
+            value,
+            None if interval is None else (float(interval[0]), float(interval[1])),
+            level,
+            integral=bool(integral[i]) if i < len(integral) else False,
+        )
+        words = "" if interval is None else INTERVAL_WORDS.get(kind or "noise", kind or "")
+        if words == "noise":
+            words = f"{level_text(level)} noise"
+        name = label
+        keys: list[str] = []
+        if groups:
+            keys = list(groups[i // per])
+            name = label.rsplit(": ", 1)[1] if per > 1 and ": " in label else part
+        row: list[Any] = [*keys, name, shown.value, shown.low or "", shown.high or "", words]
+        if rank_within is not None:
+            row.append(rank_within if interval is not None else "")
         rows.append(row)
     return header, rows
 
@@ -217,19 +238,31 @@ def export_release(
     values: Sequence[float | str],
     provenance: Mapping[str, Any],
     table: Table | None = None,
+    intervals: Sequence[Sequence[float] | None] | None = None,
 ) -> dict[str, Path]:
     """Write the values (CSV, JSON) and the sidecar; returns the three final paths by kind
     (``"csv"``, ``"json"``, ``"provenance"``). On any failure what was written is removed again
-    and the error raised (OSError, or :class:`ExportError` for a name that exists). ``table`` (a
-    statistic by group, from :func:`group_rows`): the CSV has one row per group instead of one
-    per value."""
+    and the error raised (OSError, or :class:`ExportError` for a name that exists). ``table``:
+    the CSV (:func:`value_rows`; default: those rows without intervals). The JSON keeps every
+    value and interval end at full precision (``ci_low``/``ci_high`` null without one)."""
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
     paths = release_paths(directory, stem)
-    values_doc = {"values": [{"label": k, "value": v} for k, v in zip(labels, values, strict=True)]}
+    ends = list(intervals) if intervals is not None else [None] * len(values)
+    values_doc = {
+        "values": [
+            {
+                "label": k,
+                "value": v,
+                "ci_low": None if ci is None else ci[0],
+                "ci_high": None if ci is None else ci[1],
+            }
+            for k, v, ci in zip(labels, values, ends, strict=True)
+        ]
+    }
     sidecar = {**provenance, "files": {k: p.name for k, p in paths.items() if k != "provenance"}}
     texts = {
-        "csv": _csv_text(labels, values) if table is None else _table_text(table),
+        "csv": _table_text(table if table is not None else value_rows(labels, values, None)),
         "json": json.dumps(values_doc, indent=2, allow_nan=False) + "\n",
         "provenance": json.dumps(sidecar, indent=2, sort_keys=True, allow_nan=False) + "\n",
     }

@@ -21,7 +21,7 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
@@ -44,12 +44,13 @@ from dpexplorer.release.export import (
     Table,
     check_output_dir,
     export_release,
-    group_rows,
     new_token,
     remove_partial_files,
+    value_rows,
 )
 from dpexplorer.release.ledger import Budget, Ledger, LedgerError, guarantee_to_dict, total_epsilon
 from dpexplorer.release.plans import exact_release
+from dpexplorer.release.published import COUNT_HELPER, COUNT_STATISTICS, Published, declared, publish
 from dpexplorer.release.rational import float_down, float_up
 from dpexplorer.release.samplers import BitSource, default_bit_source
 
@@ -98,6 +99,9 @@ class PreparedRelease:
     ``run``: ``token`` (the run's files' random part), ``entry``/``entries`` (its place in the
     plan), ``dataset`` (the name a report shows). :mod:`dpexplorer.release.report_run` rebuilds
     a run's report from it."""
+    post_processing: Mapping[str, bool] = field(default_factory=lambda: declared(None))
+    """The steward's declared post-processing (:mod:`dpexplorer.release.published`), every option
+    given: fixed before the charge, applied after the draw, recorded in the provenance."""
 
 
 def with_sampling_rate(prepared: PreparedRelease, rate: float) -> PreparedRelease:
@@ -122,8 +126,11 @@ def with_sampling_rate(prepared: PreparedRelease, rate: float) -> PreparedReleas
 @dataclass(frozen=True)
 class ReleaseResult:
     """What a release produced. ``values`` are the released (noisy) values, one per label;
-    ``confidence_intervals`` hold (low, high) per value at ``ci_level`` (None for selections;
-    None in place of a value that is not a number, such as ⊥)."""
+    ``confidence_intervals`` hold the published (low, high) per value at ``ci_level`` (None for
+    selections; None in place of a value that is not a number, such as ⊥ or an empty group), after
+    the declared post-processing, of the kind ``interval_kinds`` says ("noise", "exact" or
+    "range": :mod:`dpexplorer.release.published`); ``rank_within`` a quantile's rank interval
+    (rows, or None)."""
 
     row_id: int
     labels: tuple[str, ...]
@@ -136,6 +143,8 @@ class ReleaseResult:
     rho: float | None
     sampler: str
     files: dict[str, Path]
+    interval_kinds: tuple[str | None, ...] = ()
+    rank_within: int | None = None
 
 
 def _span(pair: tuple[float, float] | None) -> list[float | None] | None:
@@ -155,6 +164,12 @@ def _public_facts(query: QueryInput) -> dict[str, Any]:
         }
     if isinstance(query, SelectionInput):
         return {"statistic": query.statistic, "utility_sensitivity": query.sensitivity}
+    if getattr(query, "statistic", None) == "marginals":  # MST/AIM: one marginal's counts
+        return {
+            "statistic": "marginals (synthetic data)",
+            "sensitivity_l1": getattr(query, "sensitivity_l1", None),
+            "sensitivity_l2_squared": getattr(query, "sensitivity_l2_squared", None),
+        }
     return {"statistic": "workload of counting queries", "sensitivity": "1/n per query (fractions of n rows)"}
 
 
@@ -167,10 +182,12 @@ def prepare_input(
     query: Mapping[str, Any],
     relation: Relation = "add_remove",
     ci_level: float = 0.95,
+    post_processing: Mapping[str, bool] | None = None,
 ) -> PreparedRelease:
     """Validate a release of ``query_input`` (already built by the data layer). Raises
-    InvalidParameterError (unknown mechanism, bad parameter) or NotApplicableError (no exact
-    path). Draws and charges nothing."""
+    InvalidParameterError (unknown mechanism, bad parameter, unknown post-processing option) or
+    NotApplicableError (no exact path). Draws and charges nothing."""
+    options = declared(post_processing)
     if not 0 < ci_level < 1:
         raise InvalidParameterError(f"confidence level must be in (0, 1); got {ci_level}")
     try:
@@ -199,6 +216,7 @@ def prepare_input(
         public_facts=_public_facts(query_input),
         ci_level=ci_level,
         token=new_token(),
+        post_processing=options,
     )
 
 
@@ -228,6 +246,7 @@ def prepare(
     ci_level: float = 0.95,
     ledger: Ledger | None = None,
     dataset_name: str | None = None,
+    post_processing: Mapping[str, bool] | None = None,
     key: str | None = None,
 ) -> PreparedRelease:
     """:func:`prepare_input` for a query of the data layer on a loaded dataset. With ``ledger``,
@@ -248,6 +267,7 @@ def prepare(
         query=query.to_dict(),
         relation=relation,
         ci_level=ci_level,
+        post_processing=post_processing,
     )
     if key is not None or ledger is not None or dataset.fingerprint == fingerprint:
         return prepared  # already filed (dataset_key moved the legacy key), or nothing to move
@@ -388,11 +408,30 @@ def price(prepared: PreparedRelease, ledger: Ledger) -> ReleasePrice:
 
 
 def _intervals(exact: ExactRelease, values: list[Value]) -> tuple[tuple[float, float] | None, ...] | None:
-    """(low, high) per value; None for a value that is not a number (⊥ has no interval)."""
+    """The noise law's fixed-width (low, high) per value; None for a value that is not a number
+    (⊥ has no interval), or for a path without a fixed width."""
     half = exact.ci_halfwidth
     if half is None:
         return None
     return tuple((v - half, v + half) if isinstance(v, float) else None for v in values)
+
+
+def published_values(prepared: PreparedRelease, labels: tuple[str, ...], values: list[Value]) -> Published:
+    """What a release publishes for the drawn ``values``: every value's interval and the declared
+    post-processing applied (:func:`dpexplorer.release.published.publish`); public facts and DP
+    outputs only."""
+    exact = prepared.exact
+    return publish(
+        mechanism=prepared.mechanism,
+        public_facts=prepared.public_facts,
+        provenance=exact.provenance,
+        dp_outputs=exact.dp_outputs,
+        labels=labels,
+        values=values,
+        noise=_intervals(exact, values),
+        options=prepared.post_processing,
+        groups=len(exact.released_groups()) if exact.key_columns else 0,
+    )
 
 
 def _sidecar(
@@ -418,6 +457,21 @@ def _sidecar(
         **prepared.public_facts,
         "confidence_interval": result["ci"],
         "confidence_level": prepared.ci_level if result["ci"] is not None else None,
+        "interval_kinds": result.get("kinds"),
+        "rank_interval": None
+        if result.get("rank") is None
+        else {
+            "rows_within": result["rank"],
+            "level": prepared.ci_level,
+            "statement": "with probability at least the level, the number of rows below the "
+            "released value differs from q n by at most this many rows more than at the best "
+            "candidate of the declared grid (the exponential mechanism's accuracy); a value "
+            "interval would need the data, so confidence_interval is the declared range",
+        },
+        "post_processing": {
+            "declared": dict(prepared.post_processing),
+            "values_before": result.get("before"),
+        },
         "sampler": exact.sampler,
         "randomness": result["bits"],
         "discretisation": exact.provenance,
@@ -434,26 +488,35 @@ def _sidecar(
 def _check_sidecar(prepared: PreparedRelease, charged: Guarantee, ledger: Ledger) -> None:
     """InvalidParameterError unless the provenance can be written as JSON (finite numbers only),
     checked before the charge with a stand-in row id and interval."""
-    half = prepared.exact.ci_halfwidth
-    trial = {"ci": None if half is None else [[0.0, 0.0]], "bits": "", "ledger": str(ledger.path)}
+    trial = {"ci": [[0.0, 0.0]], "bits": "", "ledger": str(ledger.path)}
     try:
         json.dumps(_sidecar(prepared, 0, charged, trial), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidParameterError(f"the release's provenance cannot be written: {exc}") from None
 
 
-def _group_table(
-    exact: ExactRelease,
-    labels: tuple[str, ...],
-    values: list[Value],
-    intervals: tuple[tuple[float, float] | None, ...] | None,
-) -> Table | None:
-    """One CSV row per group for a statistic by group (None otherwise); the intervals are the
-    release's own or those it computed from its values (``dp_outputs``)."""
-    if not exact.key_columns:
-        return None
-    shown = intervals if intervals is not None else exact.dp_outputs.get("confidence_intervals")
-    return group_rows(exact.key_columns, exact.released_groups(), labels, values, shown)
+def _table(prepared: PreparedRelease, labels: tuple[str, ...], published: Published) -> Table:
+    """The release's CSV in the one shape (:func:`~dpexplorer.release.export.value_rows`): a
+    statistic by group with its key columns first, one row per released value."""
+    exact = prepared.exact
+    statistic = str(prepared.public_facts.get("statistic", ""))
+    integral = [
+        label.endswith(COUNT_HELPER) or (statistic in COUNT_STATISTICS and not label.endswith("(noisy)"))
+        for label in labels
+    ]
+    grouped = bool(exact.key_columns)
+    return value_rows(
+        labels,
+        published.values,
+        published.intervals,
+        published.kinds,
+        level=prepared.ci_level,
+        integral=integral,
+        key_columns=exact.key_columns if grouped else (),
+        groups=exact.released_groups() if grouped else (),
+        part=str(prepared.query.get("statistic", "value")),
+        rank_within=published.rank_within,
+    )
 
 
 def execute(
@@ -545,7 +608,9 @@ def _draw_and_write(
     exact = prepared.exact
     source = bits if bits is not None else default_bit_source()
     values = exact.draw(source)
-    intervals = _intervals(exact, values)
+    labels = exact.released_labels()  # private keys: the kept groups, a DP output of the draw
+    published = published_values(prepared, labels, values)
+    intervals = published.intervals if any(ci is not None for ci in published.intervals) else None
     sidecar = _sidecar(
         prepared,
         row_id,
@@ -554,20 +619,30 @@ def _draw_and_write(
             "ci": [list(ci) if ci is not None else None for ci in intervals]
             if intervals is not None
             else None,
+            "kinds": list(published.kinds) if intervals is not None else None,
+            "rank": published.rank_within,
+            "before": list(values) if published.changed else None,
             "bits": source.name,
             "ledger": str(ledger.path),
         },
     )
     stem = f"release-{row_id:06d}-{prepared.token or new_token()}-{prepared.mechanism}"
-    labels = exact.released_labels()  # private keys: the kept groups, a DP output of the draw
     files = export_release(
-        out_dir, stem, labels, values, sidecar, _group_table(exact, labels, values, intervals)
+        out_dir,
+        stem,
+        labels,
+        published.values,
+        sidecar,
+        _table(prepared, labels, published),
+        intervals,
     )
     return ReleaseResult(
         row_id=row_id,
         labels=labels,
-        values=tuple(values),
+        values=published.values,
         confidence_intervals=intervals,
+        interval_kinds=published.kinds if intervals is not None else (),
+        rank_within=published.rank_within,
         ci_level=prepared.ci_level,
         guarantee=charged,
         epsilon=exact.epsilon,

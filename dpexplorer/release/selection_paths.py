@@ -181,6 +181,13 @@ def dp_quantile_release(
     values = [float(p) for p in points]
     low, high = query.bounds
     labels = tuple(query.labels) if grouped else (f"quantile {float(q):g}",)
+    # the exponential mechanism's accuracy (Dwork & Roth 2014, Thm 3.11): with probability >= level
+    # the released candidate's score is within (2 Delta / eps') (ln m + ln(1 / (1 - level))) of the
+    # best candidate's; the score -|(1 - q) L - q G| is, without ties at the candidate, |L - q n|:
+    # the rows below it differ from q n by at most this many more than at the best candidate
+    rank_within = float(2 * sensitivity * split / Fraction(epsilon)) * (
+        math.log(len(values)) + math.log(1 / (1 - level))
+    )
     extra: dict[str, Any] = {"epsilon_per_group": epsilon / split, "groups_one_neighbour_changes": split}
     if query.partition is None:  # by private keys the number of candidate groups is private
         extra["groups"] = len(data)
@@ -193,6 +200,8 @@ def dp_quantile_release(
             "candidates": f"{len(values)} equally spaced points from {low:g} to {high:g}",
             "bins": int(params["bins"]),
             "score_sensitivity": float(sensitivity),
+            "rank_within_rows": math.ceil(rank_within),
+            "rank_level": level,
             **(extra if grouped else {}),
         },
     )

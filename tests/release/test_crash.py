@@ -77,7 +77,7 @@ def _complete(path: Path) -> bool:
     text = path.read_text()
     if path.suffix == ".csv":
         lines = text.splitlines()
-        return len(lines) == 2 and lines[0] == "label,value" and text.endswith("\n")
+        return len(lines) == 2 and lines[0] == "label,value,ci_low,ci_high,interval" and text.endswith("\n")
     json.loads(text)
     return True
 

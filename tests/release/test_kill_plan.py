@@ -100,7 +100,7 @@ def _check(out: Path, ledger_path: Path, key: str) -> tuple[int, int]:
         sidecar = json.loads((out / f"{stem}.provenance.json").read_text())
         assert sidecar["ledger_row_id"] in rows
         assert json.loads((out / f"{stem}.json").read_text())["values"]
-        assert (out / f"{stem}.csv").read_text().startswith("label,value\n")
+        assert (out / f"{stem}.csv").read_text().startswith("label,value,ci_low,ci_high,interval\n")
     assert len(rows) >= released
     return len(rows), released
 

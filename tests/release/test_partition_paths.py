@@ -181,7 +181,11 @@ def test_release_publishes_the_same_provenance_when_a_person_brings_new_keys(
         assert sidecar["guarantee_charged"]["delta"] == 1e-6
         assert sidecar["discretisation"]["keys_selection"]["keys_per_person"] == 3
         assert len(result.labels) == len(result.values)
-        drop = {"time", "ledger_path", "dp_outputs", "files"}  # files: names carry a random token
+        drop = {"time", "ledger_path", "dp_outputs", "files", "confidence_interval", "interval_kinds"}
+        # confidence_interval: computed from the released values (DP outputs), as dp_outputs;
+        # interval_kinds: one per released value, as many as the kept keys (a DP output)
+        sidecar["post_processing"].pop("values_before")  # the values before clamping: DP outputs
+        # files: names carry a random token
         sidecars.append({k: v for k, v in sidecar.items() if k not in drop})
     assert sidecars[0] == sidecars[1]
 
@@ -226,29 +230,33 @@ def test_group_mean_by_private_keys_from_the_cli(tmp_path: Path) -> None:
         tmp_path, {"statistic": "mean"}, "noisy_mean", {"epsilon": 1.0}
     )
     assert sidecar["epsilon"] <= 1.5 and sidecar["delta"] == 1e-6
-    assert table.columns[:4] == ["department", "mean", "mean ci low", "mean ci high"]
-    assert set(table["department"]) == kept and table.height == len(kept)
-    assert table["mean"].is_between(0, 500).all()
-    assert (table["mean ci low"] <= table["mean"]).all() and (table["mean"] <= table["mean ci high"]).all()
+    assert table.columns == ["department", "label", "value", "ci_low", "ci_high", "interval"]
+    means = table.filter(pl.col("label") == "mean")
+    assert set(means["department"]) == kept and means.height == len(kept)
+    assert table.height == 3 * len(kept)  # the mean, the noisy count and the noisy centred sum
+    assert means["value"].is_between(0, 500).all()
+    assert (means["ci_low"] <= means["value"]).all() and (means["value"] <= means["ci_high"]).all()
 
 
-def test_group_rows_put_one_group_per_row() -> None:
-    """Two key columns, three parts per group with intervals; one part without intervals."""
-    from dpexplorer.release.export import group_rows
+def test_value_rows_put_one_value_per_row_with_its_groups_keys() -> None:
+    """Two key columns, three parts per group with intervals (rounded by the one rule); a
+    release without intervals leaves the interval cells empty."""
+    from dpexplorer.release.export import value_rows
 
     labels = [f"{g}: {p}" for g in ("a, x", "b, y") for p in ("mean", "count (noisy)", "sum")]
-    values = [1.0, 10.0, 5.0, 2.0, 20.0, 40.0]
+    values = [1.04, 10.0, 5.0, 2.0, 20.0, 40.0]
     intervals = [(v - 1, v + 1) for v in values]
-    header, rows = group_rows(("k1", "k2"), (("a", "x"), ("b", "y")), labels, values, intervals)
-    assert header[:5] == ["k1", "k2", "mean", "mean ci low", "mean ci high"]
-    assert header[-3:] == ["sum", "sum ci low", "sum ci high"]
-    assert rows == [
-        ["a", "x", 1.0, 0.0, 2.0, 10.0, 9.0, 11.0, 5.0, 4.0, 6.0],
-        ["b", "y", 2.0, 1.0, 3.0, 20.0, 19.0, 21.0, 40.0, 39.0, 41.0],
-    ]
-    assert group_rows(("k",), (("a",), ("b",)), ["k = a", "k = b"], [3.0, 4.0], None) == (
-        ["k", "value"],
-        [["a", 3.0], ["b", 4.0]],
+    header, rows = value_rows(
+        labels, values, intervals, key_columns=("k1", "k2"), groups=(("a", "x"), ("b", "y"))
+    )
+    assert header == ["k1", "k2", "label", "value", "ci_low", "ci_high", "interval"]
+    assert rows[0] == ["a", "x", "mean", "1.0", "0.0", "2.1", "95 % noise"]
+    assert [r[:3] for r in rows[3:]] == [["b", "y", "mean"], ["b", "y", "count (noisy)"], ["b", "y", "sum"]]
+    assert value_rows(
+        ["k = a", "k = b"], [3.0, 4.0], None, key_columns=("k",), groups=(("a",), ("b",)), part="count"
+    ) == (
+        ["k", "label", "value", "ci_low", "ci_high", "interval"],
+        [["a", "count", "3", "", "", ""], ["b", "count", "4", "", "", ""]],
     )
 
 

@@ -170,7 +170,15 @@ def _record(dataset: Any, query: Query, mechanism: str, folder: Path) -> dict[st
     """The published sidecar of one release (or the refusal), drawn with seed 2024."""
     try:
         built = query_input(dataset, query, "add_remove", exact_sums=True)
-        prepared = prepare_input(built, mechanism, {}, fingerprint="ab" * 32, query=query.to_dict())
+        # clamping off: a clamped interval's width depends on the released value (a DP output)
+        prepared = prepare_input(
+            built,
+            mechanism,
+            {},
+            fingerprint="ab" * 32,
+            query=query.to_dict(),
+            post_processing={"clamp_to_range": False},
+        )
     except (DPExplorerError, DataError) as exc:
         return {"refused": str(exc)}
     with Ledger(folder / "ledger.sqlite") as ledger:
@@ -181,7 +189,11 @@ def _record(dataset: Any, query: Query, mechanism: str, folder: Path) -> dict[st
             return {"refused after charging": str(exc)}
     sidecar = json.loads(result.files["provenance"].read_text(encoding="utf-8"))
     ci = sidecar.pop("confidence_interval")
-    sidecar["confidence_interval_widths"] = None if ci is None else [round(hi - lo, 9) for lo, hi in ci]
+    if "confidence_intervals" in sidecar["dp_outputs"]:  # computed from DP outputs (noisy parts)
+        ci = None
+    sidecar["confidence_interval_widths"] = (
+        None if ci is None else [None if c is None else round(c[1] - c[0], 9) for c in ci]
+    )
     return {k: v for k, v in sidecar.items() if k not in ALLOWED}
 
 

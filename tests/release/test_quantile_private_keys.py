@@ -302,7 +302,19 @@ def test_median_cost_by_private_department_from_the_cli(tmp_path: Path) -> None:
     assert sidecar["epsilon"] == 1.5 and sidecar["delta"] == 1e-6
     assert sidecar["discretisation"]["epsilon_per_group"] == 0.5
     assert sidecar["discretisation"]["score_sensitivity"] == 1.5
-    assert kept and table.columns == ["department", "value"]
+    assert kept and table.columns == [
+        "department",
+        "label",
+        "value",
+        "ci_low",
+        "ci_high",
+        "interval",
+        "rank_within_rows",
+    ]
     assert set(table["department"]) == kept and table.height == len(kept)
+    assert (table["interval"] == "declared range").all() and (table["rank_within_rows"] > 0).all()
     grid = set(np.round(candidates((0.0, 500.0), 100), 9))
-    assert all(round(v, 9) in grid for v in table["value"])
+    (values,) = (p for p in (tmp_path / "out").glob("*.json") if not p.name.endswith("provenance.json"))
+    assert all(
+        round(v["value"], 9) in grid for v in json.loads(values.read_text())["values"]
+    )  # full precision

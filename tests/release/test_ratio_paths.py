@@ -149,11 +149,12 @@ def test_group_mean_with_a_privacy_unit_from_the_cli(tmp_path) -> None:
     )
     assert sidecar["discretisation"]["sum_sensitivity_l1"] == 2 * 3 * 250.0
     assert sidecar["discretisation"]["count_sensitivity_l1"] == 6.0
-    (csv,) = out.glob("*.csv")  # one row per group: the key, then each value and its interval
+    (csv,) = out.glob("*.csv")  # one row per value: the group's key, the part, value, interval
     header, *rows = [line.split(",") for line in csv.read_text().splitlines()]
-    assert header[:4] == ["department", "mean", "mean ci low", "mean ci high"]
-    assert [r[0] for r in rows] == ["GP", "Cardiology", "Orthopaedics", "Dermatology", "other"]
-    assert all(0 <= float(r[1]) <= 500 and float(r[2]) <= float(r[1]) <= float(r[3]) for r in rows)
+    assert header == ["department", "label", "value", "ci_low", "ci_high", "interval"]
+    means = [r for r in rows if r[1] == "mean"]
+    assert [r[0] for r in means] == ["GP", "Cardiology", "Orthopaedics", "Dermatology", "other"]
+    assert all(0 <= float(r[2]) <= 500 and float(r[3]) <= float(r[2]) <= float(r[4]) for r in means)
     assert sidecar["epsilon"] <= 1.0
 
 
@@ -196,6 +197,8 @@ def test_group_release_publishes_the_same_facts_on_neighbouring_datasets(tmp_pat
         sidecar = json.loads(result.files["provenance"].read_text())
         assert len(sidecar["dp_outputs"]["confidence_intervals"]) == 3 * 3
         # "files": names carry a random id per release (issue 20), drawn independently of the data
-        drop = {"time", "ledger_path", "dp_outputs", "files"}
+        drop = {"time", "ledger_path", "dp_outputs", "files", "confidence_interval"}
+        # confidence_interval: computed from the released values (DP outputs), as dp_outputs
+        sidecar["post_processing"].pop("values_before")  # the values before clamping: DP outputs
         sidecars.append({k: v for k, v in sidecar.items() if k not in drop})
     assert sidecars[0] == sidecars[1]

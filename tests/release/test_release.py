@@ -21,6 +21,7 @@ from dpexplorer.core.mechanisms.base import NumericInput, SelectionInput
 from dpexplorer.release.export import remove_partial_files
 from dpexplorer.release.ledger import BudgetExceededError, Ledger
 from dpexplorer.release.plans import exact_release
+from dpexplorer.release.presentation import show
 from dpexplorer.release.rational import float_up
 from dpexplorer.release.release import execute, prepare_input
 from dpexplorer.release.samplers import SeededBitSource
@@ -123,9 +124,14 @@ def test_numeric_release_writes_values_and_provenance(ledger, tmp_path, mechanis
     assert sidecar.keys() >= SIDECAR_KEYS
     assert sidecar["ledger_row_id"] == result.row_id and sidecar["dataset_fingerprint"] == FP
     values = json.loads(result.files["json"].read_text())["values"]
-    assert values == [{"label": "mean", "value": result.values[0]}]
-    csv_lines = result.files["csv"].read_text().splitlines()
-    assert csv_lines == ["label,value", f"mean,{result.values[0]!r}"]
+    ((low, high),) = result.confidence_intervals
+    assert values == [{"label": "mean", "value": result.values[0], "ci_low": low, "ci_high": high}]
+    csv_lines = result.files["csv"].read_text().splitlines()  # rounded by the one rule
+    shown = show(result.values[0], (low, high))
+    assert csv_lines == [
+        "label,value,ci_low,ci_high,interval",
+        f"mean,{shown.value},{shown.low},{shown.high},95 % noise",
+    ]
     spacing = Fraction(sidecar["discretisation"]["grid_spacing"])
     assert (Fraction(result.values[0]) / spacing).denominator == 1
     ((low, high),) = result.confidence_intervals
@@ -315,7 +321,11 @@ def test_lazy_real_and_synthetic_paths_release_end_to_end(tmp_path) -> None:
             sidecar = json.loads(result.files["provenance"].read_text())
             assert sidecar["mechanism"] == mechanism and sidecar["ledger_row_id"] == result.row_id
             if mechanism == "smooth_cauchy":
-                assert result.confidence_intervals is None and sidecar["confidence_interval"] is None
+                # no noise interval (its width would reveal the data-dependent scale): the
+                # declared range, which always holds the clipped median
+                assert result.confidence_intervals == ((17.0, 90.0),) and result.interval_kinds == ("range",)
+                assert sidecar["confidence_interval"] == [[17.0, 90.0]]
+                assert sidecar["interval_kinds"] == ["range"]
                 spacing = Fraction(2) ** (math.floor(math.log2(90 - 17)) - 30)  # the public grid
                 assert (Fraction(result.values[0]) / spacing).denominator == 1
             if mechanism == "noisy_max":

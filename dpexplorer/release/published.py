@@ -1,0 +1,244 @@
+"""What a release publishes, after the draw: every value's interval and the steward's declared
+post-processing (DESIGN.md, "What a person reads").
+
+**Intervals.** Every released number gets an interval at the release's level, of one of these
+kinds (:data:`KINDS`), from public facts and DP outputs only:
+
+* ``noise``: the noise law's interval around the value (Laplace and Gaussian paths, PTR's
+  answer, the noisy mean's and variance's intervals from their noisy parts);
+* ``exact``: the value is the exact answer (Dist2Instability's median, when its test passes):
+  [v, v], which covers with probability one;
+* ``range``: no accuracy interval exists without the data (the smooth-sensitivity mechanisms,
+  whose noise scale is data-dependent; the exponential mechanism's quantile, whose accuracy is in
+  ranks; synthetic data and PMW's fractions): the declared range of the statistic, which holds
+  the (clipped) answer always. Conservative by design. (A value outside it, when clamping is
+  declared off, lies outside its interval.) A DP quantile adds a rank interval
+  (``rank_within``): with probability at least the level, the rows below the released value
+  differ from q n by at most ``rank_within`` more than at the best candidate of the grid
+  (Dwork & Roth 2014, Thm 3.11).
+
+Categories, ⊥ and an empty group have no interval (None).
+
+**Declared post-processing** (``post_processing`` in a plan entry, fixed before the charge,
+recorded in the provenance): functions of the released values and public facts only, so free
+under DP; each is applied to the value and its interval, and the interval stays honest because
+the true (clipped) answer satisfies every constraint imposed:
+
+* ``clamp_to_range`` (default true): a statistic with a declared range (a mean, a quantile, a
+  trimmed mean, a variance; by group too) is clamped to it, and its interval intersected with it
+  (the true clipped answer lies in the range, so the interval covers exactly when it did);
+* ``non_negative`` (default false): a count (a count, a histogram's bins, a count by group, a
+  noisy mean's noisy count) below zero is published as zero, its interval cut at zero;
+* ``integer`` (default false): counts rounded to whole numbers, intervals outward to whole
+  numbers (a true count is whole);
+* ``empty_groups`` (default false): by group, with a noisy count per group (noisy_mean,
+  noisy_variance), a group whose count interval reaches below one row, so that the release cannot
+  tell it from an empty group, publishes :data:`~dpexplorer.release.presentation.EMPTY` for
+  every value of the group (no interval) rather than a number held at a bound.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dpexplorer.core.errors import InvalidParameterError
+from dpexplorer.release.presentation import EMPTY
+
+KINDS = ("noise", "exact", "range")
+DEFAULTS: dict[str, bool] = {
+    "clamp_to_range": True,
+    "non_negative": False,
+    "integer": False,
+    "empty_groups": False,
+}
+"""The declared post-processing options and their defaults."""
+
+COUNT_STATISTICS = frozenset({"count", "predicate_count", "histogram"})
+"""Statistics whose values are counts of rows (public_facts ``statistic``)."""
+EXACT_MECHANISMS = frozenset({"dist2instability"})
+"""Mechanisms that release the exact answer when they answer."""
+FRACTION_MECHANISMS = frozenset({"pmw", "mwem"})
+"""Mechanisms that release fractions of the rows (each in [0, 1])."""
+HELPER_SUFFIX = "(noisy)"
+"""Labels of helper values (a noisy count, a noisy centred sum) end so."""
+COUNT_HELPER = "count (noisy)"
+
+
+def declared(options: Mapping[str, Any] | None) -> dict[str, bool]:
+    """The full set of options: ``options`` over :data:`DEFAULTS`; InvalidParameterError for an
+    unknown option or a value that is not true/false."""
+    given = dict(options or {})
+    unknown = sorted(set(given) - set(DEFAULTS))
+    if unknown:
+        raise InvalidParameterError(
+            f"unknown post-processing option {unknown[0]!r}; known: {', '.join(DEFAULTS)}"
+        )
+    for key, value in given.items():
+        if not isinstance(value, bool):
+            raise InvalidParameterError(
+                f"post-processing option {key!r} must be true or false, got {value!r}"
+            )
+    return {**DEFAULTS, **given}
+
+
+@dataclass(frozen=True)
+class Published:
+    """The values a release publishes, each with its interval (None for none) and the interval's
+    kind (:data:`KINDS`, None with no interval); ``rank_within`` (a DP quantile) the rank
+    interval's half-width in rows; ``changed`` whether post-processing changed a value."""
+
+    values: tuple[float | str, ...]
+    intervals: tuple[tuple[float, float] | None, ...]
+    kinds: tuple[str | None, ...]
+    rank_within: int | None = None
+    changed: bool = False
+
+
+def _finite_range(facts: Mapping[str, Any]) -> tuple[float, float] | None:
+    span = facts.get("output_range")
+    if not span or span[0] is None or span[1] is None:
+        return None
+    low, high = float(span[0]), float(span[1])
+    return (low, high) if math.isfinite(low) and math.isfinite(high) else None
+
+
+def _is_helper(label: str) -> bool:
+    return label.endswith(HELPER_SUFFIX)
+
+
+def _is_count(label: str, statistic: str) -> bool:
+    return label.endswith(COUNT_HELPER) or (statistic in COUNT_STATISTICS and not _is_helper(label))
+
+
+def raw_intervals(
+    *,
+    mechanism: str,
+    public_facts: Mapping[str, Any],
+    provenance: Mapping[str, Any],
+    dp_outputs: Mapping[str, Any],
+    labels: Sequence[str],
+    values: Sequence[float | str],
+    noise: Sequence[tuple[float, float] | None] | None,
+) -> tuple[list[tuple[float, float] | None], list[str | None]]:
+    """Each value's interval and its kind before post-processing (module docstring). ``noise``
+    the noise law's intervals (fixed-width ones), if the path has them."""
+    computed = dp_outputs.get("confidence_intervals")
+    span = _finite_range(public_facts)
+    intervals: list[tuple[float, float] | None] = []
+    kinds: list[str | None] = []
+    for i, value in enumerate(values):
+        if not isinstance(value, float | int) or isinstance(value, bool):
+            intervals.append(None)
+            kinds.append(None)
+            continue
+        v = float(value)
+        if noise is not None and noise[i] is not None:
+            low, high = noise[i]  # type: ignore[misc]
+            intervals.append((float(low), float(high)))
+            kinds.append("noise")
+        elif computed is not None and i < len(computed) and computed[i] is not None:
+            intervals.append((float(computed[i][0]), float(computed[i][1])))
+            kinds.append("noise")
+        elif mechanism in EXACT_MECHANISMS:
+            intervals.append((v, v))
+            kinds.append("exact")
+        elif span is not None and not _is_helper(labels[i]):
+            intervals.append(span)
+            kinds.append("range")
+        elif mechanism in FRACTION_MECHANISMS:
+            intervals.append((0.0, 1.0))
+            kinds.append("range")
+        elif mechanism == "blr":  # counts of a synthetic dataset of a declared size
+            intervals.append((0.0, float(sum(float(x) for x in values if is_number(x)))))
+            kinds.append("range")
+        else:
+            intervals.append(None)
+            kinds.append(None)
+    return intervals, kinds
+
+
+def _cut(interval: tuple[float, float], low: float, high: float) -> tuple[float, float]:
+    """``interval`` intersected with [low, high] (when disjoint: the nearer end, twice)."""
+    a = min(max(interval[0], low), high)
+    b = min(max(interval[1], low), high)
+    return a, b
+
+
+def publish(
+    *,
+    mechanism: str,
+    public_facts: Mapping[str, Any],
+    provenance: Mapping[str, Any],
+    dp_outputs: Mapping[str, Any],
+    labels: Sequence[str],
+    values: Sequence[float | str],
+    noise: Sequence[tuple[float, float] | None] | None,
+    options: Mapping[str, bool] | None = None,
+    groups: int = 0,
+) -> Published:
+    """The published values, intervals and kinds: :func:`raw_intervals`, then the declared
+    post-processing ``options`` (:func:`declared`; module docstring). ``groups`` the number of
+    released groups of a statistic by group (0 otherwise): its values are one group after
+    another, all of a group's parts together."""
+    chosen = declared(options)
+    statistic = str(public_facts.get("statistic", ""))
+    intervals, kinds = raw_intervals(
+        mechanism=mechanism,
+        public_facts=public_facts,
+        provenance=provenance,
+        dp_outputs=dp_outputs,
+        labels=labels,
+        values=values,
+        noise=noise,
+    )
+    out: list[float | str] = list(values)
+    span = _finite_range(public_facts)
+    for i, value in enumerate(out):
+        if not isinstance(value, float | int) or isinstance(value, bool):
+            continue
+        v, ci = float(value), intervals[i]
+        if chosen["clamp_to_range"] and span is not None and not _is_helper(labels[i]):
+            v = min(max(v, span[0]), span[1])
+            ci = None if ci is None else _cut(ci, *span)
+        if _is_count(labels[i], statistic):
+            if chosen["non_negative"]:
+                v = max(v, 0.0)
+                ci = None if ci is None else _cut(ci, 0.0, math.inf)
+            if chosen["integer"]:
+                v = float(round(v))
+                ci = None if ci is None else (float(math.floor(ci[0])), float(math.ceil(ci[1])))
+        out[i], intervals[i] = v, ci
+    if chosen["empty_groups"] and groups:
+        _mark_empty(out, intervals, kinds, labels, groups)
+    rank = provenance.get("rank_within_rows")
+    changed = any(a != b for a, b in zip(out, values, strict=True))
+    return Published(tuple(out), tuple(intervals), tuple(kinds), None if rank is None else int(rank), changed)
+
+
+def _mark_empty(
+    out: list[float | str],
+    intervals: list[tuple[float, float] | None],
+    kinds: list[str | None],
+    labels: Sequence[str],
+    groups: int,
+) -> None:
+    """Every value of a group whose noisy count's interval reaches below one row -> EMPTY."""
+    per = len(out) // groups
+    for g in range(groups):
+        part = range(g * per, (g + 1) * per)
+        counts = [j for j in part if labels[j].endswith(COUNT_HELPER)]
+        if not counts:
+            continue
+        j = counts[0]
+        ci = intervals[j]
+        if ci is None or ci[0] < 1:
+            for k in part:
+                out[k], intervals[k], kinds[k] = EMPTY, None, None
+
+
+def is_number(value: Any) -> bool:
+    """A released value that is a number (not a category, ⊥ or EMPTY)."""
+    return isinstance(value, float | int) and not isinstance(value, bool)
