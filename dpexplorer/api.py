@@ -358,14 +358,18 @@ class Measurement:
     query: Query
     mechanism: str
     parameters: Mapping[str, Any] = field(default_factory=dict)
+    kind: str = "statistic"
+    """`statistic`, or `synthetic`: a synthetic table (MST or AIM on a `marginals` query)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The plan entry: `{"query": ..., "mechanism": ..., "parameters": ...}`."""
-        return {
+        """The plan entry: `{"query": ..., "mechanism": ..., "parameters": ...}` (and `"kind"`
+        when it is not a statistic)."""
+        entry = {
             "query": self.query.to_dict(),
             "mechanism": self.mechanism,
             "parameters": dict(self.parameters),
         }
+        return entry if self.kind == "statistic" else {**entry, "kind": self.kind}
 
     @classmethod
     def from_dict(cls, entry: Mapping[str, Any]) -> Measurement:
@@ -377,7 +381,7 @@ class Measurement:
             query, params = entry_query(checked)
         except DPExplorerError as exc:
             raise PlanError(f"plan entry 1: {exc}") from None
-        return cls(query, checked["mechanism"], params)
+        return cls(query, checked["mechanism"], params, checked.get("kind", "statistic"))
 
 
 @dataclass(frozen=True)
@@ -432,7 +436,9 @@ class Plan:
                 query, params = entry_query(entry)
             except DPExplorerError as exc:
                 raise PlanError(f"plan entry {number}: {exc}") from None
-            measurements.append(Measurement(query, entry["mechanism"], params))
+            measurements.append(
+                Measurement(query, entry["mechanism"], params, entry.get("kind", "statistic"))
+            )
         return cls(measurements, rate)
 
 

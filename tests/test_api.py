@@ -165,6 +165,9 @@ def test_a_plan_s_mistakes_are_named() -> None:
         {"sampling": {"rate": 0.1}, "measurements": [{"query": {"type": "count"}, "mechanism": "laplace"}]}
     )
     assert rated.sampling_rate == 0.1 and rated.to_json()["sampling"] == {"rate": 0.1}
+    table = dpexplorer.Measurement(dpexplorer.Count(), "mst", {}, kind="synthetic")
+    assert table.to_dict()["kind"] == "synthetic" and "kind" not in rated.measurements[0].to_dict()
+    assert dpexplorer.Plan.from_json([table.to_dict()]).measurements[0].kind == "synthetic"
 
 
 def test_the_api_s_examples_run() -> None:
