@@ -6,14 +6,12 @@ and release through the ledger, without Qt. The API's names are loaded on first 
 ``__getattr__``), so that ``import dpexplorer`` stays cheap: ``dpexplorer --version`` and the
 window's start imports neither polars nor the API."""
 
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-try:
-    __version__ = version("dpexplorer")
-except PackageNotFoundError:  # running from a source tree that was not installed
-    __version__ = "0.0.0+unknown"
+__version__ = "0.1.0"
+"""pyproject.toml's version (tests/test_cli_startup.py checks the installed metadata agrees):
+written here, since reading it through importlib.metadata took 0.1 s of every start."""
 
 _HERE = Path(__file__).parent
 

@@ -15,8 +15,8 @@ import json
 import math
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from dpexplorer.core.accounting.compose import METHODS, CompositionReport, compose
 from dpexplorer.core.accounting.guarantees import (
     ZCDP,
     ApproxDP,
@@ -28,6 +28,10 @@ from dpexplorer.core.accounting.guarantees import (
 )
 from dpexplorer.core.accounting.validate import MAX_COUNT, check_guarantee
 from dpexplorer.core.errors import DPExplorerError, InvalidParameterError
+from dpexplorer.release.ledger import METHODS  # the accountant's names, without loading it
+
+if TYPE_CHECKING:
+    from dpexplorer.core.accounting.compose import CompositionReport
 
 DEFAULT_DELTA = 1e-6
 
@@ -179,6 +183,8 @@ def run(args: argparse.Namespace) -> int:
         if not (0 <= args.delta < 1):
             raise InvalidParameterError(f"--delta must satisfy 0 <= delta < 1, got {args.delta:g}")
         guarantees = [parse_spec(spec) for spec in args.specs]
+        from dpexplorer.core.accounting.compose import compose  # numpy and scipy: only to compute
+
         report = compose(guarantees, delta=args.delta, methods=_methods(args.method))
     except DPExplorerError as error:
         print(f"dpexplorer account: {error}", file=sys.stderr)

@@ -13,11 +13,8 @@ import argparse
 import json
 import math
 
-import numpy as np
-
 from dpexplorer.commands.errors import fail
 from dpexplorer.core.errors import DPExplorerError
-from dpexplorer.core.mechanisms.gaussian import gaussian_sigma_analytic, gaussian_sigma_classical
 
 EXIT_BAD_INPUT = 2
 
@@ -52,6 +49,10 @@ def _gaussian(args: argparse.Namespace) -> dict[str, float | bool]:
     epsilon = _number("epsilon", args.epsilon)
     delta = _number("delta", args.delta)
     sensitivity = _number("sensitivity", args.sensitivity)
+    import numpy as np  # numpy and scipy: only to compute (the command starts without them)
+
+    from dpexplorer.core.mechanisms.gaussian import gaussian_sigma_analytic, gaussian_sigma_classical
+
     try:
         with np.errstate(all="ignore"):  # overflow is handled below, not printed as a warning
             classical = gaussian_sigma_classical(epsilon, delta, sensitivity)

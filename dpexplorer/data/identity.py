@@ -3,7 +3,7 @@ computed vectorised (numpy on the columns' Arrow buffers), the same on every eng
 and library version.
 
 Canonical form. The table is its column names with their kinds (``numeric``, ``categorical``,
-``boolean``, ``date``; :func:`dpexplorer.data.load.kind_of_dtype`), sorted by name, and the
+``boolean``, ``date``: :func:`kind`), sorted by name, and the
 multiset of its rows. A row is the canonical encoding of its cells, in the columns' name order;
 a cell is encoded by the family of its column's type, not by the type itself:
 
@@ -132,11 +132,20 @@ def column_multiplier(lane: int, position: int) -> int:
     return mix_int(lane, SEEDS[lane] ^ (position + 1)) | 1
 
 
+def kind(dtype: pl.DataType) -> str:
+    """A column's kind in the header: numeric (integers, floats, decimals), boolean, date, or
+    categorical (anything else). Defined here, not borrowed from the loader, so that the key
+    cannot change with how the app treats a type."""
+    if dtype.is_numeric():
+        return "numeric"
+    if dtype == pl.Date:
+        return "date"
+    return "boolean" if dtype == pl.Boolean else "categorical"
+
+
 def header(schema: pl.Schema) -> str:
     """The names and kinds part of the key (columns sorted by name)."""
-    from dpexplorer.data.load import kind_of_dtype
-
-    return "\x1e".join(f"{len(c)}:{c}:{kind_of_dtype(schema[c])}" for c in sorted(schema.names()))
+    return "\x1e".join(f"{len(c)}:{c}:{kind(schema[c])}" for c in sorted(schema.names()))
 
 
 def digest(schema: pl.Schema, n_rows: int, sums: tuple[int, int]) -> str:
