@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 from dpexplorer import __version__
 from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.data.default import ATTRIBUTION, default_dataset_path
-from dpexplorer.gui import jobs, palette, settings
+from dpexplorer.gui import accessibility, jobs, palette, settings
 from dpexplorer.gui.compute import ComputeService
 from dpexplorer.gui.dataset_view import DatasetView
 from dpexplorer.gui.explorer import Explorer
@@ -184,6 +184,8 @@ class MainWindow(QMainWindow):
         self.history = UndoHistory(self)
         self._build_edit_menu()
         self._build_appearance_menu()
+        accessibility.name_controls(self)  # and again for what each tab builds when first shown
+        self.tabs.currentChanged.connect(lambda _i: accessibility.name_controls(self.tabs.currentWidget()))
         if restore_layout:
             self._restore_layout()
         else:
@@ -249,6 +251,7 @@ class MainWindow(QMainWindow):
         self._apply_pending_plan()
         import gc
 
+        accessibility.name_controls(self)
         gc.freeze()  # everything imported so far is permanent: later collections skip it (latency)
 
     def _build_side_panel(self) -> None:

@@ -87,6 +87,15 @@ class ParamControl(QWidget):
             self.changed.emit(checked)
 
 
+def name_from_declaration(widget: QWidget, param: Param, part: str = "") -> None:
+    """The accessible name (the declaration's label, and unit; ``part`` when a parameter has
+    two controls) and description (its help text and allowed range) of ``widget``."""
+    unit = f" ({param.unit})" if param.unit else ""
+    widget.setAccessibleName(f"{param.label}{unit}" + (f", {part}" if part else ""))
+    allowed = f" Allowed: {param.range_text()}." if param.type in ("float", "int") else ""
+    widget.setAccessibleDescription(f"{param.help}{allowed}")
+
+
 def _tooltip(param: Param) -> str:
     unit = f" ({param.unit})" if param.unit else ""
     allowed = f"Allowed: {param.range_text()}." if param.type in ("float", "int") else ""
@@ -105,7 +114,8 @@ class NumberControl(ParamControl):
         self.field = QLineEdit()
         self.field.setMaximumWidth(90)
         self.field.setToolTip(self.toolTip())
-        self.field.setAccessibleName(param.label)
+        name_from_declaration(self.slider, param, "slider")
+        name_from_declaration(self.field, param, "value")
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.slider, 1)
@@ -157,6 +167,7 @@ class ChoiceControl(ParamControl):
         self.combo = QComboBox()
         self.combo.addItems(list(param.choices))
         self.combo.setToolTip(self.toolTip())
+        name_from_declaration(self.combo, param)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.combo)
@@ -175,6 +186,7 @@ class FlagControl(ParamControl):
         super().__init__(param, parent)
         self.box = QCheckBox(param.label)
         self.box.setToolTip(self.toolTip())
+        name_from_declaration(self.box, param)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.box)

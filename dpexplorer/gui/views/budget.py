@@ -312,6 +312,7 @@ class BudgetView(View):
         for method in METHODS:
             self.share_method.addItem(METHOD_NAMES[method], method)
         self.share_method.setCurrentIndex(METHODS.index("pld"))
+        self.share_method.setAccessibleName("Accountant the budget is shared under")
         row = QHBoxLayout()
         for widget in (QLabel("Budget ε:"), self.budget_epsilon, QLabel("δ:"), self.budget_delta):
             row.addWidget(widget)
@@ -329,6 +330,8 @@ class BudgetView(View):
 
     def _build_table(self) -> None:
         self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setAccessibleName("Released and planned statistics")
+        self.table.setTabKeyNavigation(False)  # Tab leaves the table (arrows move in it)
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.verticalHeader().setVisible(False)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
