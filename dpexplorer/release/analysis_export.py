@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import pprint
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -122,12 +123,12 @@ def _unit_words(query: Mapping[str, Any]) -> str:
     unit = query.get("unit")
     if isinstance(unit, Mapping):
         return (
-            f"one person, identified by the column `{unit['column']}`: neighbouring datasets add or "
+            f"One person, identified by the column `{unit['column']}`: neighbouring datasets add or "
             f"remove one person with all their rows, and each person is bounded to at most "
             f"{unit.get('max_rows', 1)} row(s) in each of at most {unit.get('max_groups', 1)} group(s) "
             "(rows beyond are left out, chosen at random) before the statistic is computed."
         )
-    return "one row: neighbouring datasets differ by adding or removing one row."
+    return "One row: neighbouring datasets differ by adding or removing one row."
 
 
 def _bounds_words(query: Mapping[str, Any]) -> str:
@@ -156,7 +157,10 @@ def _bounds_words(query: Mapping[str, Any]) -> str:
         )
     if "categories" in query and query.get("type") in ("argmax", "top_k"):
         parts.append(f"{len(query['categories'])} declared candidates of `{query['column']}`")
-    return ("; ".join(parts) + ".") if parts else "none needed: one row changes the answer by at most one."
+    if not parts:
+        return "None needed: one row changes the answer by at most one."
+    text = "; ".join(parts) + "."
+    return text[:1].upper() + text[1:]
 
 
 def _mechanism_words(name: str) -> tuple[str, str]:
@@ -227,18 +231,23 @@ def script_text(analysis: Analysis, *, ledger: str | None = None, out: str = "re
     comments = []
     for number, stat in enumerate(analysis.statistics, start=1):
         words = statistic_markdown(number, stat).replace("**", "").replace("### ", "")
-        comments.append("\n".join(f"# {line}".rstrip() for line in words.splitlines()))
+        lines = [part for line in words.splitlines() for part in textwrap.wrap(line, 94) or [""]]
+        comments.append("\n".join(f"# {line}".rstrip() for line in lines))
     statistics = "\n#\n".join(comments)
+    about = textwrap.fill(
+        f"Releases {len(analysis.statistics)} statistic(s) of {analysis.data} through the budget "
+        "ledger, as `dpexplorer release` would run the same plan: the whole plan is checked first, "
+        "then each statistic is charged, drawn by an exact sampler and written to OUT. Running it "
+        "spends privacy budget: review the plan below first.",
+        96,
+    )
     return (
         f'"""dpexplorer analysis, exported from the window on {analysis.created} '
-        f"(dpexplorer {dpexplorer.__version__}).\n\n"
-        f"Releases {len(analysis.statistics)} statistic(s) of {analysis.data} through the budget ledger, "
-        "as `dpexplorer release` would run the same plan: the whole plan is checked first, then each "
-        "statistic is charged, drawn by an exact sampler and written to OUT. Running it spends privacy "
-        'budget: review the plan below first.\n"""\n\n'
+        f"(dpexplorer {dpexplorer.__version__}).\n\n{about}\n"
+        '"""\n\n'
         "import dpexplorer as dpx\n\n"
         f"{_settings(analysis, ledger, out)}\n"
-        f"{statistics}\n"
+        f"{statistics}\n\n"
         f"{_plan_source(analysis)}\n\n"
         'if __name__ == "__main__":\n'
         + "".join(f"    {line}\n" if line else "\n" for line in RUN_SOURCE.splitlines())

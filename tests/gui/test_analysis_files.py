@@ -124,7 +124,7 @@ def test_a_plan_opened_in_the_window_exports_as_plan_script_and_notebook(
     book = nbformat.reads(texts["notebook"], as_version=4)
     words = [c.source for c in book.cells if c.cell_type == "markdown" and c.source.startswith("### ")]
     assert len(words) == 3
-    assert "one person, identified by the column `pid`" in words[2] and "at most 2 row(s)" in words[2]
+    assert "One person, identified by the column `pid`" in words[2] and "at most 2 row(s)" in words[2]
     assert "clipped to [0, 100]" in words[1] and "Laplace" in words[1]
 
     # 1. the plan through the CLI (which sets the budget), 2. the script, 3. the notebook
@@ -176,3 +176,25 @@ def test_a_bad_plan_is_refused_and_the_budget_plan_kept(qtbot, window: MainWindo
     unknown.write_text(json.dumps([{"query": {"type": "count"}, "mechanism": "no-such"}]))
     assert not import_plan(window, unknown)
     assert "plan entry 1: unknown mechanism 'no-such'" in window.last_error
+
+
+def test_the_file_menu_s_dialogs_export_and_open(
+    qtbot, window: MainWindow, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """File > Export Analysis As… (the format from the chosen filter, its suffix added) and
+    File > Open Plan as Budget Plan…, with the file dialogs answered."""
+    from PySide6.QtWidgets import QFileDialog
+
+    given = tmp_path / "given.json"
+    given.write_text(json.dumps(PLAN[:2]))
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(given), ""))
+    window.import_plan_action.trigger()
+    view = window.workspace.budget_view
+    qtbot.waitUntil(lambda: len(view.plan) == 2, timeout=IDLE_TIMEOUT_MS)
+    assert window.tabs.currentWidget() is view
+    chosen = (str(tmp_path / "mine"), "Python script using the dpexplorer API (*.py)")
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: chosen)
+    window.export_analysis_action.trigger()
+    script = (tmp_path / "mine.py").read_text(encoding="utf-8")
+    assert "import dpexplorer as dpx" in script and script.count("'mechanism': 'laplace'") == 2
+    assert "Analysis exported to" in window.statusBar().currentMessage()

@@ -49,7 +49,7 @@ def test_each_statistic_is_said_in_words() -> None:
     histogram = statistic_markdown(1, Statistic(HISTOGRAM, "laplace", {"epsilon": 0.5}, "race"))
     assert histogram.startswith("### 1. race")
     assert "`race` has 2 declared categories" in histogram
-    assert "one row: neighbouring datasets differ by adding or removing one row" in histogram
+    assert "One row: neighbouring datasets differ by adding or removing one row" in histogram
     assert (
         "Laplace" in histogram and "epsilon = 0.5" in histogram and "**Why.** Adds Laplace noise" in histogram
     )
