@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
@@ -191,7 +191,7 @@ def brush(role: RGB, alpha: int = 255) -> Any:
 def plot_font() -> QFont:
     """The font of plot axes and labels: the application's (larger in teaching mode), scaled."""
     app = QApplication.instance()
-    font = QFont(app.font()) if app is not None else QFont()
+    font = QFont(app.font()) if isinstance(app, QApplication) else QFont()
     size = font.pointSizeF() if font.pointSizeF() > 0 else 10.0
     font.setPointSizeF(size * PLOT_FONT_SCALE)
     return font
@@ -224,7 +224,7 @@ def scheme_for(appearance: str) -> Scheme:
 def _qt_palette(scheme: Scheme) -> QPalette:
     """A Qt palette for the widgets (the light one is the style's own)."""
     app = QApplication.instance()
-    standard = app.style().standardPalette() if app is not None else QPalette()
+    standard = app.style().standardPalette() if isinstance(app, QApplication) else QPalette()
     if not scheme.dark:
         return standard
     hc = scheme is HIGH_CONTRAST
@@ -270,7 +270,7 @@ def set_appearance(appearance: str, root: QWidget | None = None) -> Scheme:
     before, scheme = _current, scheme_for(appearance)
     _current = scheme
     app = QApplication.instance()
-    if app is not None and (scheme.dark or before.dark):
+    if isinstance(app, QApplication) and (scheme.dark or before.dark):
         app.setPalette(_qt_palette(scheme))
     if root is not None:
         restyle(root, before)
@@ -361,10 +361,11 @@ def restyle(root: QWidget, before: Scheme | None = None) -> None:
             widget.setStyleSheet(swap(sheet))
         rich = isinstance(widget, QLabel) or (hasattr(widget, "toPlainText") and hasattr(widget, "text"))
         if rich:  # labels, and views' LiveText
-            text = widget.text()
+            label = cast(QLabel, widget)
+            text = label.text()
             if isinstance(text, str) and (pattern.search(text) or "<a " in text):
-                widget.setText("")  # a link's colour is the palette's when the text is laid out
-                widget.setText(swap(text))
+                label.setText("")  # a link's colour is the palette's when the text is laid out
+                label.setText(swap(text))
 
 
 def _recolour_item(item: object, before: Scheme) -> None:

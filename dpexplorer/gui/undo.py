@@ -119,9 +119,9 @@ def describe(before: Session, after: Session) -> str:
         parts.append(f"query {before.query_controls['kind']} → {after.query_controls['kind']}")
     else:
         for key in controls:
-            old, new = before.query_controls.get(key), after.query_controls.get(key)
+            was, now = before.query_controls.get(key), after.query_controls.get(key)
             name = _CONTROL_NAMES.get(key, key)
-            parts.append(name if isinstance(new, list) else f"{name} {_short(old)} → {_short(new)}")
+            parts.append(name if isinstance(now, list) else f"{name} {_short(was)} → {_short(now)}")
     if before.mechanism != after.mechanism:
         parts.append(f"mechanism {_mechanism_label(before.mechanism)} → {_mechanism_label(after.mechanism)}")
     else:

@@ -109,3 +109,26 @@ def test_undo_restores_the_exact_state_after_ten_random_edits(qtbot, window):
         settle(qtbot, window)
         assert recorded(window.current_session()) == recorded(expected)
     assert window.last_error is None
+
+
+def test_undo_of_opening_another_file_reopens_the_first_with_its_state(qtbot, window, tmp_path):
+    settle(qtbot, window)
+    window.mechanism_panel.set_values({"epsilon": 0.25})
+    settle(qtbot, window)
+    before = window.current_session()
+    other = tmp_path / "small.csv"
+    other.write_text("age,group\n" + "".join(f"{20 + i % 50},{'ab'[i % 2]}\n" for i in range(200)))
+    window.open_file(other)
+    qtbot.waitUntil(lambda: window.dataset is not None and window.dataset.path == other, timeout=60_000)
+    settle(qtbot, window)
+    assert window.undo_action.text().startswith("Undo: dataset ")
+    assert window.undo_action.text().endswith("→ small.csv")
+    window.undo_action.trigger()
+    qtbot.waitUntil(lambda: window.dataset.path != other, timeout=60_000)
+    settle(qtbot, window)
+    assert recorded(window.current_session()) == recorded(before)
+    assert window.mechanism_panel.values()["epsilon"] == 0.25
+    window.redo_action.trigger()
+    qtbot.waitUntil(lambda: window.dataset.path == other, timeout=60_000)
+    settle(qtbot, window)
+    assert window.last_error is None
