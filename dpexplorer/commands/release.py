@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,10 @@ __all__ = [
     "read_plan_file",
     "run",
 ]
+
+
+PROGRESS_FROM = 100
+"""A plan of this many entries or more says so from its first entry while it is checked."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -109,7 +114,30 @@ def _prepare_all(
 
     entries, rate = plan
     ci_level = _number("ci-level", args.ci_level)
-    return prepare_plan(dataset, entries, rate, ledger, ci_level=ci_level, dataset_name=args.dataset)  # type: ignore[arg-type]
+    return prepare_plan(
+        dataset,
+        entries,  # type: ignore[arg-type]
+        rate,
+        ledger,
+        ci_level=ci_level,
+        dataset_name=args.dataset,
+        on_prepared=_Progress(),
+    )
+
+
+class _Progress:
+    """Lines on stdout while a plan is checked (before anything is charged): from the first
+    entry of a plan of :data:`PROGRESS_FROM` entries or more, then about every second (and for
+    any plan whose check takes that long)."""
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+
+    def __call__(self, number: int, total: int) -> None:
+        now = time.monotonic()
+        if (number == 1 and total >= PROGRESS_FROM) or now - self.last >= 1.0:
+            self.last = now
+            print(f"checking plan entry {number:,} of {total:,} (nothing charged yet)", flush=True)
 
 
 def _set_budget(args: argparse.Namespace, ledger: Any, key: str) -> None:

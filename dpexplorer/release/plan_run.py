@@ -21,6 +21,10 @@ from dpexplorer.core.errors import DPExplorerError
 
 MAX_PLAN_BYTES = 64 << 20
 """A plan larger than this is refused before it is parsed."""
+MAX_PLAN_ENTRIES = 10_000
+"""A plan of more entries is refused before any is checked (nothing charged): each entry is a
+query on the data, a ledger row and three fsync'ed files (5,000 entries took 10 minutes on a
+loaded two-core machine); a larger release is several plans, each its own run."""
 ENTRY_KINDS = ("statistic", "synthetic")
 """An entry's ``kind``: a statistic (default) or a synthetic table (MST/AIM on a ``marginals``
 query: :mod:`dpexplorer.release.synthetic_tables`)."""
@@ -60,6 +64,11 @@ def plan_entries(plan: Any) -> tuple[list[dict[str, Any]], float | None]:
     plan, rate = _sampling(plan)
     if not isinstance(plan, list) or not plan:
         raise PlanError("the plan must be a non-empty JSON list of {query, mechanism, parameters}")
+    if len(plan) > MAX_PLAN_ENTRIES:
+        raise PlanError(
+            f"the plan has {len(plan):,} entries; at most {MAX_PLAN_ENTRIES:,} are released in one run: "
+            "split it into several plans (nothing was charged)"
+        )
     entries = []
     for number, entry in enumerate(plan, start=1):
         if not isinstance(entry, dict) or set(entry) - {"query", "mechanism", "parameters", "kind"}:
@@ -148,16 +157,20 @@ def prepare_plan(
     *,
     ci_level: float = 0.95,
     dataset_name: str | None = None,
+    on_prepared: Callable[[int, int], None] | None = None,
 ) -> list[Any]:
     """Every entry validated on ``dataset`` and its exact release path built
     (:func:`dpexplorer.release.release.prepare`), filed under the dataset's key in ``ledger``
     (its content fingerprint, or ``dataset_name``); nothing is drawn or charged. PlanError
-    ``plan entry N: <reason>`` for the first entry that fails."""
+    ``plan entry N: <reason>`` for the first entry that fails. ``on_prepared(number, total)``
+    is called as each entry starts (progress from the first one)."""
     from dpexplorer.release.release import dataset_key, prepare, with_sampling_rate
 
     key = dataset_key(dataset, ledger, dataset_name)
-    prepared = []
+    prepared: list[Any] = []
     for number, entry in enumerate(entries, start=1):
+        if on_prepared is not None:
+            on_prepared(number, len(entries))
         try:
             query, params = entry_query(entry)
             if entry.get("kind") == "synthetic":
@@ -201,7 +214,7 @@ def release_prepared(
 
     for number, item in enumerate(prepared, start=1):
         if isinstance(item, TableRelease):  # a synthetic table (entry kind "synthetic")
-            result = release_table(item, ledger=ledger, out_dir=out_dir, directory_checked=True)
+            result: Any = release_table(item, ledger=ledger, out_dir=out_dir, directory_checked=True)
         else:
             result = execute(item, ledger=ledger, out_dir=out_dir, directory_checked=True)
         released.append((item, result))
