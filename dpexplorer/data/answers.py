@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import threading
-import weakref
 from fractions import Fraction
 from typing import Any
 
@@ -34,6 +33,7 @@ from dpexplorer.core.sensitivity import (
     statistic_function,
     worst_case_quantile_neighbour,
 )
+from dpexplorer.data.aggregates import aggregate, aggregate_parts
 from dpexplorer.data.engine import (
     CellCounts,
     CentredSums,
@@ -41,14 +41,12 @@ from dpexplorer.data.engine import (
     MeanParts,
     Moments,
     OrderWindow,
-    Request,
     RowCount,
-    RowStep,
     SortedClipped,
     Window,
-    engine_of,
 )
 from dpexplorer.data.errors import DataError
+from dpexplorer.data.group_by import group_answer, group_input
 from dpexplorer.data.queries import (
     ArgMax,
     Axis,
@@ -68,13 +66,6 @@ from dpexplorer.data.queries import (
 
 Answer = float | np.ndarray | str | tuple[str, ...]
 ClippedQuery = Sum | Mean | Quantile | TrimmedMean
-CACHE_ENTRIES = 32
-CACHE_BYTES = 1 << 30
-"""Aggregates kept per dataset: at most this many, and arrays of at most this many bytes in all
-(oldest dropped first; a sorted column of 100M rows is 800 MB). Re-asking a query never rescans."""
-
-_cache: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
-_cache_lock = threading.Lock()  # the window's two workers may ask about one dataset at once
 
 
 def _checked(dataset: Any, query: Query) -> None:
@@ -82,48 +73,6 @@ def _checked(dataset: Any, query: Query) -> None:
 
 
 # ---------------------------------------------------------------- the data each query needs
-def aggregate(dataset: Any, request: Request, steps: tuple[RowStep, ...] = ()) -> Any:
-    """``request`` evaluated by the dataset's engine (dpexplorer.data.engine) after the row
-    ``steps``, cached per dataset, request and steps; arrays come back read-only, so a cached
-    answer cannot be altered."""
-    key = (request, steps) if steps else request
-    with _cache_lock:
-        answers = _cache.setdefault(dataset, {})
-        if key in answers:
-            return answers[key]
-    value = engine_of(dataset).aggregate(dataset, request, steps)  # outside the lock: may take long
-    _store(dataset, key, value)
-    return value
-
-
-def _store(dataset: Any, key: Any, value: Any) -> None:
-    """Cache ``value`` under ``key`` (arrays made read-only; oldest entries dropped past the
-    budget)."""
-    if isinstance(value, np.ndarray):
-        value.flags.writeable = False
-    with _cache_lock:
-        answers = _cache.setdefault(dataset, {})
-        answers[key] = value
-        while len(answers) > CACHE_ENTRIES or (len(answers) > 1 and _nbytes(answers) > CACHE_BYTES):
-            answers.pop(next(iter(answers)))
-
-
-def _mean_parts(dataset: Any, query: Mean, exact: bool) -> None:
-    """Both aggregates a mean's input needs (ClippedMoments, CentredSums) in one pass of the
-    engine (MeanParts), each then cached under its own request, unless both are cached."""
-    request = MeanParts(query.column, query.lower, query.upper, exact)
-    with _cache_lock:
-        known = _cache.get(dataset, {})
-        if all(part in known for part in request.parts):
-            return
-    for part, value in zip(request.parts, engine_of(dataset).aggregate(dataset, request), strict=True):
-        _store(dataset, part, value)
-
-
-def _nbytes(answers: dict[Any, Any]) -> int:
-    return sum(v.nbytes for v in answers.values() if isinstance(v, np.ndarray))
-
-
 def clipped_sorted_values(dataset: Any, query: ClippedQuery) -> np.ndarray:
     """The column clipped to [lower, upper], missing values set to the midpoint, sorted (float)."""
     return aggregate(dataset, SortedClipped(query.column, query.lower, query.upper))
@@ -256,8 +205,6 @@ def true_answer(dataset: Any, query: Query) -> Answer:
         names = tuple(str(query.categories[i]) for i in order[: query.k])
         return names[0] if isinstance(query, ArgMax) else names
     if isinstance(query, GroupBy):
-        from dpexplorer.data.grouped import group_answer
-
         return group_answer(dataset, query)
     return workload_matrix(query) @ cell_counts(dataset, query.axes)
 
@@ -298,8 +245,6 @@ def query_input(
     if isinstance(query, Workload):
         return _workload_input(dataset, query, relation)
     if isinstance(query, GroupBy):
-        from dpexplorer.data.grouped import group_input
-
         return group_input(dataset, query, relation, bounding_seed, exact_sums)
     if getattr(query, "kind", None) == "marginals":  # synthetic data over marginals (MST, AIM)
         from dpexplorer.data.marginals import marginal_input
@@ -406,7 +351,7 @@ def _clipped_input(
     values: Any
     if isinstance(query, Sum | Mean):
         if isinstance(query, Mean):
-            _mean_parts(dataset, query, exact)
+            aggregate_parts(dataset, MeanParts(query.column, query.lower, query.upper, exact))
         m = clipped_moments(dataset, query, exact)
         n, value = m.n, _moment_statistic(query)(m.n, m.total)
         change, f_prime = _moment_neighbour(m, query, relation)

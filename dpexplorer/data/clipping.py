@@ -21,7 +21,7 @@ def column_values(dataset: Dataset, column: str) -> np.ndarray:
     """The column's non-missing values as floats, sorted, unclipped: the engine's sorted column
     (dpexplorer.data.engine.SortedClipped) after a filter that drops missing values (a comparison
     is false on them)."""
-    from dpexplorer.data.answers import aggregate
+    from dpexplorer.data.aggregates import aggregate
 
     present = Filter(Compare(column, ">=", -WIDE))
     return aggregate(dataset, SortedClipped(column, -WIDE, WIDE), (present,))

@@ -52,6 +52,7 @@ import numpy as np
 
 from dpexplorer.core.mechanisms.base import CentredMoments, NumericInput, Relation
 from dpexplorer.core.sensitivity import quantile_rank
+from dpexplorer.data.aggregates import aggregate
 from dpexplorer.data.engine import (
     BoundContributions,
     CellCounts,
@@ -69,14 +70,8 @@ Steps = tuple[RowStep, ...]
 
 EXPLORATION_SEED = 20261124
 """The seed of the privacy unit's random choice of rows in the exploration (reproducible views);
-a release passes no seed, so :func:`group_input` draws one from the OS CSPRNG (``secrets``), once
+a release passes no seed, so :func:`checked_seed` draws one from the OS CSPRNG (``secrets``), once
 per release, for every aggregate of that release."""
-
-
-def _aggregate(dataset: Any, request: Any, steps: Steps = ()) -> Any:
-    from dpexplorer.data.answers import aggregate  # answers dispatches here: import late
-
-    return aggregate(dataset, request, steps)
 
 
 def bounding_steps(query: GroupBy, seed: int | None) -> Steps:
@@ -99,7 +94,7 @@ def group_moments(
         query.keys,
         exact=exact,
     )
-    return _aggregate(dataset, request, steps)
+    return aggregate(dataset, request, steps)
 
 
 def _exact_statistic(query: GroupBy, moments: tuple[CentredMoments, ...]) -> tuple[Fraction, ...] | None:
@@ -125,16 +120,12 @@ def _statistic(query: GroupBy, moments: tuple[CentredMoments, ...]) -> np.ndarra
     return mid + np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
 
 
-def group_answer(dataset: Any, query: GroupBy, bounding_seed: int | None = None) -> np.ndarray:
-    """f(D): the statistic in every group (exact, after the privacy unit's bounding)."""
-    if query.private is not None and not query.keys:  # the candidates' statistics (private)
-        from dpexplorer.data.private_groups import private_input  # it builds on this module
-
-        seed = EXPLORATION_SEED if bounding_seed is None else bounding_seed
-        return np.array(private_input(dataset, query, "add_remove", seed).value_d)
+def declared_answer(dataset: Any, query: GroupBy, bounding_seed: int | None = None) -> np.ndarray:
+    """f(D) for declared keys: the statistic in every group (exact, after the privacy unit's
+    bounding)."""
     steps = bounding_steps(query, bounding_seed)
     if query.statistic == "count":
-        return _aggregate(dataset, CellCounts(query.keys), steps).copy()
+        return aggregate(dataset, CellCounts(query.keys), steps).copy()
     if query.statistic == "quantile":
         return np.array([_quantile(query, v) for v in group_values(dataset, query, steps)])
     return _statistic(query, group_moments(dataset, query, steps))
@@ -179,18 +170,10 @@ def moment_sensitivities(query: GroupBy, relation: Relation) -> tuple[float, flo
     return (half, 1.0) if relation == "add_remove" else (2 * half, 2.0)
 
 
-def group_input(
-    dataset: Any,
-    query: GroupBy,
-    relation: Relation,
-    bounding_seed: int | None = None,
-    exact_sums: bool = False,
-) -> NumericInput:
-    """The statistic per group on D and on D' (module docstring), the sensitivities, and, for a
-    mean, the per-group moments of D and D' for the noisy sum over noisy count. With a privacy
-    unit, D is the data after bounding (``bounding_seed``: None draws one seed from the OS CSPRNG,
-    used by every aggregate of this input). With ``exact_sums`` (a release), sums come from the
-    engine's exact requests."""
+def checked_seed(query: GroupBy, relation: Relation, bounding_seed: int | None) -> int | None:
+    """The bounding seed every aggregate of one input uses: ``bounding_seed``, or with a privacy
+    unit and None, one draw from the OS CSPRNG. DataError for a privacy unit under any relation
+    but add/remove (one whole person)."""
     if query.unit is not None and relation != "add_remove":
         raise DataError(
             "with a privacy unit, neighbouring datasets differ by one whole person: choose "
@@ -200,16 +183,27 @@ def group_input(
         # one draw for the whole release: the counts, the statistics and the "bounds keep N
         # rows" text all see the same bounded rows
         bounding_seed = secrets.randbits(63)
-    if query.private is not None and not query.keys:
-        from dpexplorer.data.private_groups import private_input  # it builds on this module
+    return bounding_seed
 
-        return private_input(dataset, query, relation, bounding_seed, exact_sums)
-    steps = bounding_steps(query, bounding_seed)
+
+def declared_input(
+    dataset: Any,
+    query: GroupBy,
+    relation: Relation,
+    bounding_seed: int | None = None,
+    exact_sums: bool = False,
+) -> NumericInput:
+    """For declared keys: the statistic per group on D and on D' (module docstring), the
+    sensitivities, and, for a mean, the per-group moments of D and D' for the noisy sum over
+    noisy count. With a privacy unit, D is the data after bounding (``bounding_seed``: None draws
+    one seed from the OS CSPRNG, used by every aggregate of this input). With ``exact_sums`` (a
+    release), sums come from the engine's exact requests."""
+    steps = bounding_steps(query, checked_seed(query, relation, bounding_seed))
     groups = Groups.declared(query)
     if query.statistic == "quantile":
         return quantile_input(dataset, query, relation, steps, group_values(dataset, query, steps), groups)
     if query.statistic == "count":
-        counts = _aggregate(dataset, CellCounts(query.keys), steps)
+        counts = aggregate(dataset, CellCounts(query.keys), steps)
         moments = tuple(CentredMoments(int(c), 0.0) for c in counts)
     else:
         moments = group_moments(dataset, query, steps, exact_sums)
@@ -312,7 +306,7 @@ def _raw_means(dataset: Any, query: GroupBy, groups: Groups) -> list[float | Non
         return [m.raw_mean for m in group_moments(dataset, query)]
     low, high = float(query.lower), float(query.upper)  # type: ignore[arg-type]
     request = GroupedCentredSums(str(query.column), low, high, query.keys, sparse=True)
-    cells, raw = _aggregate(dataset, request)
+    cells, raw = aggregate(dataset, request)
     out: list[float | None] = [None] * len(groups.labels)
     for at, m in zip(groups.positions(cells).tolist(), raw, strict=True):
         if at >= 0:
@@ -324,7 +318,7 @@ def _raw_means(dataset: Any, query: GroupBy, groups: Groups) -> list[float | Non
 def group_values(dataset: Any, query: GroupBy, steps: Steps = ()) -> tuple[np.ndarray, ...]:
     """Each group's clipped values, sorted (row-major over the keys), after ``steps``."""
     low, high = float(query.lower), float(query.upper)  # type: ignore[arg-type]
-    return _aggregate(dataset, GroupedSortedClipped(str(query.column), low, high, query.keys), steps)
+    return aggregate(dataset, GroupedSortedClipped(str(query.column), low, high, query.keys), steps)
 
 
 def _quantile(query: GroupBy, values: np.ndarray) -> float:
@@ -369,7 +363,7 @@ def quantile_input(
     contribution = None
     if query.unit is not None:
         contribution = (_touched(query), rows)
-        kept, total = sum(v.size for v in values), _aggregate(dataset, RowCount())
+        kept, total = sum(v.size for v in values), aggregate(dataset, RowCount())
         text += f". The bounds keep {kept:,} of {total:,} rows."
     if relation == "replace":
         source = max(
@@ -460,7 +454,7 @@ def _person_neighbour(
     low = float(query.lower) if query.lower is not None else 0.0
     high = float(query.upper) if query.upper is not None else 1.0
     request = PersonContributions(query.column or "", low, high, query.keys, query.unit.column)
-    codes, cells, counts, sums, names = _aggregate(dataset, request, steps)
+    codes, cells, counts, sums, names = aggregate(dataset, request, steps)
     cells = groups.positions(cells)
     if (cells < 0).any():  # every bounded row's cell is one of the groups: the same steps
         raise DataError("the engine's contributions and groups disagree; please report this")
@@ -471,8 +465,8 @@ def _person_neighbour(
     for j in mine:
         m = out[int(cells[j])]
         out[int(cells[j])] = CentredMoments(m.count - int(counts[j]), m.centred_sum - float(sums[j]))
-    kept = _aggregate(dataset, RowCount(), steps)
-    total, persons = _aggregate(dataset, RowCount()), _aggregate(dataset, DistinctCount(query.unit.column))
+    kept = aggregate(dataset, RowCount(), steps)
+    total, persons = aggregate(dataset, RowCount()), aggregate(dataset, DistinctCount(query.unit.column))
     who = (
         f"D' = D without {query.unit.column} {names[person]} ({int(counts[mine].sum())} row(s) in "
         f"{mine.size} group(s) after bounding), the person whose removal moves the statistic most. "
@@ -490,7 +484,7 @@ def _noise_saved(dataset: Any, query: GroupBy, request: PersonContributions) -> 
     rows of one person in one group) and how much larger the sensitivities would be there (a
     private fact, shown to the steward only: the noise the bounds save, against their bias)."""
     assert query.unit is not None
-    codes, _, counts, _, _ = _aggregate(dataset, request)
+    codes, _, counts, _, _ = aggregate(dataset, request)
     if not codes.size:
         return ""
     groups, rows = int(np.bincount(codes).max()), int(counts.max())

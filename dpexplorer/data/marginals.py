@@ -203,7 +203,7 @@ def marginal_input(
     bounding: ``bounding_seed`` None draws the seed from the OS CSPRNG, as a release must), with
     the sensitivities of one marginal's counts: add/remove one person of at most r rows, l1 = r
     and l2^2 = r^2 (r rows land in at most r cells, l2 <= l1); replace one row, 2 and 2."""
-    from dpexplorer.data.answers import aggregate
+    from dpexplorer.data.aggregates import aggregate
 
     check_relation(relation)
     query.check(dataset.schema)

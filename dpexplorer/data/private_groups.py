@@ -34,6 +34,7 @@ import numpy as np
 
 from dpexplorer.core.mechanisms.base import CentredMoments, NumericInput, Relation
 from dpexplorer.core.partition_selection import Candidates
+from dpexplorer.data.aggregates import aggregate
 from dpexplorer.data.engine import (
     CellCounts,
     DistinctValues,
@@ -45,7 +46,6 @@ from dpexplorer.data.errors import DataError
 from dpexplorer.data.grouped import (
     Groups,
     Steps,
-    _aggregate,
     bounding_steps,
     moments_input,
     quantile_input,
@@ -64,7 +64,7 @@ def resolve_keys(dataset: Any, query: GroupBy) -> GroupBy:
     assert query.private is not None
     axes = []
     for column in query.private.columns:
-        values = _aggregate(dataset, DistinctValues(column))
+        values = aggregate(dataset, DistinctValues(column))
         # an all-missing column: a placeholder category, which no row matches (count 0)
         axes.append(Axis(column, tuple(values) or ("",)))
     return replace(query, keys=tuple(axes))
@@ -84,7 +84,7 @@ def _persons(dataset: Any, query: GroupBy, steps: Steps, groups: Groups, rows: n
     if query.unit is None:
         return rows.astype(np.int64)
     request = PersonContributions("", 0.0, 1.0, query.keys, query.unit.column)
-    _, cells, _, _, _ = _aggregate(dataset, request, steps)
+    _, cells, _, _, _ = aggregate(dataset, request, steps)
     at = groups.positions(cells)
     if (at < 0).any():  # the same steps: every bounded row's cell is a candidate
         raise DataError("the engine's persons and groups disagree; please report this")
@@ -111,15 +111,15 @@ def private_input(
     values: tuple[np.ndarray, ...] = ()
     moments: tuple[CentredMoments, ...] = ()
     if query.statistic == "quantile":
-        cells, values = _aggregate(dataset, GroupedSortedClipped(column, *bounds, keys, sparse=True), steps)
+        cells, values = aggregate(dataset, GroupedSortedClipped(column, *bounds, keys, sparse=True), steps)
         rows = np.array([v.size for v in values], dtype=np.int64)
     elif query.statistic == "count":
-        cells, counts = _aggregate(dataset, CellCounts(keys, sparse=True), steps)
+        cells, counts = aggregate(dataset, CellCounts(keys, sparse=True), steps)
         moments = tuple(CentredMoments(int(c), 0.0) for c in counts)
         rows = counts.astype(np.int64)
     else:
         request = GroupedCentredSums(column, *bounds, keys, exact=exact_sums, sparse=True)
-        cells, moments = _aggregate(dataset, request, steps)
+        cells, moments = aggregate(dataset, request, steps)
         rows = np.array([m.count for m in moments], dtype=np.int64)
     found = _cell_keys(resolved, cells)
     columns = query.private.columns

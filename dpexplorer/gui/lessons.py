@@ -29,10 +29,10 @@ from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.data.default import default_dataset_path
 from dpexplorer.gui import palette as colours
 from dpexplorer.gui.lesson_files import LESSONS_DIR, Lesson, Step, check_mechanisms, load_lessons
+from dpexplorer.gui.window_parts import WindowParts
 
 if TYPE_CHECKING:
     from dpexplorer.data.load import Dataset
-    from dpexplorer.gui.main_window import MainWindow
 
 NEXT_KEYS = (QKeySequence(Qt.Key.Key_PageDown), QKeySequence("Ctrl+Right"))
 BACK_KEYS = (QKeySequence(Qt.Key.Key_PageUp), QKeySequence("Ctrl+Left"))
@@ -153,7 +153,7 @@ class LessonRunner(QObject):
 
     step_ready = Signal(int)
 
-    def __init__(self, window: MainWindow, directory: Path = LESSONS_DIR) -> None:
+    def __init__(self, window: WindowParts, directory: Path = LESSONS_DIR) -> None:
         super().__init__(window)
         self.window = window
         self.directory = directory

@@ -11,7 +11,6 @@ from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
     QLabel,
-    QMainWindow,
     QMenu,
     QMessageBox,
     QProgressBar,
@@ -43,6 +42,7 @@ from dpexplorer.gui.views.accuracy import AccuracyView
 from dpexplorer.gui.views.audit_panel import AuditPanel
 from dpexplorer.gui.views.clipping import CLIPPED_KINDS, ClippingView
 from dpexplorer.gui.views.neighbours import NeighboursView
+from dpexplorer.gui.window_parts import WindowParts
 
 if TYPE_CHECKING:
     from dpexplorer.data.load import Dataset
@@ -89,7 +89,7 @@ def peeked_bounds_warning(query: Any, observed: dict[str, tuple[float, float]]) 
     )
 
 
-class MainWindow(QMainWindow):
+class MainWindow(WindowParts):
     """Top-level window. ``dataset_loaded`` fires on the main thread once a file is in."""
 
     dataset_loaded = Signal(object)

@@ -11,9 +11,9 @@ from PySide6.QtCore import QObject
 
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
 from dpexplorer.gui.throttle import Throttle
+from dpexplorer.gui.window_parts import WindowParts
 
 if TYPE_CHECKING:
-    from dpexplorer.gui.main_window import MainWindow
     from dpexplorer.gui.views.error_against_k import ErrorAgainstKView
     from dpexplorer.gui.views.random_walk import RandomWalkView
     from dpexplorer.gui.views.sensitivity import SensitivityView
@@ -28,7 +28,7 @@ INPUT_JOBS = (SENSITIVITY_JOB, ERROR_K_JOB)
 class TheoryViews(QObject):
     """Owns the sensitivity, random-walk and error-against-k views and their jobs."""
 
-    def __init__(self, window: MainWindow) -> None:
+    def __init__(self, window: WindowParts) -> None:
         super().__init__(window)
         self.window = window
         self.sensitivity_view: SensitivityView | None = None

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from dpexplorer.core.neighbours import worst_case_neighbour
 from dpexplorer.core.sensitivity import statistic_function, window_of_sorted
-from dpexplorer.data import answers
+from dpexplorer.data import aggregates, answers
 from dpexplorer.data.answers import query_input, true_answer
 from dpexplorer.data.engine import (
     POLARS,
@@ -86,7 +86,7 @@ class Recording(PolarsEngine):
 @pytest.fixture
 def recorded(small, monkeypatch):
     engine = Recording()
-    monkeypatch.setattr(answers, "engine_of", lambda dataset: engine)
+    monkeypatch.setattr(aggregates, "engine_of", lambda dataset: engine)
     return engine
 
 
@@ -190,13 +190,13 @@ def load_dataset_small_lazy():
 
 
 def test_the_cache_drops_the_oldest_arrays_past_its_byte_budget(small, recorded, monkeypatch):
-    monkeypatch.setattr(answers, "CACHE_BYTES", 50)  # room for one 5-value column (40 bytes)
+    monkeypatch.setattr(aggregates, "CACHE_BYTES", 50)  # room for one 5-value column (40 bytes)
     first, second = SortedClipped("x", 0, 4), SortedClipped("x", 0, 3)
-    answers.aggregate(small, first)
-    answers.aggregate(small, second)
-    answers.aggregate(small, second)
+    aggregates.aggregate(small, first)
+    aggregates.aggregate(small, second)
+    aggregates.aggregate(small, second)
     assert len(recorded.asked) == 2  # the second is still cached ...
-    answers.aggregate(small, first)
+    aggregates.aggregate(small, first)
     assert len(recorded.asked) == 3  # ... the first was dropped to make room for it
 
 

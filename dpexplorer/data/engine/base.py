@@ -82,7 +82,7 @@ class BoundContributions:
     the person's rows in each kept group, each choice uniformly at random (ordinal ranks of
     random keys: ties cannot keep more). Rows with a missing identifier are dropped (and counted
     by the caller). ``seed``: a reproducible choice (exploration); None draws the random keys'
-    seeds from the OS CSPRNG (releases; :func:`dpexplorer.data.grouped.group_input` draws one seed
+    seeds from the OS CSPRNG (releases; :func:`dpexplorer.data.grouped.checked_seed` draws one seed
     per release, so all its aggregates see the same rows). The choice for one person depends
     only on that person's rows and the randomness, so bounding is stable: adding or removing a
     person changes only that person's kept rows (in law: the random keys are seeded hashes, of
@@ -323,6 +323,10 @@ Request: TypeAlias = (
     | SortedClipped
     | OrderWindow
     | CellCounts
+    | GroupedSortedClipped
+    | PersonContributions
+    | DistinctCount
+    | DistinctValues
 )
 
 
