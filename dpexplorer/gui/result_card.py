@@ -32,16 +32,44 @@ FILE_NAMES = {
 }
 
 
+KIND_SENTENCES = {
+    "exact": "exact: this value is the true answer (the mechanism's test passed), so its interval is the "
+    "value itself",
+    "range": "the interval is the statistic's declared range: this mechanism has no narrower interval "
+    "for the value without looking at the data (conservative by design)",
+}
+"""What an interval that is not the noise's means (kinds of dpexplorer/release/published.py)."""
+
+
 def _value_rows(released: Released) -> list[tuple[str, str, str, str]]:
     """(label, value, interval, sentence) per released value, as the presentation module
-    writes them (a category, ⊥ or an empty group has no interval: its own words)."""
+    writes them (a category, ⊥ or an empty group has no interval: its own words); an interval
+    that is not the noise's (exact, or the declared range) is named and said so."""
     result = released.result
     intervals = result.confidence_intervals or (None,) * len(result.values)
+    kinds = tuple(getattr(result, "interval_kinds", ()) or ())
     rows = []
-    for label, value, interval in zip(result.labels, result.values, intervals, strict=True):
+    for i, (label, value, interval) in enumerate(zip(result.labels, result.values, intervals, strict=True)):
         shown = presentation.show(value, interval, result.ci_level, integral=released.integral)
-        rows.append((label, shown.value, shown.interval, shown.sentence))
+        kind = kinds[i] if i < len(kinds) else None
+        text, sentence = shown.interval, shown.sentence
+        if interval is not None and kind in KIND_SENTENCES:
+            text += f" ({presentation.KIND_WORDS[kind]})"
+            sentence = KIND_SENTENCES[kind]
+        rows.append((label, shown.value, text, sentence))
     return rows
+
+
+def _rank_line(released: Released) -> str:
+    """A DP quantile's rank interval, in words (published.py: Dwork & Roth 2014, Thm 3.11)."""
+    rank = getattr(released.result, "rank_within", None)
+    if rank is None:
+        return ""
+    level = presentation.level_text(released.result.ci_level)
+    return (
+        f"<p>In ranks: with {level} probability, the number of rows below the released value is within "
+        f"{rank:,} rows of the quantile's own rank (plus the grid's spacing).</p>"
+    )
 
 
 def _budget_line(released: Released) -> str:
@@ -73,7 +101,7 @@ def _file_links(files: dict[str, Path]) -> str:
 def card_html(released: Released) -> str:
     """The card's text as rich text (what :class:`ResultCard` shows)."""
     result = released.result
-    rows = _value_rows(released)
+    rows = every = _value_rows(released)
     helpers = [r for r in rows if r[0].endswith(HELPER_SUFFIX)]
     if len(helpers) < len(rows):  # a mean's noisy count and sum: its parts, not the statistic
         rows = [r for r in rows if not r[0].endswith(HELPER_SUFFIX)]
@@ -106,11 +134,11 @@ def card_html(released: Released) -> str:
     sentences = [r[3] for r in rows if r[2]]
     # one sentence for one value; for many, the widest interval's (the others are narrower)
     sentence = (
-        sentences[0] if len(sentences) == 1 else _widest_sentence(result, rows) if sentences else rows[0][3]
+        sentences[0] if len(sentences) == 1 else _widest_sentence(result, every) if sentences else rows[0][3]
     )
     return (
         f"<p>{title}</p><table cellspacing='0' cellpadding='3'>{head}{body}</table>{more}"
-        f"<p>{html.escape(_capital(sentence))}</p><p>{_budget_line(released)}</p>"
+        f"<p>{html.escape(_capital(sentence))}</p>{_rank_line(released)}<p>{_budget_line(released)}</p>"
         f"<p>{_file_links(result.files)}</p>"
     )
 
@@ -124,10 +152,16 @@ def _capital(sentence: str) -> str:
 
 
 def _widest_sentence(result: Any, rows: list[tuple[str, str, str, str]]) -> str:
+    """The sentence of the widest noise interval among the statistic's values (``rows``: one
+    per released value, helper parts included; those are skipped)."""
+    kinds = tuple(getattr(result, "interval_kinds", ()) or ())
     widths = [
         (high - low, i)
         for i, interval in enumerate(result.confidence_intervals or ())
-        if interval is not None and not isinstance(result.values[i], str)
+        if interval is not None
+        and not isinstance(result.values[i], str)
+        and not rows[i][0].endswith(HELPER_SUFFIX)
+        and (i >= len(kinds) or kinds[i] in (None, "noise"))
         for low, high in [interval]
         if math.isfinite(high - low)
     ]

@@ -63,14 +63,7 @@ def _unit(low: float, high: float) -> Decimal:
     return Decimal(1).scaleb(math.floor(math.log10(half)) - 1)
 
 
-NO_INTERVAL_YET = pytest.mark.xfail(
-    reason="noisy_mean publishes no interval until issue 28's item 3 (every release has one) lands",
-    raises=TypeError,
-    strict=False,
-)
-
-
-@pytest.mark.parametrize("mechanism", ["laplace", pytest.param("noisy_mean", marks=NO_INTERVAL_YET)])
+@pytest.mark.parametrize("mechanism", ["laplace", "noisy_mean"])
 def test_a_released_mean_is_shown_rounded_with_its_interval_and_cost(
     qtbot, window, ledger_path, tmp_path, mechanism
 ):
@@ -113,3 +106,57 @@ def test_the_released_tab_keeps_every_release_of_the_session(qtbot, window, ledg
     cards = window.released_view.cards
     assert [c.released.result.row_id for c in cards] == [second.result.row_id, first.result.row_id]
     assert "ε = 1 is left" in cards[0].text() and "ε = 2 is left" in cards[1].text()
+
+
+def _released(labels, values, intervals, kinds=(), rank=None, integral=False):
+    from pathlib import Path
+
+    from dpexplorer.core.accounting.guarantees import PureDP
+    from dpexplorer.gui.jobs import Released
+    from dpexplorer.release.release import ReleaseResult
+
+    result = ReleaseResult(
+        row_id=7,
+        labels=tuple(labels),
+        values=tuple(values),
+        confidence_intervals=intervals,
+        ci_level=0.95,
+        guarantee=PureDP(0.5),
+        epsilon=0.5,
+        delta=0.0,
+        rho=None,
+        sampler="test",
+        files={"csv": Path("/tmp/r.csv")},
+        interval_kinds=tuple(kinds),
+        rank_within=rank,
+    )
+    return Released(result, "a query", "A mechanism", "data.csv", "basic", 0.5, 1.5, 2.0, integral)
+
+
+def test_an_interval_that_is_not_the_noise_is_said_so_and_a_rank_interval_in_words(qtbot):
+    from dpexplorer.gui.result_card import ResultCard
+
+    card = ResultCard(_released(["median"], [38.0], ((17.0, 90.0),), kinds=("range",), rank=1200))
+    qtbot.addWidget(card)
+    text = card.text()
+    assert "[17, 90] (declared range)" in text and "declared range: this mechanism has no narrower" in text
+    assert "noise moved this" not in text, "the range is not the noise's interval"
+    assert "within 1,200 rows of the quantile's own rank" in text
+
+
+def test_a_grouped_mean_lists_the_means_and_its_parts_apart_and_says_the_widest_interval(qtbot):
+    from dpexplorer.gui.result_card import ResultCard
+
+    labels = ["sex = F: mean", "sex = M: mean", "sex = F: count (noisy)", "sex = M: count (noisy)"]
+    values = [36.8512, 39.4371, 16193.0, 32650.0]
+    intervals = ((36.81, 36.89), (39.02, 39.85), (16187.0, 16199.0), (32644.0, 32656.0))
+    card = ResultCard(_released(labels, values, intervals, kinds=("noise",) * 4))
+    qtbot.addWidget(card)
+    text = card.text()
+    table, parts = text.split("Released with it as its parts")
+    assert "36.85" in table and "39.4" in table and "16193" not in table
+    assert "count (noisy) 16193" in parts
+    assert (
+        "The widest interval (sex = M: mean): with 95 % probability the noise moved this by at most ±0.42"
+        in text
+    )
