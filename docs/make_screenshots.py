@@ -63,6 +63,16 @@ def fixed_items(window: MainWindow, out: Path) -> None:
         shoot(window, tab, out / name)
 
 
+def appearance_shots(window: MainWindow, out: Path) -> None:
+    """Dark and high-contrast appearances (issue 34) on the neighbouring-datasets view, at the
+    size of a laptop screen; the window is left light."""
+    window.resize(1280, 800)
+    for appearance, name in (("dark", "dark.png"), ("high-contrast", "high_contrast.png")):
+        window.set_appearance(appearance)
+        shoot(window, "Neighbouring datasets", out / name)
+    window.set_appearance("light")
+
+
 def main() -> None:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "docs")
     out.mkdir(exist_ok=True)
@@ -115,6 +125,8 @@ def main() -> None:
     window.teaching_action.setChecked(True)
     window.teaching_panel.reveal.setChecked(True)
     shoot(window, "Neighbouring datasets", out / "teaching.png")
+    window.teaching_action.setChecked(False)
+    appearance_shots(window, out)
     window.close()
     collector.timer.stop()
     del app

@@ -369,7 +369,7 @@ def restyle(root: QWidget, before: Scheme | None = None) -> None:
 
 
 def _recolour_item(item: object, before: Scheme) -> None:
-    if isinstance(item, pg.PlotDataItem):
+    if isinstance(item, (pg.PlotDataItem, pg.PlotCurveItem)):
         new = _recolour_pen(item.opts.get("pen"), before)
         if new is not None:
             item.setPen(new)

@@ -54,9 +54,9 @@ def _plot_pens(window) -> list[tuple[str, float]]:
     pens = []
     for view in window.findChildren(pg.GraphicsView):
         for item in view.scene().items():
-            if isinstance(item, pg.PlotDataItem) and item.isVisible():
+            if isinstance(item, (pg.PlotDataItem, pg.PlotCurveItem)) and item.isVisible():
                 pen = pg.mkPen(item.opts["pen"])
-                what = f"curve {item.name()}"
+                what = f"curve {item.name() if isinstance(item, pg.PlotDataItem) else ''}"
             elif isinstance(item, pg.InfiniteLine) and item.isVisible():
                 pen, what = item.pen, "line"
             else:
