@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QTabWidget
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
 from dpexplorer.core.planning import PlannedMeasurement
 from dpexplorer.gui.compute import ComputeService
-from dpexplorer.gui.views import blr, pmw, ptr, selection
+from dpexplorer.gui.views import blr, pmw, ptr, selection, synthetic
 from dpexplorer.gui.views.base import View
 from dpexplorer.gui.views.budget import BudgetView, budget_job
 from dpexplorer.gui.views.risk import RiskView, risk_job
@@ -32,6 +32,7 @@ SPECIFIC_VIEWS: tuple[tuple[ModuleType, Callable[[], View], str], ...] = (
     (ptr, ptr.PTRView, "Distance to instability"),
     (pmw, pmw.TranscriptView, "Transcript"),
     (blr, blr.BLRView, "Synthetic data (BLR)"),
+    (synthetic, synthetic.MarginalErrorView, "Synthetic data (marginals)"),
 )
 
 
