@@ -12,12 +12,22 @@ from pathlib import Path
 
 import dpexplorer
 
-HEAVY = ("PySide6", "pyqtgraph", "polars", "numpy", "scipy", "pyarrow")
+HEAVY = (
+    "PySide6",
+    "pyqtgraph",
+    "polars",
+    "numpy",
+    "scipy",
+    "pyarrow",
+    "scipy.stats",
+    "scipy.optimize",
+    "mpmath",
+)
 
 
 def _loaded_after(code: str) -> set[str]:
-    """The heavy top-level packages in sys.modules of a fresh interpreter after ``code``."""
-    probe = f"{code}\nimport sys, json\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    """The heavy packages (:data:`HEAVY`) in sys.modules of a fresh interpreter after ``code``."""
+    probe = f"{code}\nimport sys, json\nprint(json.dumps(sorted(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     return set(json.loads(out.strip().splitlines()[-1])) & set(HEAVY)
 
@@ -71,3 +81,5 @@ def test_a_release_without_a_report_loads_no_qt(tmp_path: Path) -> None:
     loaded = _loaded_after(f"from dpexplorer.cli import main\nassert main({argv!r}) == 0")
     assert "polars" in loaded, "the release did run"
     assert not loaded & {"PySide6", "pyqtgraph"}
+    # nor what only other mechanisms need (scipy.stats and scipy.optimize: about 1 s to import)
+    assert not loaded & {"scipy.stats", "scipy.optimize", "mpmath"}

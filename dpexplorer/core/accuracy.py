@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
-from scipy import optimize, stats
 
 from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms.base import (
@@ -47,15 +46,29 @@ AVERAGES = frozenset({"mean", "trimmed_mean", "proportion", "fraction"})
 """Statistics whose global sensitivity is proportional to 1/n."""
 
 
-STANDARD_LAPLACE = stats.laplace()
-STANDARD_NORMAL = stats.norm()
-"""Shared frozen laws: freezing one costs ~0.8 ms (scipy builds its docstring), and
-:func:`standard_span` caches per law object."""
+_STANDARD_LAWS = {"STANDARD_LAPLACE": "laplace", "STANDARD_NORMAL": "norm"}
+"""``STANDARD_LAPLACE`` and ``STANDARD_NORMAL``: shared frozen scipy.stats laws (freezing one
+costs ~0.8 ms, and :func:`standard_span` caches per law object), made on first use (module
+``__getattr__``): scipy.stats costs ~0.5-1 s to import, which a release or the CLI's start need
+not pay."""
+
+
+def __getattr__(name: str) -> Any:
+    law = _STANDARD_LAWS.get(name)
+    if law is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from scipy import stats
+
+    value = getattr(stats, law)()
+    globals()[name] = value
+    return value
 
 
 @functools.lru_cache(maxsize=64)
 def student_t(dof: float) -> Any:
     """The standard Student's t law with ``dof`` degrees of freedom (one frozen object per dof)."""
+    from scipy import stats
+
     return stats.t(dof)
 
 
@@ -254,6 +267,8 @@ def _crossing(loss: Callable[[float], float], epsilon: float, a: float, b: float
     is NaN inside the cell (both densities exactly 0, e.g. beyond a bounded support), bisection
     that counts NaN as "not above": the outputs it may move between the two sides have
     probability 0 under both laws, so delta is unchanged."""
+    from scipy import optimize
+
     try:
         return float(optimize.brentq(lambda x: loss(x) - epsilon, a, b, xtol=1e-14, rtol=1e-13))
     except ValueError:
@@ -390,6 +405,8 @@ def _halfwidth_in_scale_units(noise: Any, offset: float, bottom: float, level: f
     def excess(u: float) -> float:
         inside = noise.cdf(u - offset) - noise.cdf(-u - offset)
         return float(1.0 - (1.0 - bottom) * inside - (1.0 - level))
+
+    from scipy import optimize
 
     upper = abs(offset) + float(noise.isf(min(1e-12, (1 - level) / 10)))
     return float(optimize.brentq(excess, 0.0, upper, xtol=1e-13))

@@ -16,16 +16,19 @@ import io
 import os
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import polars as pl
 
 from dpexplorer.core.cancel import CancelToken, ProgressFn, checkpoint
 from dpexplorer.data.errors import DataError
+
+if TYPE_CHECKING:
+    from dpexplorer.data.identity import Sums
 
 Kind = Literal["numeric", "categorical", "boolean", "date"]
 Format = Literal["csv", "csv.gz", "parquet"]
@@ -276,6 +279,7 @@ def content_fingerprint(
     from dpexplorer.data.identity import Sums, digest
 
     schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
+    batches: Iterable[pl.DataFrame]
     if isinstance(frame, pl.LazyFrame):  # streamed in batches where this polars can
         batches = frame.collect_batches() if hasattr(frame, "collect_batches") else [_collect(frame)]
     else:
@@ -291,7 +295,7 @@ def content_fingerprint(
     return digest(schema, total.n, (total.a, total.b))
 
 
-def _hash_sum(rows: pl.DataFrame) -> object:
+def _hash_sum(rows: pl.DataFrame) -> Sums:
     """The lane sums of a batch of rows (:func:`dpexplorer.data.identity.batch_sums`)."""
     from dpexplorer.data.identity import batch_sums
 

@@ -31,38 +31,45 @@ citations: :mod:`.numeric_paths`, :mod:`.selection_paths`, :mod:`.svt_paths`, :m
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from types import ModuleType
 from typing import Any
 
 from dpexplorer.core.accounting.guarantees import GaussianNoise, LaplaceNoise
 from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms.base import Mechanism, NumericInput, QueryInput
-from dpexplorer.release import (
-    continuous_paths,
-    numeric_paths,
-    partition_paths,
-    ratio_paths,
-    selection_paths,
-    svt_paths,
-    synthetic_paths,
-    synthetic_tables,
-)
 from dpexplorer.release.exact import ExactRelease
 
 Path = Callable[[Mechanism, Mapping[str, Any], Any, float], ExactRelease]
 
 
+def _paths(name: str) -> ModuleType:
+    """``dpexplorer.release.<name>``, imported when a release first needs it: the smooth paths
+    import scipy.stats, the synthetic ones their own stack, which a count never needs."""
+    return importlib.import_module(f"dpexplorer.release.{name}")
+
+
+def _lazy(module: str, function: str) -> Path:
+    """The path ``module.function`` (mechanism, params, query, level), imported on first call."""
+
+    def path(mechanism: Mechanism, params: Mapping[str, Any], query: Any, level: float) -> ExactRelease:
+        return getattr(_paths(module), function)(mechanism, params, query, level)
+
+    return path
+
+
 def _laplace(mechanism: Mechanism, params: Mapping[str, Any], query: Any, level: float) -> ExactRelease:
     noise = mechanism.noise(params, query)  # type: ignore[attr-defined]
     assert isinstance(noise, LaplaceNoise)
-    return numeric_paths.laplace_release(query, noise, level)
+    return _paths("numeric_paths").laplace_release(query, noise, level)
 
 
 def _gaussian(mechanism: Mechanism, params: Mapping[str, Any], query: Any, level: float) -> ExactRelease:
     noise = mechanism.noise(params, query)  # type: ignore[attr-defined]
     assert isinstance(noise, GaussianNoise)
-    return numeric_paths.gaussian_release(query, noise, float(params["delta"]), level)
+    return _paths("numeric_paths").gaussian_release(query, noise, float(params["delta"]), level)
 
 
 def _noisy_max(mechanism: Mechanism, params: Mapping[str, Any], query: Any, level: float) -> ExactRelease:
@@ -70,15 +77,17 @@ def _noisy_max(mechanism: Mechanism, params: Mapping[str, Any], query: Any, leve
     if noise == "gumbel":
         return _exponential(mechanism, params, query, level)
     if noise == "exponential":
-        return selection_paths.selection_release(
-            query, params, selection_paths.permute_and_flip_pick, selection_paths.PERMUTE_AND_FLIP_SAMPLER
+        selection = _paths("selection_paths")
+        return selection.selection_release(
+            query, params, selection.permute_and_flip_pick, selection.PERMUTE_AND_FLIP_SAMPLER
         )
-    return continuous_paths.noisy_max_laplace_release(mechanism, params, query, level)
+    return _paths("continuous_paths").noisy_max_laplace_release(mechanism, params, query, level)
 
 
 def _exponential(mechanism: Mechanism, params: Mapping[str, Any], query: Any, level: float) -> ExactRelease:
-    return selection_paths.selection_release(
-        query, params, selection_paths.exponential_pick, selection_paths.EXPONENTIAL_SAMPLER
+    selection = _paths("selection_paths")
+    return selection.selection_release(
+        query, params, selection.exponential_pick, selection.EXPONENTIAL_SAMPLER
     )
 
 
@@ -87,22 +96,22 @@ PATHS: dict[str, Path] = {
     "gaussian": _gaussian,
     "exponential": _exponential,
     "noisy_max": _noisy_max,
-    "topk": lambda m, p, q, level: selection_paths.topk_release(q, p),
-    "ptr": numeric_paths.ptr_release,
-    "dist2instability": lambda m, p, q, level: numeric_paths.d2i_median_release(m, p, q),
-    "dist2instability_mode": lambda m, p, q, level: selection_paths.d2i_mode_release(m, p, q),
-    "sparse_vector": lambda m, p, q, level: svt_paths.sparse_vector_release(q, p),
-    "pmw": lambda m, p, q, level: svt_paths.pmw_release(q, p),
-    "smooth_cauchy": continuous_paths.smooth_release,
-    "smooth_student_t": continuous_paths.smooth_release,
-    "smooth_lln": continuous_paths.smooth_release,
-    "blr": synthetic_paths.blr_release,
-    "mwem": synthetic_paths.mwem_release,
-    "noisy_mean": ratio_paths.noisy_mean_release,
-    "dp_quantile": selection_paths.dp_quantile_release,
-    "noisy_variance": ratio_paths.noisy_variance_release,
-    "mst": synthetic_tables.marginal_release,
-    "aim": synthetic_tables.marginal_release,
+    "topk": lambda m, p, q, level: _paths("selection_paths").topk_release(q, p),
+    "ptr": _lazy("numeric_paths", "ptr_release"),
+    "dist2instability": lambda m, p, q, level: _paths("numeric_paths").d2i_median_release(m, p, q),
+    "dist2instability_mode": lambda m, p, q, level: _paths("selection_paths").d2i_mode_release(m, p, q),
+    "sparse_vector": lambda m, p, q, level: _paths("svt_paths").sparse_vector_release(q, p),
+    "pmw": lambda m, p, q, level: _paths("svt_paths").pmw_release(q, p),
+    "smooth_cauchy": _lazy("continuous_paths", "smooth_release"),
+    "smooth_student_t": _lazy("continuous_paths", "smooth_release"),
+    "smooth_lln": _lazy("continuous_paths", "smooth_release"),
+    "blr": _lazy("synthetic_paths", "blr_release"),
+    "mwem": _lazy("synthetic_paths", "mwem_release"),
+    "noisy_mean": _lazy("ratio_paths", "noisy_mean_release"),
+    "dp_quantile": _lazy("selection_paths", "dp_quantile_release"),
+    "noisy_variance": _lazy("ratio_paths", "noisy_variance_release"),
+    "mst": _lazy("synthetic_tables", "marginal_release"),
+    "aim": _lazy("synthetic_tables", "marginal_release"),
 }
 """Mechanism name -> exact path (module docstring)."""
 
@@ -123,14 +132,14 @@ def exact_release(
         )
     candidates = query.partition if isinstance(query, NumericInput) else None
     if candidates is not None:
-        refused = partition_paths.refusal(mechanism.name, query.statistic)
+        refused = _paths("partition_paths").refusal(mechanism.name, query.statistic)
         if refused is not None:
             raise NotApplicableError(refused)
     release = path(mechanism, params, query, ci_level)
     if not isinstance(query, NumericInput) or not query.key_columns:
         return release
     if candidates is not None:
-        release = partition_paths.select_keys(release, candidates, ci_level)
+        release = _paths("partition_paths").select_keys(release, candidates, ci_level)
     else:
         release = replace(release, group_keys=query.group_keys)
     return replace(release, key_columns=query.key_columns)

@@ -12,7 +12,6 @@ from dataclasses import replace
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from scipy import signal
 
 from dpexplorer.core import accuracy as acc
 from dpexplorer.core.accounting.guarantees import ApproxDP, LaplaceNoise, PureDP
@@ -77,6 +76,8 @@ def vector_laplace_delta(epsilon: np.ndarray | float, shifts: np.ndarray) -> np.
         return np.zeros_like(eps)
     if nonzero.size == 1:
         return laplace_delta(eps, float(nonzero[0]))
+    from scipy import signal  # ~0.3 s to import: only for this curve
+
     pmf = np.array([1.0])
     for shift in nonzero:
         pmf = np.clip(signal.fftconvolve(pmf, _coordinate_loss_pmf(float(shift), _PLD_STEP)), 0, None)

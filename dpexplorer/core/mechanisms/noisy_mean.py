@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from scipy import optimize
 
 from dpexplorer.core import accuracy as acc
 from dpexplorer.core.accounting.guarantees import ApproxDP, PureDP
@@ -173,6 +172,8 @@ class RatioLaw:
         if self.error_tail(truth, np.array([0.0]))[0] <= 1 - level:
             return 0.0
         xtol = max(rtol * self.spread(), 1e-300)
+        from scipy import optimize  # imported on first use (start-up cost)
+
         return float(
             optimize.brentq(
                 lambda a: self.error_tail(truth, np.array([a]))[0] - (1 - level), 0.0, reach, xtol=xtol

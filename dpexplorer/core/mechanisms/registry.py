@@ -7,6 +7,7 @@ class's ``order`` attribute, then its name."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import pkgutil
 
@@ -42,8 +43,26 @@ def all_mechanisms() -> tuple[Mechanism, ...]:
     return tuple(sorted(_MECHANISMS.values(), key=lambda m: (getattr(m, "order", 100), m.name)))
 
 
+_MODULE_OF = {
+    "smooth_cauchy": "smooth",
+    "smooth_student_t": "smooth",
+    "smooth_lln": "smooth",
+    "dist2instability": "ptr",
+    "dist2instability_mode": "ptr",
+}
+"""The module of a mechanism not defined in the module of its own name (a hint: a wrong or
+missing one only costs loading every module)."""
+
+
 def get(name: str) -> Mechanism:
-    """The mechanism registered as ``name``; KeyError names the known ones."""
+    """The mechanism registered as ``name``; KeyError names the known ones. Only its module is
+    imported when it is found there (a release of a count need not import scipy.stats through
+    the smooth-sensitivity mechanisms); every module otherwise."""
+    if name not in _MECHANISMS and not _loaded and name.isidentifier():
+        with contextlib.suppress(ModuleNotFoundError):
+            importlib.import_module(f"{_package.__name__}.{_MODULE_OF.get(name, name)}")
+    if name in _MECHANISMS:
+        return _MECHANISMS[name]
     _load()
     try:
         return _MECHANISMS[name]
