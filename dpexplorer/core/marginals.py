@@ -388,9 +388,11 @@ def fit_pgm(
     iterations: int = 1000,
     *,
     warm: PGMModel | None = None,
+    cancel: CancelToken | None = None,
 ) -> PGMModel:
     """Private-PGM's mirror descent (``mbi.estimation.MirrorDescent``) on the noisy marginals
-    (post-processing). The first fit of a clique structure compiles JAX code (seconds)."""
+    (post-processing). The first fit of a clique structure compiles JAX code (seconds, not
+    cancellable); ``cancel`` is checked every 50 steps of the fit (mbi's callback)."""
     _jax()
     import warnings
 
@@ -410,7 +412,12 @@ def fit_pgm(
     ]
     total = estimated_total(measurements)
     model = MirrorDescent().estimate(
-        domain, linear, known_total=total, iters=iterations, warm_start=warm.model if warm else None
+        domain,
+        linear,
+        known_total=total,
+        iters=iterations,
+        warm_start=warm.model if warm else None,
+        callback_fn=lambda _: checkpoint(cancel),
     )
     return PGMModel(columns, sizes, model, total)
 
@@ -490,6 +497,7 @@ def fitter(
             measurements,
             iterations,
             warm=warm if isinstance(warm, PGMModel) else None,
+            cancel=cancel,
         )
 
     return fit

@@ -220,3 +220,36 @@ def test_importing_the_mechanisms_does_not_import_jax_or_mbi() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_a_private_pgm_fit_stops_within_half_a_second_of_cancel() -> None:
+    """After the structure's first (compiling, uncancellable) fit, a long fit is cancelled through
+    mbi's callback every 50 steps: it stops within 0.5 s of the token being set."""
+    import threading
+    import time
+
+    from dpexplorer.core.cancel import CancelToken
+    from dpexplorer.core.errors import CancelledError
+    from dpexplorer.core.marginals import fit_pgm
+
+    query = _input(_data(2000))
+    transcript = registry.get("mst").steps(  # type: ignore[attr-defined]
+        registry.get("mst").validate({}), query, Recording(1)
+    )
+    fit_pgm(query.columns, query.sizes, transcript.measurements, 50)  # compiles
+    token, outcome = CancelToken(), {}
+
+    def long_fit() -> None:
+        try:
+            fit_pgm(query.columns, query.sizes, transcript.measurements, 10_000_000, cancel=token)
+        except CancelledError:
+            outcome["stopped"] = time.perf_counter()
+
+    worker = threading.Thread(target=long_fit)
+    worker.start()
+    time.sleep(1.0)
+    cancelled = time.perf_counter()
+    token.cancel()
+    worker.join(timeout=30)
+    assert "stopped" in outcome and outcome["stopped"] - cancelled < 0.5
