@@ -22,7 +22,6 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from dpexplorer.core.accounting.guarantees import ZCDP, ApproxDP, GaussianNoise, LaplaceNoise
 from dpexplorer.core.mechanisms.base import Mechanism, NumericInput
@@ -151,6 +150,8 @@ class DiscreteGaussianCurve:
         if t < 0:
             return 0.0, 1.0
         a = math.floor(t) + 1
+        from scipy import special  # imported on first use: 0.3-0.9 s, which a Laplace release need not pay
+
         integral = self.sigma * math.sqrt(math.pi / 2) * float(special.erfc(a / (self.sigma * math.sqrt(2))))
         normaliser = self.sigma * math.sqrt(2 * math.pi)
         high = (integral + math.exp(-a * a / (2 * self.sigma2))) / (normaliser - 1)

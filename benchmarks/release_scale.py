@@ -1,0 +1,239 @@
+"""Releases end to end against the floor (issue 29).
+
+    python benchmarks/release_scale.py --json [--rows 1000000,10000000] [--large]
+                                       [--formats parquet,csv] [--repeat 5] [--dir DIR] [--keep]
+
+Generates, per size, a file of ``rows`` rows (``person``: about rows / 10.5 persons with 1 to 20
+rows each; ``group``: 50 groups g0..g49; ``value``: normal(50, 20)) as Parquet and CSV (written
+in chunks: bounded memory), then runs, interleaved, ``--repeat`` times each:
+
+* ours: a fresh ``python -m dpexplorer release`` process with a fresh ledger (the first release
+  on the file: nothing cached) for each of: the row count (Laplace), the sum of ``value``
+  clipped to [0, 100] (Laplace), the mean of ``value`` in [0, 100] by the 50 declared groups
+  with ``person`` as the privacy unit (2 groups, 3 rows; noisy_mean), epsilon 1;
+* the floor: a fresh ``python`` process that reads the whole file with polars (every column, as
+  identifying the dataset must) and computes the same aggregate without DP (a plain group-by
+  of the clipped mean for the third);
+* identity: a fresh process that reads the file with polars and then computes the content
+  fingerprint of the frame read (``identity_vs_read``: the fingerprint's time over the read's).
+
+Times are wall-clock medians; peak RSS is the child's (``wait4``), largest over the repeats.
+Keys: ``release_count_ratio``, ``release_sum_ratio``, ``release_groupby_unit_ratio`` (ours over
+the floor at 10M rows, the worse format; targets <= 2, 2, 3), ``release_peak_rss_mb_10m`` (and
+``_100m`` with ``--large``; targets 1,000 and 2,048), ``identity_vs_read`` (at 10M, the worse
+format; target <= 1), ``cli_import_s`` (a fresh interpreter importing the CLI and its
+``account`` command: what ``dpexplorer account ...`` costs before it computes; target <= 0.3),
+with ``version_s`` (``dpexplorer --version``) and ``release_import_s`` (the release command and
+its path modules) beside it. A release repeated on the same file costs the same: nothing is
+cached between processes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+GROUPS = 50
+PLANS = {
+    "count": {"query": {"type": "count"}, "mechanism": "laplace", "parameters": {"epsilon": 1.0}},
+    "sum": {
+        "query": {"type": "sum", "column": "value", "lower": 0, "upper": 100},
+        "mechanism": "laplace",
+        "parameters": {"epsilon": 1.0},
+    },
+    "groupby_unit": {
+        "query": {
+            "type": "group_by",
+            "keys": [{"column": "group", "categories": [f"g{i}" for i in range(GROUPS)]}],
+            "statistic": "mean",
+            "column": "value",
+            "lower": 0.0,
+            "upper": 100.0,
+            "unit": {"column": "person", "max_groups": 2, "max_rows": 3},
+        },
+        "mechanism": "noisy_mean",
+        "parameters": {"epsilon": 1.0},
+    },
+}
+FLOOR = {
+    "count": "out = frame.height",
+    "sum": "out = frame.select(pl.col('value').clip(0, 100).sum()).item()",
+    "groupby_unit": "out = frame.group_by('group').agg(pl.col('value').clip(0, 100).mean())",
+}
+READ = {"parquet": "pl.read_parquet(path)", "csv": "pl.read_csv(path)"}
+
+
+def write_data(directory: Path, rows: int, seed: int = 0) -> dict[str, Path]:
+    """The generated table as Parquet and CSV, written a million rows at a time."""
+    import numpy as np
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    paths = {"parquet": directory / f"r{rows}.parquet", "csv": directory / f"r{rows}.csv"}
+    writer = None
+    person = 0
+    with open(paths["csv"], "wb") as csv:
+        for start in range(0, rows, 1_000_000):
+            n = min(1_000_000, rows - start)
+            counts = rng.integers(1, 21, n // 5 + 20)
+            ids = np.repeat(np.arange(person, person + counts.size), counts)[:n]
+            person = int(ids[-1]) + 1
+            chunk = pl.DataFrame(
+                {
+                    "person": ids,
+                    "group": np.char.add("g", rng.integers(0, GROUPS, n).astype(str)),
+                    "value": np.round(rng.normal(50.0, 20.0, n), 3),
+                }
+            )
+            table = chunk.to_arrow()
+            writer = writer or pq.ParquetWriter(paths["parquet"], table.schema)
+            writer.write_table(table)
+            chunk.write_csv(csv, include_header=start == 0)
+    assert writer is not None
+    writer.close()
+    return paths
+
+
+def _peak(argv: list[str]) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS in MB, stdout) of a child process (its own peak, from ``wait4``);
+    RuntimeError if it fails."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if os.waitstatus_to_exitcode(status):
+        raise RuntimeError(f"{' '.join(argv[:5])}... failed: {err[-500:]}")
+    return wall, usage.ru_maxrss / 1024, out
+
+
+def ours(path: Path, query: str, scratch: Path) -> tuple[float, float]:
+    work = Path(tempfile.mkdtemp(dir=scratch))
+    plan = work / "plan.json"
+    plan.write_text(json.dumps([PLANS[query]]))
+    argv = [sys.executable, "-m", "dpexplorer", "release", str(plan), "--data", str(path)]
+    argv += ["--out", str(work / "out"), "--ledger", str(work / "ledger.sqlite"), "--budget-epsilon", "10"]
+    try:
+        wall, rss, _ = _peak(argv)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return wall, rss
+
+
+def floor(path: Path, fmt: str, query: str) -> tuple[float, float]:
+    code = f"import polars as pl\npath = {str(path)!r}\nframe = {READ[fmt]}\n{FLOOR[query]}\nprint(out)"
+    wall, rss, _ = _peak([sys.executable, "-c", code])
+    return wall, rss
+
+
+def identity(path: Path, fmt: str) -> tuple[float, float]:
+    """(read seconds, fingerprint seconds) in one fresh process."""
+    code = (
+        "import time, polars as pl\n"
+        "from dpexplorer.data.load import content_fingerprint\n"
+        f"path = {str(path)!r}\n"
+        f"t = time.perf_counter(); frame = {READ[fmt]}; read = time.perf_counter() - t\n"
+        "t = time.perf_counter(); content_fingerprint(frame); fp = time.perf_counter() - t\n"
+        "print(read, fp)"
+    )
+    _, _, out = _peak([sys.executable, "-c", code])
+    read, fp = (float(v) for v in out.split())
+    return read, fp
+
+
+def startup(repeat: int) -> dict[str, float]:
+    def median(code: str) -> float:
+        return statistics.median(_peak([sys.executable, "-c", code])[0] for _ in range(repeat))
+
+    return {
+        "cli_import_s": median("import dpexplorer.cli, dpexplorer.commands.account"),
+        "version_s": median("from dpexplorer.cli import main; main(['--version'])"),
+        "release_import_s": median(
+            "import dpexplorer.cli, dpexplorer.commands.release, dpexplorer.release.release, "
+            "dpexplorer.release.numeric_paths, dpexplorer.data.answers"
+        ),
+        "python_s": median("pass"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--rows", default="1000000,10000000")
+    parser.add_argument("--large", action="store_true", help="add 100,000,000 rows")
+    parser.add_argument("--formats", default="parquet,csv")
+    parser.add_argument("--queries", default=",".join(PLANS))
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--dir")
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+    sizes = [int(r) for r in args.rows.split(",")] + ([100_000_000] if args.large else [])
+    formats, queries = args.formats.split(","), args.queries.split(",")
+    directory = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="release_scale"))
+    directory.mkdir(parents=True, exist_ok=True)
+    results: dict[str, object] = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_version()}",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "repeat": args.repeat,
+        "command": " ".join(["python", *sys.argv]),
+        "load_average": os.getloadavg(),
+    }
+    runs: dict[str, dict[str, object]] = {}
+    try:
+        for rows in sizes:
+            paths = write_data(directory, rows)
+            for fmt in formats:
+                times: dict[str, list[float]] = {}
+                peaks: dict[str, float] = {}
+                for _ in range(args.repeat):  # interleaved: ours, floor, identity, per repeat
+                    for query in queries:
+                        wall, rss = ours(paths[fmt], query, directory)
+                        times.setdefault(f"ours_{query}", []).append(wall)
+                        peaks[query] = max(peaks.get(query, 0.0), rss)
+                        wall, rss = floor(paths[fmt], fmt, query)
+                        times.setdefault(f"floor_{query}", []).append(wall)
+                    read, fp = identity(paths[fmt], fmt)
+                    times.setdefault("read", []).append(read)
+                    times.setdefault("identity", []).append(fp)
+                med = {k: statistics.median(v) for k, v in times.items()}
+                runs[f"{fmt}_{rows}"] = {
+                    "median_s": med,
+                    "runs_s": times,
+                    "ratios": {q: med[f"ours_{q}"] / med[f"floor_{q}"] for q in queries},
+                    "identity_vs_read": med["identity"] / med["read"],
+                    "peak_rss_mb": peaks,
+                }
+            if not args.keep:
+                for p in paths.values():
+                    p.unlink()
+        results["runs"] = runs
+        results.update(startup(max(args.repeat, 5)))
+        at = {fmt: runs.get(f"{fmt}_10000000") for fmt in formats}
+        present = [r for r in at.values() if r]
+        for query, key in (("count", "count"), ("sum", "sum"), ("groupby_unit", "groupby_unit")):
+            if present and query in queries:
+                results[f"release_{key}_ratio"] = max(r["ratios"][query] for r in present)  # type: ignore[index]
+        if present:
+            results["identity_vs_read"] = max(r["identity_vs_read"] for r in present)  # type: ignore[type-var]
+            results["release_peak_rss_mb_10m"] = max(max(r["peak_rss_mb"].values()) for r in present)  # type: ignore[union-attr]
+        big = [runs[k] for k in runs if k.endswith("_100000000")]
+        if big:
+            results["release_peak_rss_mb_100m"] = max(max(r["peak_rss_mb"].values()) for r in big)  # type: ignore[union-attr]
+    finally:
+        if not args.keep and not args.dir:
+            shutil.rmtree(directory, ignore_errors=True)
+    print(json.dumps(results, indent=2) if args.json else results)
+
+
+if __name__ == "__main__":
+    main()
