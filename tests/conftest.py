@@ -100,6 +100,7 @@ SPARK_TESTS = (
     "tests/data/test_engine_parity.py",
     "tests/data/test_spark_errors.py",
     "tests/gui/test_large_files.py::test_a_parquet_directory_opens_on_spark_from_the_window",
+    "tests/test_api_spark.py",
 )
 """Tests (node-id prefixes) that all run on one pytest-xdist worker: they share one Spark session
 (the ``spark`` session fixture), which takes tens of seconds to start."""
