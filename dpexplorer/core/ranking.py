@@ -17,6 +17,7 @@ the data)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,11 @@ class MechanismError:
     halfwidth: float
     delta: float = 0.0
     note: str = ""
+    measure: str = ""
+    """What error the half-width measures (the report's α axis, e.g. "α (max error, share of
+    rows)"): only errors of the same measure are compared."""
+    comparable: bool = True
+    """False when the measure differs from the reference mechanism's (ranked after, never best)."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +60,7 @@ class Ranking:
     @property
     def best(self) -> tuple[str, ...]:
         """Names of the mechanisms with the smallest finite error (several on a tie)."""
-        finite = [e for e in self.entries if math.isfinite(e.halfwidth)]
+        finite = [e for e in self.entries if math.isfinite(e.halfwidth) and e.comparable]
         if not finite:
             return ()
         low = finite[0].halfwidth
@@ -92,6 +98,7 @@ def rank_mechanisms(
     delta: float | None = None,
     params: Mapping[str, Mapping[str, Any]] | None = None,
     ci_level: float = 0.95,
+    reference: str | None = None,
     cancel: CancelToken | None = None,
     progress: ProgressFn | None = None,
 ) -> Ranking:
@@ -99,7 +106,10 @@ def rank_mechanisms(
     declaring one; None keeps each mechanism's own or default δ), with its other parameters from
     ``params[name]`` (the steward's last choice) or its defaults, ranked by the half-width of
     its ``ci_level`` error interval (module docstring). A mechanism whose parameters or report
-    fail is listed last with the reason in ``note``. Cancellable between mechanisms."""
+    fail is listed last with the reason in ``note``. With ``reference`` (a mechanism's name), a
+    mechanism whose error measures something else (sparse vector's share of rows misclassified
+    against BLR's largest answer error) is marked not comparable and ranked after the others.
+    Cancellable between mechanisms."""
     chosen = params or {}
     applicable = [m for m in mechanisms if m.accepts(query) is None]
     entries: list[MechanismError] = []
@@ -110,18 +120,27 @@ def rank_mechanisms(
             report = mechanism.accuracy(values, query, ci_level=ci_level)
             _, claimed_delta = mechanism.epsilon_delta(values, query)
             halfwidth = float(report.ci_halfwidth)
-            entries.append(MechanismError(mechanism.name, mechanism.label, halfwidth, float(claimed_delta)))
+            entries.append(
+                MechanismError(
+                    mechanism.name,
+                    mechanism.label,
+                    halfwidth,
+                    float(claimed_delta),
+                    measure=report.error_tail.x_label,
+                )
+            )
         except CancelledError:
             raise
         except (DPExplorerError, ValueError) as exc:
             entries.append(MechanismError(mechanism.name, mechanism.label, math.nan, note=str(exc)))
     checkpoint(cancel, progress, 1.0)
 
-    def key(e: MechanismError) -> tuple[int, float, str]:
-        return (
-            1 if math.isnan(e.halfwidth) else 0,
-            e.halfwidth if not math.isnan(e.halfwidth) else 0.0,
-            e.label,
-        )
+    measure = next((e.measure for e in entries if e.name == reference and not e.note), None)
+    if measure is not None:
+        entries = [dataclasses.replace(e, comparable=e.measure == measure) for e in entries]
+
+    def key(e: MechanismError) -> tuple[int, int, float, str]:
+        missing = math.isnan(e.halfwidth)
+        return (0 if e.comparable else 1, 1 if missing else 0, 0.0 if missing else e.halfwidth, e.label)
 
     return Ranking(tuple(sorted(entries, key=key)), float(epsilon), float(ci_level))

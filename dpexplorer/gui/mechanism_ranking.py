@@ -54,22 +54,28 @@ def ranking_html(ranking: Ranking, chosen: str) -> str:
         if entry.name == chosen:
             name = f"<b>{name}</b> ◀ chosen"
         error = _error_text(entry.halfwidth)
+        times = ranking.times_best(entry.name)
         if entry.note:
             error = f"<span title='{html.escape(entry.note)}'>— (hover)</span>"
-        elif entry.name not in best and best:
-            error += f" ({times_text(ranking.times_best(entry.name))})"
+        elif not entry.comparable:
+            error = f"<i>another error: {html.escape(entry.measure)}</i>"
+        elif entry.name not in best and best and math.isfinite(times):
+            error += f" ({times_text(times)})"
         rows.append(f"<tr><td>{mark}</td><td>{name}</td><td align='right'>{error}</td></tr>")
     head = (
         f"<b>Expected error at ε = {privacy_number(ranking.epsilon)}</b> ({level_text(ranking.ci_level)} "
         "interval of the noise, on this data):"
     )
     hint = ""
-    if chosen not in best and best:
+    times = ranking.times_best(chosen)
+    if chosen not in best and best and not math.isnan(times):
         first = next(e for e in ranking.entries if e.name in best)
-        hint = (
-            f"<p><b>{html.escape(first.label)}</b> is {times_text(ranking.times_best(chosen))} more "
-            "accurate on this query at the same ε.</p>"
+        better = (
+            f"is {times_text(times)} more accurate"
+            if math.isfinite(times)
+            else f"has no error at all ({_error_text(first.halfwidth)})"
         )
+        hint = f"<p><b>{html.escape(first.label)}</b> {better} on this query at the same ε.</p>"
     return f"{head}<table cellspacing='0' cellpadding='1'>{''.join(rows)}</table>{hint}"
 
 
@@ -120,6 +126,7 @@ class MechanismRanking(QLabel):
             delta=None if delta is None else float(delta),
             params=chosen,
             ci_level=CI_LEVEL,
+            reference=mechanism.name,
         )
 
     def _on_result(self, view: str, _generation: int, result: object) -> None:

@@ -116,3 +116,24 @@ def test_cancelled_before_the_first_mechanism():
     token.cancel()
     with pytest.raises(CancelledError):
         rank_mechanisms(all_mechanisms(), count_query(), 1.0, cancel=token)
+
+
+def test_on_a_workload_sparse_vectors_other_error_is_not_compared():
+    """BLR, PMW and MWEM release answers (their largest error, in shares of rows); sparse vector
+    says which queries pass a threshold: its error measures something else and is never best."""
+    from dpexplorer.data import queries as q
+    from dpexplorer.data.answers import query_input
+    from dpexplorer.data.default import default_dataset_path
+    from dpexplorer.data.load import load_dataset
+
+    workload = q.marginal_workload((q.Axis("age", edges=tuple(range(17, 91, 9))),), (1,))
+    query = query_input(load_dataset(default_dataset_path()), workload, bounding_seed=1)
+    ranking = rank_mechanisms(all_mechanisms(), query, 1.0, reference="blr")
+    by_name = {e.name: e for e in ranking.entries}
+    assert {"blr", "pmw", "mwem", "sparse_vector"} <= set(by_name)
+    assert not by_name["sparse_vector"].comparable and ranking.entries[-1].name == "sparse_vector"
+    assert all(by_name[n].comparable for n in ("blr", "pmw", "mwem"))
+    assert by_name["sparse_vector"].halfwidth == 0.0 and "sparse_vector" not in ranking.best
+    assert ranking.best[0] in ("blr", "pmw", "mwem")
+    unreferenced = rank_mechanisms(all_mechanisms(), query, 1.0)
+    assert unreferenced.best == ("sparse_vector",), "without a reference everything is compared"

@@ -133,3 +133,21 @@ def test_top_k_asks_for_k_once(qtbot, window):
     qtbot.waitUntil(lambda: "4 picks" in window.neighbours_view.delta_label.text(), timeout=20_000)
     panel.select_kind("argmax", "occupation")  # no k in the query: nothing fixed
     qtbot.waitUntil(lambda: mechanisms.fixed == {}, timeout=20_000)
+
+
+def test_blr_says_which_number_it_plots(qtbot, window):
+    """Issue 28: BLR, PMW and MWEM plotted "output o of the mechanism" (0.001-0.003) without
+    saying it is their released answers' largest error."""
+    from dpexplorer.core.mechanisms.base import WORKLOAD_ERROR
+
+    window.query_panel.select_kind("workload", "age")
+    mechanisms = window.mechanism_panel
+    qtbot.waitUntil(lambda: "blr" in [m.name for m in mechanisms.mechanisms], timeout=20_000)
+    view = window.neighbours_view
+    for name in ("blr", "pmw"):
+        mechanisms.select(name)
+        qtbot.waitUntil(
+            lambda: view.result is not None and view.result.mechanism == mechanisms.current().label,
+            timeout=60_000,
+        )
+        assert view.loss.getAxis("bottom").labelText == WORKLOAD_ERROR, name

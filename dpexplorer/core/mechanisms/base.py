@@ -207,6 +207,9 @@ class NumericOutput:
     monte_carlo_runs: int = 0
     """0 for exact densities; else the densities are histograms of this many simulated runs
     per side (estimates: their loss is not the exact privacy loss, and no delta follows)."""
+    quantity: str = ""
+    """What number the grid's outputs are, in words, when it is not the mechanism's output itself
+    (BLR, PMW, MWEM plot the largest error of their released answers): the views' x axis."""
 
     @property
     def in_output_units(self) -> bool:
@@ -221,6 +224,10 @@ class NumericOutput:
     def to_grid(self, outputs: np.ndarray | float) -> np.ndarray:
         """Outputs o in the grid's coordinates, (o - origin) / unit."""
         return (np.asarray(outputs, dtype=float) - self.origin) / self.unit
+
+
+WORKLOAD_ERROR = "largest error over the workload, max |released − true| (fractions of the rows)"
+"""What BLR, PMW and MWEM plot (NumericOutput.quantity): their released answers' largest error."""
 
 
 @dataclass(frozen=True, eq=False)

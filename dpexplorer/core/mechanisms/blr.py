@@ -40,6 +40,7 @@ from scipy.special import logsumexp
 from dpexplorer.core.cancel import CancelToken, ProgressFn, checkpoint
 from dpexplorer.core.errors import DPExplorerError, NotApplicableError
 from dpexplorer.core.mechanisms.base import (
+    WORKLOAD_ERROR,
     AccuracyReport,
     NumericOutput,
     PureEpsilonMechanism,
@@ -527,7 +528,7 @@ class BLR(PureEpsilonMechanism):
         with np.errstate(divide="ignore", invalid="ignore"):
             loss = np.log(pmf_d) - np.log(pmf_dp)
         note = f"exact over all {self.candidate_count(params, query):,} candidates (m = {m})"
-        return NumericOutput(grid, pmf_d, pmf_dp, loss, discrete=True, note=note)
+        return NumericOutput(grid, pmf_d, pmf_dp, loss, discrete=True, note=note, quantity=WORKLOAD_ERROR)
 
     def delta_at(self, params: Mapping[str, Any], query: QueryInput, epsilon: float) -> float:
         """Exact hockey-stick divergence between the output distributions over synthetic
@@ -568,7 +569,7 @@ class BLR(PureEpsilonMechanism):
             bound_alpha_at=lambda e: self.accuracy_bound({**params, "epsilon": e}, query, 1 - ci_level),
             bound_name="γ_m + (2/(nε))(ln|R| + ln(1/β))",
             notes=("error = max over the workload of |q_i(D) − q_i(synthetic)|, exact",),
-            x_label="α (max workload error)",
+            x_label="α (max error, share of rows)",  # as PMW and MWEM: the same quantity
         )
 
     def simulate(

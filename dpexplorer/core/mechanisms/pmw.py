@@ -35,6 +35,7 @@ from scipy.sparse._sparsetools import csr_matvec as _csr_matvec
 from dpexplorer.core.cancel import CancelToken, ProgressFn, checkpoint
 from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms.base import (
+    WORKLOAD_ERROR,
     AccuracyReport,
     Curve,
     NumericOutput,
@@ -288,7 +289,9 @@ class PMW(PureEpsilonMechanism):
 
 
 def monte_carlo_output(
-    simulate: Callable[[np.random.Generator, int, Literal["D", "D'"]], np.ndarray], runs: int = MC_RUNS
+    simulate: Callable[[np.random.Generator, int, Literal["D", "D'"]], np.ndarray],
+    runs: int = MC_RUNS,
+    quantity: str = WORKLOAD_ERROR,
 ) -> NumericOutput:
     """``runs`` simulated statistics on each side (seed 0) as histogram densities on 30 shared
     bins; the loss is estimated from them (±inf where a bin is empty on one side)."""
@@ -301,7 +304,7 @@ def monte_carlo_output(
         loss = np.log(dens_d) - np.log(dens_dp)
     note = f"Monte Carlo: {runs} runs on D and {runs} on D' (seed 0), 30 bins"
     centres = (edges[:-1] + edges[1:]) / 2
-    return NumericOutput(centres, dens_d, dens_dp, loss, note=note, monte_carlo_runs=runs)
+    return NumericOutput(centres, dens_d, dens_dp, loss, note=note, monte_carlo_runs=runs, quantity=quantity)
 
 
 def monte_carlo_accuracy(errors: np.ndarray, ci_level: float, note: str) -> AccuracyReport:

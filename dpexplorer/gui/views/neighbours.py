@@ -536,6 +536,7 @@ class NeighboursView(View):
         method's standard error sqrt(1/c_D + 1/c_D')."""
         items = self._use_layout(("monte_carlo",))
         set_axis_label(self.outputs, "left", "estimated density")
+        set_axis_label(self.loss, "bottom", out.quantity or OUTPUT_AXIS)
         grid = np.asarray(out.grid, dtype=float)
         runs = out.monte_carlo_runs
         width = float(grid[1] - grid[0]) if grid.size > 1 else 1.0
@@ -605,7 +606,7 @@ class NeighboursView(View):
             items["p"].setData(grid, p)
             items["q"].setData(grid, q)
             items["fill"].setPath(excess_area(grid, p, scaled_q))
-        x_label = OUTPUT_AXIS if out.in_output_units else SCALED_AXIS
+        x_label = (out.quantity or OUTPUT_AXIS) if out.in_output_units else SCALED_AXIS
         set_axis_label(self.loss, "bottom", x_label)
         loss = np.asarray(out.privacy_loss, dtype=float)
         over = over_epsilon(loss, result.epsilon)
