@@ -231,8 +231,10 @@ def numeric_output(p: NoisyRelease, q: NoisyRelease, *, coordinate: int = 0, not
     else:
         origin, unit, grid, log_unit = p.loc, p.scale, z, 0.0
         note = (
-            f"{note} Grid = (output − {origin:.10g}) / {unit:.3g}, in noise scales of M(D) from "
-            "its centre: the noise is too small to plot around the value itself."
+            f"{note} The noise is far too small to see around the value: its scale, {unit:.3g}, is "
+            f"below any printed digit of {origin:.6g}, so a release equals {origin:.6g} to print "
+            f"precision. The x axis counts noise scales from M(D)'s centre: x = (output − "
+            f"{origin:.6g}) ÷ {unit:.3g}."
         ).strip()
     return NumericOutput(
         grid=grid,

@@ -75,6 +75,7 @@ def denominator_note(relation: str, n_d: float, n_d_prime: float) -> str:
     if not count_is_private(relation):
         return f"the number of rows ({n_d:,.0f}) is public under replace"
     return (
-        f"given the noisy row count n̂ = {n_d:,.0f} (bought with its own share of ε): D has "
-        f"{n_d:,.0f} rows, D' {n_d_prime:,.0f}, and both are scaled by the same released n̂"
+        f"D has {n_d:,.0f} rows, D' {n_d_prime:,.0f}. The mechanism divides by a noisy row count "
+        "n̂ (bought with its own share of ε); the exact views fix n̂ at D's true count, "
+        f"{n_d:,.0f}, for both (a release uses its own noisy n̂, never the true count)"
     )

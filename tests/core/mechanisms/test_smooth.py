@@ -4,6 +4,8 @@ configurations, views and samplers."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from scipy import integrate, special, stats
@@ -225,7 +227,10 @@ def test_heavily_tied_median_keeps_exact_views():
     pair = STUDENT.releases(params, query)
     assert pair.d.scale < 1e-20
     out = STUDENT.output_distribution(params, query)
-    assert "Grid = (output" in out.note and out.grid.size > 1000
+    assert "x = (output − " in out.note and out.grid.size > 1000
+    # issue 28: read as "Grid = (output − 37) / 1.65e-120"; now the value as a value, the scale named
+    assert re.search(r"x = \(output − \d+(\.\d+)?\) ÷ \d(\.\d+)?e-\d+\.", out.note), out.note
+    assert "its scale, " in out.note and "equals" in out.note
     assert (out.origin, out.unit) == (pair.d.loc, pair.d.scale)  # in noise scales of M(D)
     assert np.trapezoid(out.density_d, out.grid) == pytest.approx(1.0, abs=1e-3)
     z = np.array([-3.0, 0.0, 0.5, 4.0])  # densities per noise scale: the standard t on D

@@ -175,3 +175,13 @@ def test_accuracy_tail_below_bound() -> None:
     report = MECH.accuracy(MECH.validate({"epsilon": 1.0, "threshold": 0.1, "c": 1}), stream([1, -1, 1]))
     assert report.error_tail_bound is not None
     assert np.all(report.error_tail.y <= report.error_tail_bound.y + 1e-9)
+
+
+def test_the_note_never_calls_the_true_count_noisy():
+    """Issue 28: the caption read "given the noisy row count n̂ = 48,842" for the true n."""
+    from dpexplorer.core.row_count import denominator_note
+
+    note = denominator_note("add_remove", 48_842, 48_843)
+    assert "n̂ = 48,842" not in note and "noisy row count n̂ (bought" in note
+    assert "fix n̂ at D's true count, 48,842" in note and "never the true count" in note
+    assert denominator_note("replace", 100, 100) == "the number of rows (100) is public under replace"
