@@ -9,6 +9,7 @@ as ``dpexplorer release`` reads it)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QMenu
 
 from dpexplorer.core.errors import DPExplorerError
+from dpexplorer.gui.query_panel import EACH_ROW
 
 if TYPE_CHECKING:
     from dpexplorer.gui.main_window import MainWindow
@@ -44,6 +46,24 @@ def add_analysis_actions(window: MainWindow, menu: QMenu) -> None:
     menu.addAction(export_action)
     menu.addAction(import_action)
     window.export_analysis_action, window.import_plan_action = export_action, import_action  # type: ignore[attr-defined]
+    # each planned statistic is explorable: double-click its name in the Budget tab (the tab is
+    # built with the mechanisms, after the menus: this slot runs after the window's own)
+    window.explorer.registry_ready.connect(lambda: _explorable_rows(window))
+
+
+def _explorable_rows(window: MainWindow) -> None:
+    view = window.workspace.budget_view if window.workspace is not None else None
+    if view is None or getattr(view, "_dpx_explorable", False):
+        return
+    view._dpx_explorable = True  # type: ignore[attr-defined]
+    view.table.setToolTip("Double-click a planned statistic's name to explore it")
+
+    def activated(row: int, column: int) -> None:
+        index = row - len(view._released)
+        if column == 0 and 0 <= index < len(view.plan):
+            explore_entry(window, index)
+
+    view.table.cellDoubleClicked.connect(activated)
 
 
 def _label(label: str) -> str:
@@ -193,3 +213,152 @@ def import_plan_dialog(window: MainWindow) -> None:
     path, _ = QFileDialog.getOpenFileName(window, "Open a plan as the budget plan", "", PLAN_FILTER)
     if path:
         import_plan(window, path)
+
+
+# ------------------------------------------------------------------ exploring a planned entry
+def _delta_text(delta: float) -> str:
+    """A delta as the query panel's list writes it (1e-06 -> '1e-6')."""
+    mantissa, exponent = f"{delta:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}" if float(f"{delta:.0e}") == delta else f"{delta:g}"
+
+
+def _conditions(predicate: Mapping[str, Any], rows: int) -> tuple[str, list[list[Any]]] | None:
+    """(joiner, condition rows) for a predicate the panel can show, else None."""
+    terms, joiner = [predicate], "and"
+    for word in ("and", "or"):
+        if word in predicate:
+            terms, joiner = list(predicate[word]), word
+    shown = []
+    for term in terms:
+        negate = "not" in term
+        term = term["not"] if negate else term
+        if "compare" not in term or term["compare"] == "in":
+            return None
+        value = term["value"]
+        text = f"{value:g}" if isinstance(value, float) else str(value)
+        shown.append([negate, term["column"], term["compare"], text])
+    if len(shown) > rows:
+        return None
+    return joiner, shown + [[False, shown[0][1], "==", ""]] * (rows - len(shown))
+
+
+def panel_state(query: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The query panel's controls (``QueryPanel.state`` form, from ``base``) that build
+    ``query`` (a ``to_dict``), or None for a query the panel cannot state (a workload, a
+    histogram by group). The caller checks the panel then builds the same query."""
+    state = dict(base)
+    kind = query.get("type")
+    state.update({k: query[k] for k in ("column", "lower", "upper") if query.get(k) is not None})
+    if kind in ("count", "sum", "mean"):
+        state["kind"] = kind
+    elif kind == "predicate_count":
+        shown = _conditions(query["predicate"], len(base["conditions"]))
+        if shown is None:
+            return None
+        state["kind"], (state["joiner"], state["conditions"]) = kind, shown
+    elif kind == "quantile":
+        state["kind"], state["q"] = (
+            ("median" if query.get("q", 0.5) == 0.5 else "quantile"),
+            query.get("q", 0.5),
+        )
+    elif kind == "trimmed_mean":
+        state["kind"], state["trim_fraction"] = kind, query["trim_fraction"]
+    elif kind == "variance":
+        state["kind"] = "std" if query.get("std") else "variance"
+    elif kind == "histogram":
+        axis = query["axis"]
+        state["kind"], state["column"] = kind, axis["column"]
+        if axis.get("edges") is not None:
+            edges = axis["edges"]
+            state.update(lower=edges[0], upper=edges[-1], bins=len(edges) - 1)
+        else:
+            state["categories"] = ", ".join(map(str, axis["categories"]))
+    elif kind in ("argmax", "top_k"):
+        state["kind"], state["categories"] = kind, ", ".join(map(str, query["categories"]))
+        state["k"] = query.get("k", state["k"])
+    elif kind == "group_by":
+        if not _group_state(query, state):
+            return None
+    else:
+        return None
+    return state
+
+
+def _group_state(query: Mapping[str, Any], state: dict[str, Any]) -> bool:
+    keys = list(query.get("keys") or [])
+    if any(axis.get("edges") is not None for axis in keys):
+        return False  # a histogram by group: its bins come from the panel's bounds
+    statistic = query.get("statistic", "count")
+    state["kind"] = f"group_{statistic}"
+    if statistic == "quantile":
+        state["q"] = query.get("q", 0.5)
+    private = query.get("private_keys")
+    if private is not None:
+        columns = list(private["columns"])
+        state.update(
+            key_origin="private", key_epsilon=private["epsilon"], key_delta=_delta_text(private["delta"])
+        )
+    else:
+        columns = [axis["column"] for axis in keys]
+        state["key_origin"] = "declared"
+        state["group_categories"] = ", ".join(map(str, keys[0]["categories"]))
+    state["group1"] = columns[0]
+    state["group2"] = columns[1] if len(columns) > 1 else "(none)"
+    unit = query.get("unit")
+    state["unit"] = unit["column"] if unit else EACH_ROW
+    if unit:
+        state.update(max_groups=unit.get("max_groups", 1), max_rows=unit.get("max_rows", 1))
+    return True
+
+
+def explore_entry(window: MainWindow, index: int) -> bool:
+    """Show the budget plan's ``index``-th statistic in the query and mechanism panels, so that
+    every view explores it. The panel is set to controls that build the same query; where it
+    cannot state the query (a workload, a histogram by group, a condition it has no row for),
+    the views explore the planned query as it is and the status bar says the panel does not
+    show it. Returns whether the panel shows it."""
+    from dpexplorer.data.queries import query_from_dict
+
+    item = window.workspace.budget_view.plan[index]  # type: ignore[union-attr]
+    query_dict, relation = window.plan_queries[item.label]
+    query = query_from_dict(query_dict)
+    panel = window.query_panel
+    state = panel_state(query.to_dict(), {**panel.state(), "relation": relation})
+    shown = False
+    if state is not None:
+        before = panel.state()
+        panel.set_state(state)
+        try:
+            shown = panel.build().to_dict() == query.to_dict()
+        except DPExplorerError:
+            shown = False
+        if not shown:
+            panel.set_state(before)
+    choose = _mechanism_chooser(window, item.mechanism, dict(item.params))
+    window.explorer.query_ready.connect(choose)
+    if not shown:  # the views explore the plan's own query; the panel keeps its controls
+        window.explorer.set_query(query, relation)
+    label = item.label
+    note = (
+        ""
+        if shown
+        else " (the query panel cannot show this query's settings: the views explore it as planned)"
+    )
+    window.statusBar().showMessage(f"Exploring {label}{note}", 8000)
+    return shown
+
+
+def _mechanism_chooser(window: MainWindow, name: str, params: dict[str, Any]) -> Any:
+    """A one-shot slot for the explorer's next query: pick ``name`` and set ``params``."""
+
+    def choose(_query: object) -> None:
+        window.explorer.query_ready.disconnect(choose)
+        panel = window.mechanism_panel
+        try:
+            panel.select(name)
+        except KeyError as exc:
+            window.show_error(str(exc.args[0]))
+            return
+        panel.set_values(params)
+
+    return choose

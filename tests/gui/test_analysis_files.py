@@ -198,3 +198,43 @@ def test_the_file_menu_s_dialogs_export_and_open(
     script = (tmp_path / "mine.py").read_text(encoding="utf-8")
     assert "import dpexplorer as dpx" in script and script.count("'mechanism': 'laplace'") == 2
     assert "Analysis exported to" in window.statusBar().currentMessage()
+
+
+def test_each_planned_statistic_is_explorable(qtbot, window: MainWindow, tmp_path: Path) -> None:
+    """Double-clicking a planned statistic's name in the Budget tab puts its query in the query
+    panel (controls that build the same query) and its mechanism and parameters in the
+    mechanism panel, so every view explores it."""
+    given = tmp_path / "given.json"
+    given.write_text(json.dumps(PLAN))
+    assert import_plan(window, given)
+    view = window.workspace.budget_view
+    qtbot.waitUntil(lambda: len(view.plan) == 3, timeout=IDLE_TIMEOUT_MS)
+    for row in (2, 1, 0):
+        view.table.cellDoubleClicked.emit(row, 0)
+        expected = query_from_dict(PLAN[row]["query"]).to_dict()
+        qtbot.waitUntil(
+            lambda expected=expected: (
+                window.explorer.query is not None
+                and window.explorer.query.to_dict() == expected
+                and window.mechanism_panel.current() is not None
+                and window.explorer.params.get("epsilon") == PLAN[row]["parameters"]["epsilon"]  # noqa: B023
+            ),
+            timeout=IDLE_TIMEOUT_MS,
+        )
+        assert window.query_panel.build().to_dict() == expected  # the panel shows it
+        assert window.mechanism_panel.current().name == "laplace"
+        assert "query panel cannot show" not in window.statusBar().currentMessage()
+    # a condition the panel has no control for ('in'): the views explore it as planned
+    among = {"type": "predicate_count", "predicate": {"compare": "in", "column": "sex", "value": ["F"]}}
+    given.write_text(json.dumps([{"query": among, "mechanism": "laplace", "parameters": {"epsilon": 0.7}}]))
+    assert import_plan(window, given)
+    qtbot.waitUntil(lambda: len(view.plan) == 1, timeout=IDLE_TIMEOUT_MS)
+    view.table.cellDoubleClicked.emit(0, 0)
+    assert "query panel cannot show" in window.statusBar().currentMessage()
+    qtbot.waitUntil(
+        lambda: (
+            window.explorer.query.to_dict() == query_from_dict(among).to_dict()
+            and window.explorer.params.get("epsilon") == 0.7
+        ),
+        timeout=IDLE_TIMEOUT_MS,
+    )
