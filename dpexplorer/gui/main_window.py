@@ -26,6 +26,7 @@ from dpexplorer import __version__
 from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.data.default import ATTRIBUTION, default_dataset_path
 from dpexplorer.gui import accessibility, jobs, palette, settings
+from dpexplorer.gui.compare import Comparison
 from dpexplorer.gui.compute import ComputeService
 from dpexplorer.gui.dataset_view import DatasetView
 from dpexplorer.gui.explorer import Explorer
@@ -182,6 +183,8 @@ class MainWindow(WindowParts):
         self.theory_views = TheoryViews(self)
         self.lessons = LessonRunner(self)
         self.history = UndoHistory(self)
+        self.comparison = Comparison(self)
+        self._build_compare_menu()
         self._build_edit_menu()
         self._build_appearance_menu()
         accessibility.name_controls(self)  # and again for what each tab builds when first shown
@@ -365,6 +368,21 @@ class MainWindow(WindowParts):
         about_action = QAction("&About dpexplorer", self)
         about_action.triggered.connect(self.show_about)
         help_menu.addAction(about_action)
+
+    def _build_compare_menu(self) -> None:
+        """View > Pin Mechanism for Comparison / Stop Comparing (gui/compare.py)."""
+        self.view_menu.addSeparator()
+        pin_keys = QKeySequence("Ctrl+Shift+P")
+        self.pin_action = QAction("&Pin Mechanism for Comparison", self, shortcut=pin_keys)
+        self.pin_action.setToolTip(
+            "Keep this mechanism and its parameters: choose another, and both are drawn on the "
+            "neighbouring-datasets and accuracy plots"
+        )
+        self.pin_action.triggered.connect(self.comparison.pin)
+        self.unpin_action = QAction("Stop &Comparing", self)
+        self.unpin_action.triggered.connect(self.comparison.stop)
+        self.view_menu.addAction(self.pin_action)
+        self.view_menu.addAction(self.unpin_action)
 
     def _build_edit_menu(self) -> None:
         """Edit: undo and redo of the query, mechanism, parameters, plan and dataset (the menu

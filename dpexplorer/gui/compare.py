@@ -1,0 +1,285 @@
+"""Compare two mechanisms: pin the one on screen, choose another, and see both.
+
+Pinning keeps a mechanism with its parameters. While one is pinned, every change of the query
+(or of the mechanism on screen) computes the pinned one's views on the same query through the
+compute service (jobs "neighbours-pinned", "accuracy-pinned": the same pure functions as the
+views' own), and draws them over the current ones with one legend: its M(D) and M(D') dashed
+in the colours of M(D) and M(D') on the neighbouring-datasets plot, its exact accuracy curves
+dash-dotted on the accuracy plots. A bar above the tabs says what is pinned and stops it.
+
+Guarantee: the overlay is always the pinned mechanism's on the query shown (a result for an
+older query is dropped by the compute service's generation numbers, and a query the pinned
+mechanism does not accept clears it and says so); nothing here releases anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from dpexplorer.core.mechanisms.base import Mechanism, NumericOutput
+from dpexplorer.gui import jobs, palette
+from dpexplorer.gui.views.base import MIN_LOG_SPAN, _log_span, log_ticks
+
+if TYPE_CHECKING:
+    from dpexplorer.gui.main_window import MainWindow
+
+NEIGHBOURS_PINNED = "neighbours-pinned"
+ACCURACY_PINNED = "accuracy-pinned"
+PINNED_STYLE = Qt.PenStyle.DashLine
+ACCURACY_STYLE = Qt.PenStyle.DashDotLine
+MAX_STRETCH = 5.0
+"""The neighbours plot's height grows for the pinned law up to this factor."""
+ACCURACY_COLOURS = (palette.ACCENT, palette.GOOD, palette.NEUTRAL)
+
+
+@dataclass(frozen=True)
+class Pinned:
+    mechanism: Mechanism
+    params: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        epsilon = self.params.get("epsilon")
+        return f"{self.mechanism.label}" + (f" (ε = {epsilon:g})" if isinstance(epsilon, int | float) else "")
+
+
+class CompareBar(QFrame):
+    """ "Comparing with …" and a Stop button, above the tabs while a mechanism is pinned."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.text = QLabel()
+        self.text.setWordWrap(True)
+        self.stop = QPushButton("Stop comparing")
+        self.stop.setToolTip("Remove the pinned mechanism's curves")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(8, 2, 8, 2)
+        layout.addWidget(self.text, 1)
+        layout.addWidget(self.stop)
+        self.hide()
+
+
+class Comparison(QObject):
+    """The pinned mechanism, its jobs and its curves over the neighbours and accuracy views."""
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self.window = window
+        self.pinned: Pinned | None = None
+        self.neighbours: jobs.NeighboursResult | None = None
+        self.accuracy: jobs.AccuracyResult | None = None
+        self._current: jobs.NeighboursResult | None = None  # the view's own, for its x axis
+        self._items: dict[tuple[int, str], pg.PlotDataItem] = {}
+        self.bar = CompareBar()
+        layout = window.centralWidget().layout()
+        if isinstance(layout, QVBoxLayout):
+            layout.insertWidget(layout.indexOf(window.tabs), self.bar)
+        self.bar.stop.clicked.connect(self.stop)
+        window.explorer.inputs_changed.connect(lambda *_a: self._submit())
+        window.compute.finished.connect(self._on_result)
+        window.compute.failed.connect(self._on_failure)
+        window.explorer.views_updated.connect(lambda _view: self._draw())
+        window.tabs.currentChanged.connect(lambda _i: self._draw())
+
+    # ------------------------------------------------------------------ pinning
+    def pin(self) -> bool:
+        """Pin the mechanism on screen with its parameters (False when there is none)."""
+        explorer = self.window.explorer
+        if explorer.mechanism is None or explorer.query_input is None:
+            self.window.show_error("Choose a query and a mechanism before pinning one for comparison.")
+            return False
+        self.pinned = Pinned(explorer.mechanism, explorer.mechanism.validate(explorer.params))
+        self.bar.show()
+        self._submit()
+        return True
+
+    def stop(self) -> None:
+        self.pinned = self.neighbours = self.accuracy = None
+        for job in (NEIGHBOURS_PINNED, ACCURACY_PINNED):
+            self.window.compute.cancel(job)
+        self._clear()
+        self.bar.hide()
+
+    def _submit(self) -> None:
+        pinned, query = self.pinned, self.window.explorer.query_input
+        if pinned is None or query is None:
+            return
+        refusal = pinned.mechanism.accepts(query)
+        self.neighbours = self.accuracy = None
+        if refusal is not None:
+            self._clear()
+            self._say(f"The pinned {pinned.label} does not apply to this query: {refusal}")
+            return
+        self._say(self._headline())
+        level = self.window.accuracy_view.ci_level.value()
+        compute = self.window.compute
+        compute.submit(NEIGHBOURS_PINNED, jobs.neighbours, pinned.mechanism, pinned.params, query)
+        compute.submit(ACCURACY_PINNED, jobs.accuracy, pinned.mechanism, pinned.params, query, level)
+
+    def _say(self, text: str) -> None:
+        self.bar.text.setText(text)
+
+    # ------------------------------------------------------------------ results
+    def _on_result(self, view: str, _generation: int, result: object) -> None:
+        if view == NEIGHBOURS_PINNED and self.pinned is not None:
+            self.neighbours = result  # type: ignore[assignment]
+        elif view == ACCURACY_PINNED and self.pinned is not None:
+            self.accuracy = result  # type: ignore[assignment]
+        elif view == "neighbours":
+            self._current = result  # type: ignore[assignment]
+            return  # drawn once the view has drawn it (views_updated)
+        else:
+            return
+        self._draw()
+
+    def _on_failure(self, view: str, _generation: int, message: str) -> None:
+        if view in (NEIGHBOURS_PINNED, ACCURACY_PINNED) and self.pinned is not None:
+            self._say(f"The pinned {self.pinned.label} cannot be drawn for this query: {message}")
+
+    # ------------------------------------------------------------------ drawing
+    def _item(self, plot: pg.PlotItem, key: str, name: str, pen: object) -> pg.PlotDataItem:
+        """The overlay's curve ``key`` on ``plot``, (re)added when the view cleared the plot."""
+        item = self._items.get((id(plot), key))
+        if item is None:
+            item = pg.PlotDataItem(name=name)
+            self._items[(id(plot), key)] = item
+        item.setPen(pen)
+        if item not in plot.items:
+            plot.addItem(item)
+            if plot.legend is not None and name:
+                plot.legend.removeItem(item)
+                plot.legend.addItem(item, name)
+        elif plot.legend is not None:
+            for sample, label in plot.legend.items:
+                if sample.item is item and label.text != name:
+                    label.setText(name)
+        item.opts["name"] = name
+        return item
+
+    def _clear(self) -> None:
+        for item in self._items.values():
+            plot = item.getViewBox().parentItem() if item.getViewBox() is not None else None
+            item.setData([], [])
+            if isinstance(plot, pg.PlotItem):
+                if plot.legend is not None:
+                    plot.legend.removeItem(item)
+                plot.removeItem(item)
+        self._items = {}
+
+    def _headline(self) -> str:
+        """What is pinned, and its interval against the current mechanism's when both are known."""
+        pinned = self.pinned
+        if pinned is None:
+            return ""
+        text = f"Comparing with the pinned <b>{pinned.label}</b>: its curves are dashed."
+        mine = self.accuracy.report if self.accuracy is not None else None
+        shown = self.window.accuracy_view.result
+        if mine is None or not np.isfinite(mine.ci_halfwidth):
+            return text
+        text += f" Its {mine.ci_level:.0%} interval: ±{mine.ci_halfwidth:.3g}"
+        current = shown.report if shown is not None and shown.report.ci_level == mine.ci_level else None
+        if current is not None and np.isfinite(current.ci_halfwidth) and current.ci_halfwidth > 0:
+            ratio = mine.ci_halfwidth / current.ci_halfwidth
+            times = ratio if ratio >= 1 else 1 / ratio
+            factor = (f"{times:,.0f}" if times >= 10 else f"{times:.2g}") + (
+                "× wider" if ratio >= 1 else "× narrower"
+            )
+            text += f", {factor} than {shown.mechanism}'s ±{current.ci_halfwidth:.3g}"  # type: ignore[union-attr]
+        return text + "."
+
+    def _draw(self) -> None:
+        if self.pinned is None:
+            return
+        if self.neighbours is not None or self.accuracy is not None:
+            self._say(self._headline())
+        self._draw_neighbours()
+        self._draw_accuracy()
+
+    def _draw_neighbours(self) -> None:
+        plot = self.window.neighbours_view.outputs
+        current, pinned = self._current, self.neighbours
+        shown = current is not None and isinstance(current.output, NumericOutput)
+        if (
+            pinned is None
+            or not shown
+            or not isinstance(pinned.output, NumericOutput)
+            or pinned.output.monte_carlo_runs
+        ):
+            for key in ("d", "d_prime"):
+                if (id(plot), key) in self._items:
+                    self._items[(id(plot), key)].setData([], [])
+            return
+        out, axis = pinned.output, current.output  # type: ignore[union-attr]
+        # the pinned law in the current view's grid coordinates (outputs o = origin + unit * grid)
+        outputs = out.origin + out.unit * np.asarray(out.grid, dtype=float)
+        x = (outputs - axis.origin) / axis.unit
+        scale = axis.unit / out.unit  # densities per grid unit
+        label = self.pinned.label if self.pinned is not None else ""
+        for key, role, density, side in (
+            ("d", palette.D, out.density_d, "M(D)"),
+            ("d_prime", palette.D_PRIME, out.density_d_prime, "M(D')"),
+        ):
+            name = f"{side}, pinned {label}"
+            item = self._item(plot, key, name, palette.pen(role, 2, PINNED_STYLE))
+            item.setData(x, np.asarray(density, dtype=float) * scale)
+        self._fit_height(plot, x, np.maximum(out.density_d, out.density_d_prime) * scale)
+
+    @staticmethod
+    def _fit_height(plot: pg.PlotItem, x: np.ndarray, y: np.ndarray) -> None:
+        """Raise the plot's top to the pinned law's peak in view, unless that peak is more than
+        :data:`MAX_STRETCH` times the top: then the current law would be a flat line, and the
+        pinned one running off the top says the comparison better."""
+        (left, right), (bottom, top) = plot.getViewBox().viewRange()
+        shown = (x >= left) & (x <= right) & np.isfinite(y)
+        peak = float(np.max(y[shown])) if np.any(shown) else 0.0
+        if top < peak <= MAX_STRETCH * top:
+            plot.setYRange(bottom, peak * 1.05, padding=0.0)
+
+    def _draw_accuracy(self) -> None:
+        view, result = self.window.accuracy_view, self.accuracy
+        label = self.pinned.label if self.pinned is not None else ""
+        plots = (
+            (view.vs_epsilon.getPlotItem(), "eps", result.report.error_vs_epsilon if result else ()),
+            (view.tail.getPlotItem(), "tail", (result.report.error_tail,) if result else ()),
+            (view.vs_n.getPlotItem(), "n", result.report.error_vs_n if result else ()),
+        )
+        shown = self.window.accuracy_view.result
+        for plot, key, curves in plots:
+            exact = [c for c in curves if c.kind != "bound"]
+            if key != "tail" and exact and shown is not None:
+                own = shown.report.error_vs_epsilon if key == "eps" else shown.report.error_vs_n
+                _fit_log_axes(plot, [*own, *exact])
+            for i in range(3):
+                if i >= len(exact):
+                    if (id(plot), f"{key}{i}") in self._items:
+                        self._items[(id(plot), f"{key}{i}")].setData([], [])
+                    continue
+                curve = exact[i]
+                pen = palette.pen(ACCURACY_COLOURS[i], 2, ACCURACY_STYLE)
+                item = self._item(plot, f"{key}{i}", f"{curve.name}, pinned {label}", pen)
+                item.setData(np.asarray(curve.x, dtype=float), np.asarray(curve.y, dtype=float))
+
+
+def _fit_log_axes(plot: pg.PlotItem, curves: list[Any]) -> None:
+    """Both axes of a log-log plot over every curve drawn (the view fits them to its own
+    curves only), with ticks for the whole span."""
+    for axis, values in (("bottom", [c.x for c in curves]), ("left", [c.y for c in curves])):
+        span = _log_span(values)
+        if span is None:
+            continue
+        low, high = span
+        if high - low < MIN_LOG_SPAN:
+            middle = (low + high) / 2
+            low, high = middle - MIN_LOG_SPAN / 2, middle + MIN_LOG_SPAN / 2
+        plot.getAxis(axis).setTicks(log_ticks(values))
+        if axis == "bottom":
+            plot.setXRange(low, high, padding=0.04)
+        else:
+            plot.setYRange(low, high, padding=0.04)

@@ -1,0 +1,79 @@
+"""Compare two mechanisms (issue 34): the pinned mechanism's curves over the current one's in
+the neighbours and accuracy views, on the same query, with one legend."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from conftest import wait_idle
+
+from dpexplorer.gui.compare import ACCURACY_PINNED, NEIGHBOURS_PINNED
+
+
+def _pinned_items(plot: pg.PlotItem) -> list[pg.PlotDataItem]:
+    return [
+        item
+        for item in plot.items
+        if isinstance(item, pg.PlotDataItem)
+        and "pinned" in (item.name() or "")
+        and item.getData()[0] is not None
+        and len(item.getData()[0]) > 0
+    ]
+
+
+def _legend_names(plot: pg.PlotItem) -> list[str]:
+    return [label.text for _sample, label in plot.legend.items]
+
+
+def test_laplace_pinned_against_noisy_sum_on_the_mean_age(qtbot, window):
+    window.query_panel.select_kind("mean", "age")
+    wait_idle(qtbot, window)
+    window.mechanism_panel.select("laplace")
+    wait_idle(qtbot, window)
+    assert window.comparison.pin()
+    window.mechanism_panel.select("noisy_mean")
+    wait_idle(qtbot, window)
+    assert window.comparison.bar.isVisible()
+    assert "Laplace" in window.comparison.bar.text.text()
+
+    outputs = window.neighbours_view.outputs
+    pinned = _pinned_items(outputs)
+    assert len(pinned) == 2  # M(D) and M(D') of the pinned Laplace
+    assert any("M(D), pinned Laplace" in name for name in _legend_names(outputs))
+    assert any(name == "M(D)" for name in _legend_names(outputs))  # the current one, same legend
+    # the pinned law in the current view's coordinates is still a probability density
+    x, y = pinned[0].xData, pinned[0].yData
+    assert 0.99 < np.trapezoid(y, x) < 1.01
+
+    window.tabs.setCurrentWidget(window.accuracy_view)
+    wait_idle(qtbot, window)
+    vs_epsilon = window.accuracy_view.vs_epsilon.getPlotItem()
+    lines = _pinned_items(vs_epsilon)
+    assert len(lines) == 1
+    assert any("pinned Laplace" in name for name in _legend_names(vs_epsilon))
+    # Laplace's 95% half-width at ε = 1 is about 23,000 times noisy sum / noisy count's
+    eps, width = lines[0].xData, lines[0].yData
+    at_one = float(np.interp(0.0, np.log10(eps), np.log10(width)))
+    mine = window.accuracy_view.result.report.ci_halfwidth
+    assert 10**at_one / mine > 1000
+
+    window.comparison.stop()
+    assert not window.comparison.bar.isVisible()
+    assert not _pinned_items(outputs) and not _pinned_items(vs_epsilon)
+    assert NEIGHBOURS_PINNED not in window.compute.pending_views()
+    assert ACCURACY_PINNED not in window.compute.pending_views()
+
+
+def test_a_query_the_pinned_mechanism_refuses_clears_its_curves_and_says_why(qtbot, window):
+    window.query_panel.select_kind("mean", "age")
+    wait_idle(qtbot, window)
+    window.mechanism_panel.select("noisy_mean")
+    wait_idle(qtbot, window)
+    window.comparison.pin()
+    wait_idle(qtbot, window)
+    assert len(_pinned_items(window.neighbours_view.outputs)) == 2
+    window.query_panel.select_kind("argmax", "occupation")
+    wait_idle(qtbot, window)
+    assert "does not apply" in window.comparison.bar.text.text()
+    assert not _pinned_items(window.neighbours_view.outputs)
+    assert window.last_error is None
