@@ -914,7 +914,10 @@ def _finish(
     missing = tuple(int(stats[c][0]) for c in names)
     for c, m in zip(names, missing, strict=True):
         if m == n_rows:
-            notes.append(f"column {c!r}: all {n_rows:,} rows are missing; it cannot be used in a query")
+            notes.append(
+                f"column {c!r}: all {n_rows:,} rows are missing (a statistic of it counts each at its "
+                "declared midpoint)"
+            )
     if _stamp(path) != stamp:
         raise DataError(f"{path.name} changed while it was being read: load it again")
     return Dataset(path, frame, n_rows, tuple(notes), fmt, stamp, missing)

@@ -69,6 +69,16 @@ def _as_date(column: str, v: Any) -> datetime.date:
     )
 
 
+def _measured_column(schema: Mapping[str, pl.DataType], name: str) -> None:
+    """The column a statistic with declared bounds measures: it must exist, and that is all.
+    Whether it holds numbers is not asked: a CSV's column types are inferred from its values
+    (an all-empty column reads as text, one value makes it numeric), so a refusal on them would
+    depend on the data. The engines read such a column as numbers whatever its type, a cell that
+    is not a number being missing (counted at the declared midpoint like any missing value):
+    :meth:`dpexplorer.data.engine.base.Engine.aggregate`."""
+    _column(schema, name)
+
+
 def _numeric_column(schema: Mapping[str, pl.DataType], name: str, what: str) -> None:
     dtype = _column(schema, name)
     _require(
@@ -360,7 +370,7 @@ class _ClippedColumn:
         _check_bounds(self.column, self.lower, self.upper)
 
     def check(self, schema: Mapping[str, pl.DataType]) -> None:
-        _numeric_column(schema, self.column, f"the {self.noun}")
+        _measured_column(schema, self.column)
 
     def describe(self) -> str:
         return f"the {self.noun} of {self.column}, clipped to [{_fmt(self.lower)}, {_fmt(self.upper)}]"
@@ -886,7 +896,7 @@ class GroupBy:
         for c in self.private.columns if self.private is not None else ():
             _column(schema, c)
         if self.column is not None:
-            _numeric_column(schema, self.column, f"the {self.statistic} by group")
+            _measured_column(schema, self.column)
             _require(self.column not in self.key_columns, f"{self.column!r} is both a key and measured")
         if self.unit is not None:
             self.unit.check(schema)

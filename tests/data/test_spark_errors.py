@@ -133,3 +133,20 @@ def test_a_file_gone_mid_run_says_so(spark, tmp_path: Path) -> None:
     shutil.rmtree(folder)
     with pytest.raises(DataError, match=r"ds1 is gone: it was deleted or moved while Spark was reading it"):
         _ = dataset.content_fingerprint
+
+
+def test_spark_measures_a_text_column_as_polars_does(spark, tmp_path: Path) -> None:
+    """Issue 32 (tests/data/test_measured_columns.py): a statistic with bounds reads text as
+    numbers, the rest missing, on Spark as on polars."""
+    from dpexplorer.data.engine import engine_of, open_dataset
+    from dpexplorer.data.engine.base import ClippedMoments
+    from dpexplorer.data.load import load_dataset
+
+    data = tmp_path / "t.csv"
+    data.write_text("x,y\n1,abc\n2, 4 \n3,\n4,7.5\n")
+    request = ClippedMoments("y", 0.0, 10.0)
+    on_spark = open_dataset(str(data), "spark")
+    on_polars = load_dataset(data)
+    assert engine_of(on_spark).aggregate(on_spark, request) == engine_of(on_polars).aggregate(
+        on_polars, request
+    )

@@ -410,13 +410,38 @@ class Engine(ABC):
         for each request's return type). DataError if the engine cannot evaluate it."""
         for step in steps:
             self._method(self.STEPS, step)
+        if isinstance(request, _Clipped) and not _holds_numbers(dataset.schema.get(request.column)):
+            dataset = self.as_numbers(dataset, request.column)
         return self._method(self.REQUESTS, request)(dataset, request, steps)
+
+    def as_numbers(self, dataset: Any, column: str) -> Any:
+        """``dataset`` with ``column`` read as numbers (Float64): text parsed as a number (blanks
+        around it ignored), anything else missing. A statistic with declared bounds measures any
+        column this way, so that whether it applies never depends on the type a loader inferred
+        from the values (queries.py, ``_measured_column``). The polars engine's; Spark has its own."""
+        import dataclasses
+
+        dtype = dataset.schema.get(column)
+        number = (
+            pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
+            if dtype == pl.String
+            else pl.lit(None, dtype=pl.Float64)
+        )
+        return dataclasses.replace(
+            dataset, frame=dataset.frame.with_columns(number.alias(column)), _encoded={}
+        )
 
     def _method(self, table: dict[type, str], operation: object) -> Any:
         name = table.get(type(operation))
         if name is None:
             raise TypeError(f"{type(self).__name__} does not implement {type(operation).__name__}")
         return getattr(self, name)
+
+
+def _holds_numbers(dtype: pl.DataType | None) -> bool:
+    """True for a numeric or boolean column (read as numbers as it is), or an unknown one (the
+    engine says so)."""
+    return dtype is None or dtype.is_numeric() or dtype == pl.Boolean
 
 
 def as_moments(

@@ -557,6 +557,15 @@ class SparkEngine(Engine):
     def __init__(self, session: SparkSession) -> None:
         self.session = session
 
+    def as_numbers(self, dataset: SparkDataset, column: str) -> SparkDataset:  # type: ignore[override]
+        """As the polars engine's (:meth:`Engine.as_numbers`): text parsed as a number, anything
+        else missing."""
+        import dataclasses
+
+        dtype = dataset.schema.get(column)
+        number = F.trim(_col(column)).try_cast("double") if dtype == pl.String else F.lit(None).cast("double")
+        return dataclasses.replace(dataset, frame=dataset.frame.withColumn(column, number))
+
     def label(self, dataset: SparkDataset) -> str:
         return f"Spark, {self.session.sparkContext.master}"
 
