@@ -141,8 +141,12 @@ def test_a_plan_opened_in_the_window_exports_as_plan_script_and_notebook(
     assert script.returncode == 0, script.stderr
     assert script.stdout.count("provenance.json") == 3
     notebook = nbformat.read(files["notebook"], as_version=4)
-    nbclient.NotebookClient(
-        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    nbclient.NotebookClient(  # generous timeouts: a loaded CI machine starts a kernel slowly
+        notebook,
+        timeout=300,
+        startup_timeout=300,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},
     ).execute()
     measurements = _charged(people, ledger)
     assert len(measurements) == 9 and all(m.status == "released" for m in measurements)
