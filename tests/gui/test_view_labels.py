@@ -151,3 +151,32 @@ def test_blr_says_which_number_it_plots(qtbot, window):
             timeout=60_000,
         )
         assert view.loss.getAxis("bottom").labelText == WORKLOAD_ERROR, name
+
+
+def test_the_budget_table_names_released_rows_in_words_shows_the_note_and_rounds_epsilon(qtbot):
+    """Issue 28: released rows were labelled by a raw dict ("#1 column=body_mass_g, lower=2700.0,
+    ..."), the Note column was pushed out of sight, and ε 0.3 showed as "0.2999"."""
+    from types import SimpleNamespace
+
+    from dpexplorer.core.accounting.guarantees import PureDP
+    from dpexplorer.gui.views.budget import BudgetView, Row, _number
+
+    query = {"type": "mean", "column": "body_mass_g", "lower": 2700.0, "upper": 6300.0}
+    row = SimpleNamespace(id=1, query=query, mechanism="laplace", guarantee=PureDP(0.5))
+    ledger = SimpleNamespace(budget=lambda _fp: None, measurements=lambda _fp: [row])
+    view = BudgetView()
+    qtbot.addWidget(view)
+    view.resize(780, 600)  # the tab's width in a 1280 x 720 window
+    view.show()
+    view.load_ledger(ledger, "fp")
+    label = view.table.item(0, 0).text()
+    assert label == "released #1: the mean of body_mass_g, clipped to [2700, 6300]", label
+    assert "=" not in label
+    note = "released (in the ledger); a long note that used to be cut off at the window's edge"
+    view._fill_table([Row(label, "laplace", 0.5, 0.0, True, True, charged=0.29990234375, note=note)])
+    qtbot.wait(20)
+    assert view.table.item(0, 4).text() == "0.3" and _number(0.29990234375) == "0.3"
+    assert view.table.horizontalScrollBar().maximum() == 0, "every column, the note too, in view"
+    header = view.table.horizontalHeader()
+    note_right = header.sectionPosition(8) + header.sectionSize(8)
+    assert note_right <= view.table.viewport().width()

@@ -232,16 +232,36 @@ def released_from_ledger(ledger: object, fingerprint: str) -> tuple[ReleasedMeas
     dataset, labelled by their query."""
     out = []
     for m in ledger.measurements(fingerprint):  # type: ignore[attr-defined]
-        query = ", ".join(f"{k}={v}" for k, v in m.query.items() if isinstance(v, str | int | float))
-        out.append(ReleasedMeasurement(f"#{m.id} {query}"[:60], m.mechanism, m.guarantee))
+        out.append(ReleasedMeasurement(f"released #{m.id}: {_described(m.query)}", m.mechanism, m.guarantee))
     return tuple(out)
 
 
+def _described(query: dict) -> str:
+    """A ledger row's query in words, as the query panel says it ("the mean of age, clipped to
+    [17, 90]"); its fields when the query cannot be rebuilt (an older or foreign row)."""
+    from dpexplorer.data.queries import query_from_dict
+
+    try:
+        return str(query_from_dict(query).describe())
+    except Exception:  # any row the ledger holds must still be listed
+        fields = ", ".join(f"{k}={v}" for k, v in query.items() if isinstance(v, str | int | float))
+        return fields[:80]
+
+
 # ------------------------------------------------------------------ the widget
-def _number(value: float) -> str:
+def _total(value: float) -> str:
+    """A composed total on a bar, to four digits (compared with the budget there)."""
     if not math.isfinite(value):
         return "∞"
     return "0" if value == 0 else f"{value:.4g}"
+
+
+def _number(value: float) -> str:
+    """ε or δ as a person reads it (release/presentation.py: three significant digits, so an
+    exact sampler's ε of 0.29990 for a claimed 0.3 shows 0.3; the ledger decides exactly)."""
+    from dpexplorer.release.presentation import privacy_number
+
+    return privacy_number(value)
 
 
 def _item(text: str, editable: bool = False, tooltip: str = "") -> QTableWidgetItem:
@@ -337,7 +357,12 @@ class BudgetView(View):
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(len(COLUMNS) - 1, QHeaderView.ResizeMode.Stretch)
+        # the statistic and the note take what is left and wrap: a long description no longer
+        # pushes the note out of sight
+        for column in (0, len(COLUMNS) - 1):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
+        self.table.setWordWrap(True)
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.setMinimumHeight(120)
         self.table.itemChanged.connect(self._item_changed)
         self.add_button = QPushButton("Add current statistic")
@@ -648,7 +673,7 @@ class BudgetView(View):
         )
         top = max(float(np.max(total, initial=0.0)), report.budget_epsilon)
         for i, row in enumerate(report.methods):
-            label = "not\napplicable" if row.total is None else _number(row.total)
+            label = "not\napplicable" if row.total is None else _total(row.total)
             text = pg.TextItem(
                 label,
                 color=palette.colour(GREY if row.total is None else palette.PLOT_FOREGROUND),
