@@ -42,6 +42,7 @@ True
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import tempfile
@@ -49,16 +50,9 @@ import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from dpexplorer.core.accounting.guarantees import Guarantee, Subsampled
 from dpexplorer.core.errors import DPExplorerError, InvalidParameterError, NotApplicableError
-from dpexplorer.core.mechanisms.base import (
-    AccuracyReport,
-    CategoricalOutput,
-    NumericOutput,
-)
-from dpexplorer.core.planning import BudgetReport
 from dpexplorer.data.errors import DataError
 from dpexplorer.data.queries import (
     And,
@@ -86,10 +80,39 @@ from dpexplorer.data.queries import (
     query_from_dict,
     where,
 )
-from dpexplorer.release.export import ExportError
-from dpexplorer.release.ledger import BudgetExceededError, NoBudgetError
 from dpexplorer.release.plan_run import PlanError
-from dpexplorer.release.release import ReleaseFailedError, ReleaseResult
+
+if TYPE_CHECKING:
+    from dpexplorer.core.accounting.guarantees import Guarantee
+    from dpexplorer.core.mechanisms.base import AccuracyReport, CategoricalOutput, NumericOutput
+    from dpexplorer.core.planning import BudgetReport
+    from dpexplorer.release.export import ExportError
+    from dpexplorer.release.ledger import BudgetExceededError, NoBudgetError
+    from dpexplorer.release.release import ReleaseFailedError, ReleaseResult
+
+_LAZY = {
+    "AccuracyReport": "dpexplorer.core.mechanisms.base",
+    "BudgetExceededError": "dpexplorer.release.ledger",
+    "BudgetReport": "dpexplorer.core.planning",
+    "CategoricalOutput": "dpexplorer.core.mechanisms.base",
+    "ExportError": "dpexplorer.release.export",
+    "NoBudgetError": "dpexplorer.release.ledger",
+    "NumericOutput": "dpexplorer.core.mechanisms.base",
+    "ReleaseFailedError": "dpexplorer.release.release",
+    "ReleaseResult": "dpexplorer.release.release",
+}
+"""Public names defined in heavier modules (scipy, the samplers), imported on first use: the
+queries alone cost polars' import, the planner's scipy.optimize more than a second."""
+
+
+def __getattr__(name: str) -> Any:
+    """A public name of :data:`_LAZY`, imported from its module on first use and kept."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'dpexplorer.api' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
 
 __docformat__ = "markdown"
 
@@ -482,6 +505,8 @@ def plan_budget(
         for number, m in enumerate(chosen.measurements, start=1)
     ]
     rate = chosen.sampling_rate
+
+    from dpexplorer.core.accounting.guarantees import Subsampled
 
     def charged(item: PlannedMeasurement, method: str | None) -> Guarantee:
         if rate is not None and rate < 1:  # the ledger's rule (release.charged_for)

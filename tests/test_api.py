@@ -58,6 +58,9 @@ def test_import_dpexplorer_and_version_stay_cheap() -> None:
     ):
         loaded = _modules_after(code)
         assert "polars" not in loaded and "dpexplorer.api" not in loaded, code
+    # building queries and plans needs polars, not the planner's scipy or the samplers' mpmath
+    loaded = _modules_after("import dpexplorer as dpx; dpx.Plan([dpx.Measurement(dpx.Count(), 'laplace')])")
+    assert not {m for m in loaded if m.split(".")[0] in ("scipy", "mpmath")}
 
 
 SCRIPT = """
