@@ -201,7 +201,7 @@ def release_prepared(
     (:func:`dpexplorer.release.release.execute`), ``on_release(number, prepared, result)``
     called after each. Returns (prepared, result) per entry."""
     from dpexplorer.release.export import check_output_dir, remove_partial_files
-    from dpexplorer.release.release import charged_guarantee, execute
+    from dpexplorer.release.release import PreparedRelease, charged_guarantee, execute
 
     if not prepared:
         return []
@@ -210,13 +210,13 @@ def release_prepared(
     check_output_dir(out_dir, [item.token for item in prepared])
     remove_partial_files(out_dir)
     released = []
-    from dpexplorer.release.synthetic_tables import TableRelease, release_table
-
     for number, item in enumerate(prepared, start=1):
-        if isinstance(item, TableRelease):  # a synthetic table (entry kind "synthetic")
-            result: Any = release_table(item, ledger=ledger, out_dir=out_dir, directory_checked=True)
-        else:
-            result = execute(item, ledger=ledger, out_dir=out_dir, directory_checked=True)
+        if isinstance(item, PreparedRelease):
+            result: Any = execute(item, ledger=ledger, out_dir=out_dir, directory_checked=True)
+        else:  # a synthetic table (entry kind "synthetic"); its module (estimators, scipy) only then
+            from dpexplorer.release.synthetic_tables import release_table
+
+            result = release_table(item, ledger=ledger, out_dir=out_dir, directory_checked=True)
         released.append((item, result))
         if on_release is not None:
             on_release(number, item, result)
