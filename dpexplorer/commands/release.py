@@ -114,9 +114,10 @@ def _prepare_all(
 
     entries, rate = plan
     ci_level = _number("ci-level", args.ci_level)
+    assert ci_level is not None  # the option has a default
     return prepare_plan(
         dataset,
-        entries,  # type: ignore[arg-type]
+        entries,
         rate,
         ledger,
         ci_level=ci_level,

@@ -7,6 +7,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 SCREENSHOT_TIMEOUT_S = 120.0
 IDENTITY_GRACE_S = 2.0
@@ -79,7 +80,7 @@ def run_app(file: str | None, *, screenshot: str | None = None) -> int:
     return code
 
 
-def main_thread_garbage_collection() -> object:
+def main_thread_garbage_collection() -> Any:
     """Collect cyclic garbage on a timer in the main thread only (pyqtgraph's GarbageCollector).
 
     Python's collector runs in whichever thread happens to allocate; when it frees a Qt object

@@ -119,7 +119,7 @@ def _typed(value: Any, kind: type, where: str) -> Any:
         return float(value)
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise LessonError(f"{where} must be a {kind.__name__}, not {value!r}")
-    if kind is str and not value.strip():
+    if isinstance(value, str) and not value.strip():
         raise LessonError(f"{where} is empty")
     return value
 

@@ -130,7 +130,9 @@ class LessonPanel(QFrame):
     def natural_height(self, width: int) -> int:
         """The height that shows the heading, the buttons and (unless folded) all the text at
         ``width``, without scrolling."""
-        frame, inner_margins = self.contentsMargins(), self.layout().contentsMargins()
+        layout = self.layout()
+        assert layout is not None  # set in __init__
+        frame, inner_margins = self.contentsMargins(), layout.contentsMargins()
         sides = frame.left() + frame.right() + inner_margins.left() + inner_margins.right()
         inner = width - sides
         parts = [self.heading.heightForWidth(inner), self.back.sizeHint().height()]
@@ -140,7 +142,7 @@ class LessonPanel(QFrame):
         if not self.problem.isHidden():
             parts.append(self.problem.heightForWidth(inner))
         vertical = frame.top() + frame.bottom() + inner_margins.top() + inner_margins.bottom()
-        return sum(parts) + self.layout().spacing() * len(parts) + vertical + 4
+        return sum(parts) + layout.spacing() * len(parts) + vertical + 4
 
 
 def _escape(text: str) -> str:

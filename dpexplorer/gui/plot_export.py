@@ -11,12 +11,16 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
 from PySide6.QtCore import QPoint, QRect, QSize
 from PySide6.QtGui import QPainter
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QWidget
 
 SAVE_FILTER = "PNG image (*.png);;SVG drawing (*.svg);;CSV data (*.csv)"
+
+Column = Sequence[object] | np.ndarray
+"""One column of a view's CSV export: a list, or an array (no copy into Python floats)."""
 
 
 def _atomic_target(path: Path) -> Path:
@@ -50,7 +54,7 @@ def save_svg(widget: QWidget, path: Path, title: str = "dpexplorer plot") -> Non
     os.replace(tmp, path)
 
 
-def save_csv(columns: Mapping[str, Sequence[object]], path: Path) -> None:
+def save_csv(columns: Mapping[str, Column], path: Path) -> None:
     """One column per series; shorter series are padded with empty cells."""
     tmp = _atomic_target(path)
     names = list(columns)
@@ -65,11 +69,11 @@ def save_csv(columns: Mapping[str, Sequence[object]], path: Path) -> None:
     os.replace(tmp, path)
 
 
-def _cell(values: Sequence[object], i: int) -> object:
+def _cell(values: Column, i: int) -> object:
     return values[i] if i < len(values) else ""
 
 
-def save_plot(widget: QWidget, columns: Mapping[str, Sequence[object]], path: str | Path) -> Path:
+def save_plot(widget: QWidget, columns: Mapping[str, Column], path: str | Path) -> Path:
     """Save by the file's suffix: .png, .svg or .csv. Raises ValueError for another suffix."""
     target = Path(path)
     suffix = target.suffix.lower()

@@ -16,8 +16,8 @@ def settings() -> QSettings:
 def recent_files() -> list[str]:
     value = settings().value("recent_files", [])
     if isinstance(value, str):  # QSettings returns a lone string for a one-item list
-        value = [value]
-    return [str(v) for v in value or []]
+        return [value]
+    return [str(v) for v in value] if isinstance(value, list | tuple) else []
 
 
 def add_recent_file(path: str | Path) -> list[str]:
@@ -35,7 +35,7 @@ def lazy_share() -> float:
     from dpexplorer.data.engine.scan import LAZY_SHARE
 
     try:
-        value = float(settings().value("data/lazy_share", LAZY_SHARE))
+        value = float(str(settings().value("data/lazy_share", LAZY_SHARE)))
     except (TypeError, ValueError):
         return LAZY_SHARE
     return value if value > 0 else LAZY_SHARE

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import polars as pl
@@ -21,7 +22,7 @@ class FrameModel(QAbstractTableModel):
         if frame is not None:
             self.set_frame(frame, column_types or {})
 
-    def set_frame(self, frame: pl.DataFrame, column_types: dict[str, str]) -> None:
+    def set_frame(self, frame: pl.DataFrame, column_types: Mapping[str, str]) -> None:
         self.beginResetModel()
         self._columns = list(frame.columns)
         self._rows = frame.rows()

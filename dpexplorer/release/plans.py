@@ -131,7 +131,7 @@ def exact_release(
             f"it in the app, or release with one of: {', '.join(PATHS)}"
         )
     candidates = query.partition if isinstance(query, NumericInput) else None
-    if candidates is not None:
+    if isinstance(query, NumericInput) and candidates is not None:
         refused = _paths("partition_paths").refusal(mechanism.name, query.statistic)
         if refused is not None:
             raise NotApplicableError(refused)

@@ -85,8 +85,9 @@ def _sum_grid(
 def _sums(moments: tuple[CentredMoments, ...], which: int) -> tuple[list[Fraction], bool]:
     """The centred sums (``which`` = 0) or centred squares (1) as rationals: the exact lattice
     sums where the data layer gave them (a release), else the floats; and whether exact."""
-    if all(m.exact_sums is not None for m in moments):
-        return [m.exact_sums[which] for m in moments], True  # type: ignore[index]
+    exact = [None if m.exact_sums is None else m.exact_sums[which] for m in moments]
+    if all(e is not None for e in exact):  # (the squares may be absent where the sums are not)
+        return [e for e in exact if e is not None], True
     return [Fraction((m.centred_sum, m.centred_squares)[which]) for m in moments], False
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from dpexplorer.core.accounting.guarantees import ApproxDP
 from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.core.mechanisms.base import Mechanism, SelectionInput
 from dpexplorer.core.mechanisms.dp_quantile import groups_changed, rows_per_group
@@ -138,6 +139,7 @@ def d2i_mode_release(mechanism: Mechanism, params: Mapping[str, Any], query: Sel
     distance = int(mechanism.distances(query)[0])  # type: ignore[attr-defined]
     mode = query.candidates[int(np.argmax(np.asarray(query.scores_d)))]
     claimed = mechanism.guarantee(params, query)
+    assert isinstance(claimed, ApproxDP)  # the distance test's mode: (epsilon, delta)-DP
 
     def draw(bits: BitSource) -> list[Value]:
         return [mode] if test.passes(distance, bits) else [BOTTOM]
@@ -145,7 +147,7 @@ def d2i_mode_release(mechanism: Mechanism, params: Mapping[str, Any], query: Sel
     return ExactRelease(
         guarantee=claimed,
         epsilon=claimed.epsilon,
-        delta=getattr(claimed, "delta", 0.0),
+        delta=claimed.delta,
         rho=None,
         sampler="discrete distance test (CKS 2020 discrete Laplace), then the exact mode",
         labels=("most common",),

@@ -50,7 +50,7 @@ def grouped_sums(dataset: Any, request: GroupedCentredSums, steps: tuple[RowStep
     shares = [groups[i::threads] for i in range(threads)]
     with ThreadPoolExecutor(threads) as pool:
         parts = list(pool.map(lambda share: _sums(dataset.path, request, share), shares))
-    totals = sum(parts) if parts else np.zeros((len(AGGREGATES), int(np.prod(request.shape))))
+    totals = sum(parts[1:], parts[0]) if parts else np.zeros((len(AGGREGATES), int(np.prod(request.shape))))
     unclipped = totals[1] + totals[0] * request.midpoint + totals[4]
     return [
         {
@@ -166,7 +166,7 @@ def _codes(batch: Any, request: GroupedCentredSums, codes: np.ndarray) -> np.nda
         column = batch.column(j)
         if not pa.types.is_dictionary(column.type):  # (a column the file does not dictionary-encode)
             column = column.dictionary_encode()
-        lookup = _positions(axis.categories)  # type: ignore[arg-type]
+        lookup = _positions(axis.categories)
         other = len(lookup)
         tables.append(np.array([lookup.get(v, other) for v in column.dictionary.to_pylist()] + [other]))
         indices = column.indices.fill_null(len(column.dictionary)) if column.null_count else column.indices

@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import numpy as np
 import polars as pl
@@ -49,10 +49,18 @@ from dpexplorer.data.errors import DataError
 from dpexplorer.data.load import ColumnInfo, Dataset, date_span_exprs, kind_of_dtype, span
 from dpexplorer.data.queries import Axis, date_columns
 
-STREAMING = "streaming"
+STREAMING: Final = "streaming"
 
 
-def clipped_expr(request: ClippedMoments | CentredSums | GroupedCentredSums | SortedClipped) -> pl.Expr:
+def clipped_expr(
+    request: ClippedMoments
+    | CentredSums
+    | GroupedCentredSums
+    | SortedClipped
+    | GroupedSortedClipped
+    | PersonContributions
+    | OrderWindow,
+) -> pl.Expr:
     """The column as float, missing values at the midpoint, clipped to [lower, upper]."""
     return (
         pl.col(request.column)
@@ -75,7 +83,7 @@ def _axis_index(axis: Axis) -> pl.Expr:
     return (
         pl.col(axis.column)
         .cast(pl.String)
-        .cast(pl.Enum(list(cats)), strict=False)
+        .cast(pl.Enum([str(c) for c in cats]), strict=False)  # all text (above)
         .to_physical()
         .cast(pl.Int64)
         .fill_null(len(cats))

@@ -244,7 +244,7 @@ def with_cell(frame: DataFrame, axes: tuple[Axis, ...], name: str) -> DataFrame:
     shape = tuple(len(a.labels) for a in axes)
     strides = np.cumprod((1, *shape[:0:-1]))[::-1] if shape else ()
     cell: Column = F.lit(0).cast("long")
-    joined = []
+    joined: list[str] = []
     for j, (axis, stride) in enumerate(zip(axes, strides, strict=True)):
         cats = axis.categories
         if cats is None or len(cats) <= JOIN_ABOVE or not all(isinstance(c, str) for c in cats):
@@ -298,7 +298,14 @@ def moment_columns(request: ClippedMoments) -> tuple[Column, ...]:
     return (*columns, lattice_sum(v, exact_lattices(request)[0]).alias("te")) if request.exact else columns
 
 
-def clipped_column(request: ClippedMoments | SortedClipped | CentredSums | GroupedCentredSums) -> Column:
+def clipped_column(
+    request: ClippedMoments
+    | SortedClipped
+    | CentredSums
+    | GroupedCentredSums
+    | GroupedSortedClipped
+    | PersonContributions,
+) -> Column:
     """Cast to double, missing at the midpoint, clipped to [lower, upper] (as polars)."""
     v = F.coalesce(_col(request.column).cast("double"), F.lit(float(request.midpoint)))
     return F.least(F.greatest(v, F.lit(float(request.lower))), F.lit(float(request.upper)))
@@ -482,7 +489,7 @@ def _iso_dates(frame: DataFrame) -> DataFrame:
     row = frame.agg(
         *(every_value_a_date(c).alias(f"ok{i}") for i, c in enumerate(texts)),
         *(F.count(_col(c)).alias(f"n{i}") for i, c in enumerate(texts)),
-    ).first()
+    ).collect()[0]
     dates = [c for i, c in enumerate(texts) if row[f"ok{i}"] == 1 and row[f"n{i}"]]  # all missing: text
     if not dates:
         return frame
@@ -496,7 +503,7 @@ def _finite(frame: DataFrame) -> tuple[DataFrame, list[str]]:
     if not floats:
         return frame, []
     bad = {c: F.isnan(_col(c)) | _col(c).isin(float("inf"), float("-inf")) for c in floats}
-    row = frame.agg(*(F.sum(F.when(b, 1).otherwise(0)).alias(c) for c, b in bad.items())).first()
+    row = frame.agg(*(F.sum(F.when(b, 1).otherwise(0)).alias(c) for c, b in bad.items())).collect()[0]
     notes = [
         f"column {c!r}: NaN or infinity in {int(row[c]):,} rows; those values are treated as missing"
         for c in floats
@@ -617,16 +624,16 @@ class SparkEngine(Engine):
         if request.where is None:
             return int(frame.count())
         hit = F.sum(F.when(predicate_column(request.where, date_columns(dataset.schema)), 1).otherwise(0))
-        return int(frame.agg(hit.alias("n")).first()["n"] or 0)
+        return int(frame.agg(hit.alias("n")).collect()[0]["n"] or 0)
 
     def _moments(self, dataset: SparkDataset, request: ClippedMoments, steps: tuple[RowStep, ...]) -> Moments:
         columns = (F.count(F.lit(1)).alias("n"), *moment_columns(request))
-        return moments_from(self._frame(dataset, steps).agg(*columns).first().asDict(), request)
+        return moments_from(self._frame(dataset, steps).agg(*columns).collect()[0].asDict(), request)
 
     def _centred(
         self, dataset: SparkDataset, request: CentredSums, steps: tuple[RowStep, ...]
     ) -> CentredMoments:
-        row = self._frame(dataset, steps).agg(*centred_columns(request)).first()
+        row = self._frame(dataset, steps).agg(*centred_columns(request)).collect()[0]
         return centred_moments(row.asDict(), request)
 
     def _mean_parts(
@@ -635,7 +642,7 @@ class SparkEngine(Engine):
         """One aggregation of both requests' columns (one scan, as on polars)."""
         moments, centred = request.parts
         columns = (*centred_columns(centred), *moment_columns(moments))
-        row = self._frame(dataset, steps).agg(*columns).first().asDict()
+        row = self._frame(dataset, steps).agg(*columns).collect()[0].asDict()
         return moments_from(row, moments), centred_moments(row, centred)
 
     def _grouped_centred(
@@ -663,7 +670,7 @@ class SparkEngine(Engine):
 
     def _distinct(self, dataset: SparkDataset, request: DistinctCount, steps: tuple[RowStep, ...]) -> int:
         frame = self._frame(dataset, steps)
-        return int(frame.agg(F.countDistinct(_col(request.column)).alias("n")).first()["n"])
+        return int(frame.agg(F.countDistinct(_col(request.column)).alias("n")).collect()[0]["n"])
 
     def _values(
         self, dataset: SparkDataset, request: DistinctValues, steps: tuple[RowStep, ...]
@@ -724,7 +731,7 @@ class SparkEngine(Engine):
             *(F.approx_count_distinct(_col(c)).alias(f"d{i}") for i, c in enumerate(names)),
             *(F.min(_col(c)).alias(f"\x1f<{c}") for c in dates),
             *(F.max(_col(c)).alias(f"\x1f>{c}") for c in dates),
-        ).first()
+        ).collect()[0]
         found = row.asDict()
         return tuple(
             ColumnInfo(
@@ -746,7 +753,7 @@ class SparkEngine(Engine):
             row = dataset.frame.agg(
                 *(F.min(_col(c)).alias(f"lo{i}") for i, c in enumerate(numeric)),
                 *(F.max(_col(c)).alias(f"hi{i}") for i, c in enumerate(numeric)),
-            ).first()
+            ).collect()[0]
             for i, c in enumerate(numeric):
                 low, high = row[f"lo{i}"], row[f"hi{i}"]
                 if low is not None and high is not None and low < high:

@@ -15,7 +15,8 @@ from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QVB
 
 from dpexplorer.core.mechanisms.base import Curve
 from dpexplorer.gui import palette
-from dpexplorer.gui.plot_export import SAVE_FILTER, save_plot
+from dpexplorer.gui.plot_export import SAVE_FILTER, Column, save_plot
+from dpexplorer.gui.views.live_text import LiveText
 
 pg.setConfigOptions(
     antialias=True,
@@ -49,7 +50,7 @@ class View(QWidget):
 
     def __init__(self, title: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.columns: dict[str, Sequence[object]] = {}
+        self.columns: dict[str, Column] = {}
         self.title = QLabel(f"<b>{title}</b>")
         self.title.setWordWrap(True)  # wraps in a narrow window (teaching fonts) rather than widen it
         self.explanation = QLabel()
@@ -70,7 +71,7 @@ class View(QWidget):
         self._pending: object | None = None
 
     @staticmethod
-    def set_text(label: QLabel, text: str) -> None:
+    def set_text(label: QLabel | LiveText, text: str) -> None:
         """``label.setText(text)`` unless it already shows it: a new rich text re-lays out the
         window (about 10 ms a frame while a slider moves)."""
         if label.text() != text:
@@ -247,7 +248,7 @@ def _multiple(m: int, k: int) -> str:
 
 
 def log_ticks(
-    arrays: Sequence[Sequence[float]], max_labels: int = MAX_LOG_LABELS
+    arrays: Sequence[Sequence[float] | np.ndarray], max_labels: int = MAX_LOG_LABELS
 ) -> list[list[tuple[float, str]]] | None:
     """Ticks for a log axis (positions in log10 units, as pyqtgraph's log mode uses), whatever
     the span: at most ``max_labels`` labelled powers of ten, every ``step`` decades with step
@@ -278,7 +279,7 @@ def log_ticks(
     return [major, minor]
 
 
-def _log_span(arrays: Sequence[Sequence[float]]) -> tuple[float, float] | None:
+def _log_span(arrays: Sequence[Sequence[float] | np.ndarray]) -> tuple[float, float] | None:
     values = np.concatenate([np.asarray(a, dtype=float).ravel() for a in arrays]) if arrays else np.array([])
     values = values[np.isfinite(values) & (values > 0)]
     if values.size == 0:
@@ -365,8 +366,8 @@ def short_axis_label(text: str) -> str:
     return f"{match.group(2)}-sure bound on {match.group(1)}" if match else text
 
 
-def curve_columns(curves: Sequence[Curve]) -> dict[str, Sequence[object]]:
-    columns: dict[str, Sequence[object]] = {}
+def curve_columns(curves: Sequence[Curve]) -> dict[str, Column]:
+    columns: dict[str, Column] = {}
     for curve in curves:
         columns[f"{curve.name}: {curve.x_label}"] = list(np.asarray(curve.x, dtype=float))
         columns[f"{curve.name}: {curve.y_label}"] = list(np.asarray(curve.y, dtype=float))

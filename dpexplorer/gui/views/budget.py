@@ -46,6 +46,7 @@ from dpexplorer.core.planning import (
     ReleasedMeasurement,
 )
 from dpexplorer.gui import palette
+from dpexplorer.gui.plot_export import Column
 from dpexplorer.gui.views.base import GREEN, GREY, ORANGE, PALETTE, RED, View, dashed_line, new_plot
 
 PROFILE_DELTAS = np.geomspace(1e-12, 1e-1, 12)
@@ -176,16 +177,17 @@ def _rows(
         rows.append(
             Row(item.label, item.mechanism, eps, dlt, True, True, eps, note="released (in the ledger)")
         )
-    for i, item in enumerate(plan):
+    for i, step in enumerate(plan):
         note = notes.get(i, "")
-        if amplified[i] is not None:
-            eps, dlt = planning.guarantee_epsilon_delta(amplified[i], delta)
+        amplified_guarantee = amplified[i]
+        if amplified_guarantee is not None:
+            eps, dlt = planning.guarantee_epsilon_delta(amplified_guarantee, delta)
             note = note or "amplified: the file is declared a secret sample"
         else:
-            eps, dlt = planning.claimed_epsilon_delta(item)
+            eps, dlt = planning.claimed_epsilon_delta(step)
         charged, _ = planning.guarantee_epsilon_delta(charges[i], delta)
-        note = "; ".join(t for t in (note, _release_refusal(item)) if t)
-        rows.append(Row(item.label, item.mechanism, eps, dlt, item.held, False, charged, item.target, note))
+        note = "; ".join(t for t in (note, _release_refusal(step)) if t)
+        rows.append(Row(step.label, step.mechanism, eps, dlt, step.held, False, charged, step.target, note))
     return tuple(rows)
 
 
@@ -556,6 +558,7 @@ class BudgetView(View):
             self.table.setItem(r, c, cell)
         if planned:
             hold = self.table.item(r, HOLD_COLUMN)
+            assert hold is not None  # set just above
             hold.setFlags(hold.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             hold.setCheckState(Qt.CheckState.Checked if row.held else Qt.CheckState.Unchecked)
 
@@ -749,9 +752,9 @@ class BudgetView(View):
                 name="the budget (ε, δ)",
             )
 
-    def _csv(self, result: BudgetResult) -> dict[str, Sequence[object]]:
+    def _csv(self, result: BudgetResult) -> dict[str, Column]:
         report = result.report
-        columns: dict[str, Sequence[object]] = {
+        columns: dict[str, Column] = {
             "accountant": [r.method for r in report.methods],
             "released_epsilon": [r.released for r in report.methods],
             "total_epsilon": [r.total for r in report.methods],

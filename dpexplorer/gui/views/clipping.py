@@ -162,7 +162,8 @@ class ClippingView(View):
             self.result = result
             grid = result.tradeoff.lows
             self.slider.blockSignals(True)
-            self.slider.setRange(float(grid[0]), float(grid[-1]))
+            # superqt's stubs give the double slider its int base's setRange; it takes floats
+            self.slider.setRange(float(grid[0]), float(grid[-1]))  # type: ignore[arg-type]
             self.slider.setValue((result.lower, result.upper))
             self.slider.blockSignals(False)
             self.draw(result, result.lower, result.upper)

@@ -118,9 +118,9 @@ class ErrorAgainstKView(View):
         }
         # A log error axis: the bounds sit an order of magnitude above the simulated errors, and
         # on a linear axis the simulated curves would be flattened at its foot.
-        shown = [a for _, mean, se, bound, _ in curves.values() for a in (mean + 2 * se, bound)]
+        arrays = [a for _, mean, se, bound, _ in curves.values() for a in (mean + 2 * se, bound)]
         finite = np.concatenate(
-            [a[np.isfinite(a) & (a > 0)] for a in shown] + [result.pmw_mean[result.pmw_mean > 0]]
+            [a[np.isfinite(a) & (a > 0)] for a in arrays] + [result.pmw_mean[result.pmw_mean > 0]]
         )
         floor = float(finite.min()) / 2 if finite.size else 1e-3
 

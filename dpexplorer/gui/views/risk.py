@@ -23,6 +23,7 @@ from dpexplorer.core.accounting.guarantees import Guarantee
 from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.core.planning import PlannedMeasurement
 from dpexplorer.gui import palette
+from dpexplorer.gui.plot_export import Column
 from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, View, new_plot
 
 ALPHAS = np.linspace(0.0, 1.0, 201)
@@ -270,8 +271,8 @@ class RiskView(View):
         plot.setXRange(0, 1, padding=0.02)
         plot.setYRange(0, 1, padding=0.02)
 
-    def _csv(self, result: RiskResult) -> dict[str, Sequence[object]]:
-        columns: dict[str, Sequence[object]] = {"alpha": list(result.alphas)}
+    def _csv(self, result: RiskResult) -> dict[str, Column]:
+        columns: dict[str, Column] = {"alpha": list(result.alphas)}
         for curves, _ in self._pairs(result):
             columns[f"{curves.name}: beta from (eps, delta)"] = list(curves.beta_pair)
             if curves.beta_profile is not None:
