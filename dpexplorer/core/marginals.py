@@ -225,6 +225,9 @@ class Transcript:
     measurements: list[Measurement] = field(default_factory=list)
     rounds: list[Round] = field(default_factory=list)
     rho_spent: Fraction = Fraction(0)
+    model: Any = None
+    """The last model a run fitted on the way (AIM; post-processing, None for MST): the final
+    fit starts from it."""
 
     def describe(self, query: MarginalInput) -> dict[str, Any]:
         """JSON-ready: the selected marginals and the rounds (DP outputs)."""
@@ -571,7 +574,7 @@ def synthesise(
     """Post-processing of ``transcript``: the model (refitted unless given) and ``rows`` records
     (0: the model's estimated total, rounded)."""
     if model is None:
-        model = fit(transcript.measurements, None)
+        model = fit(transcript.measurements, transcript.model)
     count = int(rows) if rows > 0 else max(1, round(float(model.total)))
     records = model.sample(count, rng)
     if progress is not None:

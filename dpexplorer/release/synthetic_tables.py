@@ -172,6 +172,11 @@ class TableRelease:
     """No subsampling amplification is claimed for a synthetic table."""
     legacy: tuple[str, ...] = ()
 
+    @property
+    def public_facts(self) -> dict[str, Any]:
+        """As :class:`~.release.PreparedRelease`'s: declared facts only."""
+        return {"statistic": "synthetic table", **self.input.public_domain()}
+
 
 @dataclass(frozen=True)
 class TableResult:
@@ -194,6 +199,11 @@ class TableResult:
     @property
     def values(self) -> tuple[int, int]:
         return (self.rows, len(self.selected))
+
+    confidence_intervals: None = None
+    """Counts of what was written, not estimates: no interval (as a selection's)."""
+    ci_level: float = 0.95
+    interval_kinds: tuple[str, ...] = ()
 
 
 def prepare_table(

@@ -67,6 +67,8 @@ from dpexplorer.core.mechanisms.registry import register
 
 ALPHA = Fraction(9, 10)
 """The share of each round's budget spent on measurement (the paper's alpha)."""
+ROUND_ITERATIONS = 50
+"""Fewest estimation steps of the fit after each round (a fifth of the declared iterations)."""
 BIAS = math.sqrt(2 / math.pi)
 """E|Z| / sigma for Z ~ N(0, sigma^2): the expected l1 error per cell of a measurement."""
 
@@ -124,7 +126,9 @@ def aim_steps(
         raise InvalidParameterError(f"AIM plans at least one round per column: T must be at least {d}")
     estimator = choose_estimator(query.sizes, str(params.get("estimator", "auto")))
     limit = float(params.get("max_model_size", 80.0))
-    fit = fitter(query, estimator, int(params.get("iterations", 500)), cancel)
+    # the model in the loop only steers the selection (post-processing): a shorter fit, started
+    # from the previous one; the final model (after the run) gets every declared iteration
+    fit = fitter(query, estimator, max(ROUND_ITERATIONS, int(params.get("iterations", 500)) // 5), cancel)
 
     sigma2 = sigma2_for(ALPHA * rho / rounds, l2sq)
     epsilon = sqrt_down(8 * (1 - ALPHA) * rho / rounds)
@@ -159,6 +163,7 @@ def aim_steps(
         if float(np.abs(model.project(chosen) - before).sum()) <= BIAS * sigma * query.size(chosen):
             sigma2, epsilon = sigma2 / 4, 2 * epsilon
     assert out.rho_spent <= rho, "AIM spent more than its budget"
+    out.model = model
     checkpoint(cancel, progress, 1.0)
     return out
 
