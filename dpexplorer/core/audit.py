@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from dpexplorer.core.cancel import CancelToken, ProgressFn, checkpoint
 from dpexplorer.core.errors import InvalidParameterError
@@ -69,6 +68,8 @@ class _Event:
 def clopper_pearson(successes: np.ndarray, trials: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Exact one-sided Clopper-Pearson bounds, each holding with probability >= 1 - alpha:
     returns (lower, upper) on the success probability."""
+    from scipy import stats  # on first use: 0.5-1 s to import, which the window's start need not pay
+
     k = np.asarray(successes, dtype=float)
     lower = np.where(k > 0, stats.beta.ppf(alpha, np.maximum(k, 1), trials - k + 1), 0.0)
     upper = np.where(k < trials, stats.beta.ppf(1 - alpha, k + 1, np.maximum(trials - k, 1)), 1.0)
@@ -78,6 +79,8 @@ def clopper_pearson(successes: np.ndarray, trials: int, alpha: float) -> tuple[n
 def _wilson(successes: np.ndarray, trials: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score bounds: a cheap closed-form stand-in for Clopper-Pearson, used only to RANK
     candidate events on the selection half (never for the reported bound)."""
+    from scipy import stats
+
     z = float(stats.norm.isf(alpha))
     p = np.asarray(successes, dtype=float) / trials
     centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)

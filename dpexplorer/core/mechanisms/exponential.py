@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from scipy.special import log_softmax
 
 from dpexplorer.core.accuracy import EPSILON_SWEEP, curve_over, discrete_hockey_stick
 from dpexplorer.core.errors import InvalidParameterError
@@ -163,6 +162,8 @@ def selection_accuracy(
 def exponential_log_pmf(scores: np.ndarray, scale: float) -> np.ndarray:
     """log P(r) = u_r / sigma - logsumexp(u / sigma): the exponential mechanism's exact pmf in
     logs (seed 000, Section 12.3)."""
+    from scipy.special import log_softmax  # on first use: scipy.special is not needed at start-up
+
     return log_softmax(np.asarray(scores, dtype=float) / scale)
 
 
