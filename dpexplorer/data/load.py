@@ -356,10 +356,10 @@ Source = Path | bytes
 memory (a file in another encoding, or delimited by whitespace)."""
 
 
-def _open_text_bytes(src: Source, fmt: Format) -> io.BufferedIOBase:
+def _open_text_bytes(src: Source, fmt: Format) -> io.BytesIO | gzip.GzipFile | io.BufferedReader:
     if isinstance(src, bytes):
         return io.BytesIO(src)
-    return gzip.open(src, "rb") if fmt == "csv.gz" else open(src, "rb")  # type: ignore[return-value]
+    return gzip.open(src, "rb") if fmt == "csv.gz" else open(src, "rb")
 
 
 def _read_head(path: Path, fmt: Format) -> bytes:
@@ -597,7 +597,7 @@ class _NotUtf8(Exception):
 
 
 def _read(
-    path: Path, fmt: Format, sep: str, lazy: bool, notes: list[str], src: Source | None = None
+    path: Path, fmt: Format, sep: str, lazy: bool, notes: list[str], src: bytes | None = None
 ) -> tuple[pl.DataFrame | pl.LazyFrame, list[int]]:
     """Parse the file, or ``src`` (UTF-8 CSV in memory) when given (or check it parses,
     streaming, when lazy). Columns where text turns up after schema inference are re-read as text
@@ -632,7 +632,7 @@ def _read(
             message = str(exc)
             parse = _PARSE_ERROR.search(message)
             if parse and parse.group(3) not in overrides:
-                overrides[parse.group(3)] = pl.String
+                overrides[parse.group(3)] = pl.String()
             elif "more fields than defined" in message and not truncate:
                 truncate = True
                 expected = (

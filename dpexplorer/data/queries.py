@@ -213,7 +213,9 @@ class Or:
     def expr(self, dates: Collection[str] = ()) -> pl.Expr:
         return pl.any_horizontal([t.expr(dates) for t in self.terms])
 
-    check = And.check
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        for t in self.terms:
+            t.check(schema)
 
     def describe(self) -> str:
         return " or ".join(_grouped(t) for t in self.terms)
@@ -298,7 +300,7 @@ def predicate_from_dict(d: Mapping[str, Any]) -> Predicate:
     """Inverse of ``to_dict`` of a predicate; DataError if ``d`` is not one."""
     _require(isinstance(d, Mapping), f"a condition must be a mapping, got {d!r}")
     if "compare" in d:
-        value = d.get("value")
+        value: Any = d.get("value")  # Compare checks it
         return Compare(str(d.get("column")), d["compare"], tuple(value) if isinstance(value, list) else value)
     for key, cls in (("and", And), ("or", Or)):
         if key in d:
@@ -620,7 +622,8 @@ class TopK:
             f"k must be between 1 and the {len(self.categories)} categories, got {self.k}",
         )
 
-    check = ArgMax.check
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        _column(schema, self.column)
 
     def describe(self) -> str:
         among = _listed(self.categories)
@@ -980,7 +983,7 @@ def _from_dict(kind: Any, d: Mapping[str, Any]) -> Query:
         return Count()
     if kind == "predicate_count":
         return PredicateCount(predicate_from_dict(d["predicate"]))
-    clipped = {"sum": Sum, "mean": Mean}
+    clipped: dict[str, type[Sum] | type[Mean]] = {"sum": Sum, "mean": Mean}
     if kind in clipped:
         return clipped[kind](d["column"], d["lower"], d["upper"])
     if kind == "variance":

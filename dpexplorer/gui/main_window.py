@@ -95,6 +95,8 @@ class MainWindow(WindowParts):
 
     dataset_loaded = Signal(object)
     error_shown = Signal(str)
+    _pending_plan: object | None  # a plan rebuilt on a worker, kept until the budget view exists
+    _pending_session: Session | None  # a session being opened, applied once its dataset is in
 
     def __init__(self, *, interactive: bool = True, restore_layout: bool = True) -> None:
         super().__init__()
@@ -226,8 +228,8 @@ class MainWindow(WindowParts):
         self.private_bounds_dialog.open()
 
     def _use_bounds(self, lower: float, upper: float) -> None:
-        self.query_panel.lower.setValue(lower)
-        self.query_panel.upper.setValue(upper)
+        self.query_panel.lower_bound.setValue(lower)
+        self.query_panel.upper_bound.setValue(upper)
         self.query_panel.emit_query()
 
     def _submit_visible(self) -> None:
@@ -326,7 +328,7 @@ class MainWindow(WindowParts):
     # ------------------------------------------------------------------ menus
     def _build_menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
-        open_action = QAction("&Open…", self, shortcut=QKeySequence.StandardKey.Open)
+        open_action = QAction("&Open…", self, shortcut=QKeySequence(QKeySequence.StandardKey.Open))
         open_action.triggered.connect(self.open_dialog)
         file_menu.addAction(open_action)
         spark_action = QAction("Open on &Spark…", self)
@@ -339,7 +341,9 @@ class MainWindow(WindowParts):
         default_action.triggered.connect(lambda: self.open_file(default_dataset_path()))
         file_menu.addAction(default_action)
         file_menu.addSeparator()
-        save_session_action = QAction("&Save Session…", self, shortcut=QKeySequence.StandardKey.Save)
+        save_session_action = QAction(
+            "&Save Session…", self, shortcut=QKeySequence(QKeySequence.StandardKey.Save)
+        )
         save_session_action.triggered.connect(self.save_session_dialog)
         file_menu.addAction(save_session_action)
         load_session_action = QAction("Open Sess&ion…", self, shortcut=QKeySequence("Ctrl+Shift+O"))
@@ -349,7 +353,7 @@ class MainWindow(WindowParts):
 
         add_analysis_actions(self, file_menu)
         file_menu.addSeparator()
-        quit_action = QAction("&Quit", self, shortcut=QKeySequence.StandardKey.Quit)
+        quit_action = QAction("&Quit", self, shortcut=QKeySequence(QKeySequence.StandardKey.Quit))
         quit_action.triggered.connect(self.close)
         file_menu.addAction(quit_action)
         self.view_menu = self.menuBar().addMenu("&View")
@@ -608,6 +612,7 @@ class MainWindow(WindowParts):
         from PySide6.QtWidgets import QApplication
 
         app = QApplication.instance()
+        assert isinstance(app, QApplication)  # the window exists: so does the application
         if not hasattr(self, "_normal_font"):
             self._normal_font = app.font()
         if on:

@@ -221,9 +221,9 @@ class QueryPanel(QGroupBox):
         self.column = _shortened(QComboBox())
         self.columns2 = _shortened(QComboBox())
         self.columns2.setToolTip("Second column of the workload's universe (optional)")
-        self.lower = QDoubleSpinBox()
-        self.upper = QDoubleSpinBox()
-        for box in (self.lower, self.upper):
+        self.lower_bound = QDoubleSpinBox()
+        self.upper_bound = QDoubleSpinBox()
+        for box in (self.lower_bound, self.upper_bound):
             box.setRange(-1e12, 1e12)
             box.setDecimals(3)
             box.setToolTip(
@@ -351,8 +351,8 @@ class QueryPanel(QGroupBox):
         self.form.addRow("Statistic", self.kind)
         self.form.addRow("Column", self.column)
         self.form.addRow("Second column", self.columns2)
-        self.form.addRow("Lower bound", self.lower)
-        self.form.addRow("Upper bound", self.upper)
+        self.form.addRow("Lower bound", self.lower_bound)
+        self.form.addRow("Upper bound", self.upper_bound)
         self.form.addRow("Quantile q", self.q_value)
         self.form.addRow("Trimmed fraction", self.trim)
         self.form.addRow("k", self.k)
@@ -380,9 +380,9 @@ class QueryPanel(QGroupBox):
         # each condition on a line of its own under its name, across the panel: beside its name
         # the four fields did not fit at teaching mode's font (the operator and value were cut)
         self.condition_labels = [QLabel(f"Condition {i + 1}") for i in range(len(self.conditions))]
-        for label, row in zip(self.condition_labels, self.conditions, strict=True):
+        for label, condition in zip(self.condition_labels, self.conditions, strict=True):
             self.form.addRow(label)
-            self.form.addRow(row)
+            self.form.addRow(condition)
         self.form.addRow("Neighbours", self.relation)
         layout = QVBoxLayout(self)
         layout.addLayout(self.form)
@@ -396,8 +396,8 @@ class QueryPanel(QGroupBox):
             self.columns2.currentTextChanged,
             self.relation.currentIndexChanged,
             self.joiner.currentIndexChanged,
-            self.lower.editingFinished,
-            self.upper.editingFinished,
+            self.lower_bound.editingFinished,
+            self.upper_bound.editingFinished,
             self.q_value.valueChanged,
             self.trim.valueChanged,
             self.k.valueChanged,
@@ -462,8 +462,8 @@ class QueryPanel(QGroupBox):
             "kind": self.current_kind(),
             "column": self.column.currentText(),
             "column2": self.columns2.currentText(),
-            "lower": self.lower.value(),
-            "upper": self.upper.value(),
+            "lower": self.lower_bound.value(),
+            "upper": self.upper_bound.value(),
             "q": self.q_value.value(),
             "trim_fraction": self.trim.value(),
             "k": self.k.value(),
@@ -488,7 +488,7 @@ class QueryPanel(QGroupBox):
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state` (signals held back), then emit the query once."""
-        widgets = [self.kind, self.column, self.columns2, self.lower, self.upper, self.q_value]
+        widgets = [self.kind, self.column, self.columns2, self.lower_bound, self.upper_bound, self.q_value]
         widgets += [self.trim, self.k, self.bins, self.categories, self.joiner, self.relation]
         widgets += [
             self.group1,
@@ -510,8 +510,8 @@ class QueryPanel(QGroupBox):
             self.blockSignals(False)
             self.column.setCurrentText(state["column"])
             self.columns2.setCurrentText(state["column2"])
-            self.lower.setValue(state["lower"])
-            self.upper.setValue(state["upper"])
+            self.lower_bound.setValue(state["lower"])
+            self.upper_bound.setValue(state["upper"])
             self.q_value.setValue(state["q"])
             self.trim.setValue(state["trim_fraction"])
             self.k.setValue(state["k"])
@@ -575,8 +575,8 @@ class QueryPanel(QGroupBox):
         column = self.column.currentText()
         if column in self.ranges:
             low, high = self.ranges[column]
-            self.lower.setValue(low)
-            self.upper.setValue(high)
+            self.lower_bound.setValue(low)
+            self.upper_bound.setValue(high)
         self._show_category_count(column)
         if column in self.top_values:
             self.categories.setText(", ".join(self.top_values[column][: self.category_count.value()]))
@@ -652,8 +652,8 @@ class QueryPanel(QGroupBox):
         show = {
             self.column: kind not in ("count", "predicate_count"),
             self.columns2: kind == "workload",
-            self.lower: kind in NUMERIC_KINDS or (kind in ("histogram", "workload") and numeric_column),
-            self.upper: kind in NUMERIC_KINDS or (kind in ("histogram", "workload") and numeric_column),
+            self.lower_bound: kind in NUMERIC_KINDS or (kind in ("histogram", "workload") and numeric_column),
+            self.upper_bound: kind in NUMERIC_KINDS or (kind in ("histogram", "workload") and numeric_column),
             self.q_value: kind in ("quantile", "group_quantile"),
             self.trim: kind == "trimmed_mean",
             self.k: kind == "top_k",
@@ -668,6 +668,7 @@ class QueryPanel(QGroupBox):
         grouped = kind in GROUP_KINDS
         show[self.column] = show[self.column] and kind != "group_count"
         private = self.key_origin.currentData() == "private"
+        widget: QWidget
         for widget in (self.group1, self.group2, self.key_origin, self.unit):
             show[widget] = grouped
         show[self.group2] = grouped and kind != "group_histogram"  # its second key is the binned column
@@ -691,7 +692,7 @@ class QueryPanel(QGroupBox):
 
     def _axis(self, column: str) -> q.Axis:
         if self.kinds.get(column) == "numeric":
-            low, high = self.lower.value(), self.upper.value()
+            low, high = self.lower_bound.value(), self.upper_bound.value()
             if column != self.column.currentText() and column in self.ranges:
                 low, high = self.ranges[column]
             n = self.bins.value()
@@ -705,7 +706,7 @@ class QueryPanel(QGroupBox):
     def build(self) -> q.Query:
         """The query the widgets describe; DPExplorerError with the reason if they do not."""
         kind, column = self.current_kind(), self.column.currentText()
-        low, high = self.lower.value(), self.upper.value()
+        low, high = self.lower_bound.value(), self.upper_bound.value()
         if kind == "count":
             return q.Count()
         if kind == "predicate_count":
@@ -718,7 +719,7 @@ class QueryPanel(QGroupBox):
                 else (q.And if self.joiner.currentText() == "and" else q.Or)(tuple(parts))
             )
             return q.PredicateCount(joined)
-        simple = {"sum": q.Sum, "mean": q.Mean}
+        simple: dict[str, type[q.Sum] | type[q.Mean]] = {"sum": q.Sum, "mean": q.Mean}
         if kind in simple:
             return simple[kind](column, low, high)
         if kind == "median":

@@ -70,8 +70,8 @@ def test_every_category_of_the_column_is_declared_when_the_summary_lists_them_al
 @pytest.mark.parametrize(("kind", "std"), [("variance", False), ("std", True)])
 def test_variance_and_standard_deviation_are_offered(panel, kind, std) -> None:
     panel.select_kind(kind, "age")
-    panel.lower.setValue(17)
-    panel.upper.setValue(90)
+    panel.lower_bound.setValue(17)
+    panel.upper_bound.setValue(90)
     assert panel.build() == q.Variance("age", 17.0, 90.0, std=std)
 
 
@@ -88,8 +88,8 @@ def test_the_key_choices_survive_a_session(qtbot, panel, adult) -> None:
 
 def test_a_quantile_by_group_is_offered(panel) -> None:
     panel.select_kind("group_quantile", "age")
-    panel.lower.setValue(17)
-    panel.upper.setValue(90)
+    panel.lower_bound.setValue(17)
+    panel.upper_bound.setValue(90)
     panel.q_value.setValue(0.9)
     query = panel.build()
     assert isinstance(query, q.GroupBy) and (query.statistic, query.q, query.column) == (
@@ -106,8 +106,8 @@ def test_a_quantile_by_privately_selected_groups_is_built(panel) -> None:
     panel.select_kind("group_quantile", "age")
     panel.group1.setCurrentText("education")
     _origin(panel, "private")
-    panel.lower.setValue(17)
-    panel.upper.setValue(90)
+    panel.lower_bound.setValue(17)
+    panel.upper_bound.setValue(90)
     query = panel.build()
     assert isinstance(query, q.GroupBy) and query.statistic == "quantile" and query.keys == ()
     assert query.private is not None and query.private.columns == ("education",)
@@ -121,8 +121,8 @@ def test_a_histogram_by_group_is_a_count_by_the_group_and_the_binned_column(pane
     panel.select_kind("group_histogram", "age")
     panel.group1.setCurrentText("sex")
     panel.group_categories.setText("Male, Female")
-    panel.lower.setValue(17)
-    panel.upper.setValue(90)
+    panel.lower_bound.setValue(17)
+    panel.upper_bound.setValue(90)
     panel.bins.setValue(4)
     query = panel.build()
     assert query == q.GroupBy(

@@ -96,8 +96,8 @@ def test_teaching_mode_blocks_release_and_says_why(qtbot, window, ledger_path):
 def test_session_round_trip_restores_every_control(qtbot, window, tmp_path):
     panel = window.query_panel
     panel.select_kind("median", "hours_per_week")
-    panel.lower.setValue(1)
-    panel.upper.setValue(99)
+    panel.lower_bound.setValue(1)
+    panel.upper_bound.setValue(99)
     panel.emit_query()
     wait_idle(qtbot, window)
     window.mechanism_panel.params.controls["epsilon"].set_value(0.37)
