@@ -20,8 +20,11 @@ from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.gui.query_panel import EACH_ROW
 
 if TYPE_CHECKING:
-    from dpexplorer.gui.main_window import MainWindow
     from dpexplorer.release.analysis_export import Analysis
+
+MainWindow = Any
+"""The main window (``dpexplorer.gui.main_window.MainWindow``, which imports this module: not
+imported here, not even for types, so that no import circle forms)."""
 
 EXPORT_FILTERS = {
     "Plan for dpexplorer release (*.json)": "plan",
@@ -45,7 +48,7 @@ def add_analysis_actions(window: MainWindow, menu: QMenu) -> None:
     import_action.triggered.connect(lambda: import_plan_dialog(window))
     menu.addAction(export_action)
     menu.addAction(import_action)
-    window.export_analysis_action, window.import_plan_action = export_action, import_action  # type: ignore[attr-defined]
+    window.export_analysis_action, window.import_plan_action = export_action, import_action
     # each planned statistic is explorable: double-click its name in the Budget tab (the tab is
     # built with the mechanisms, after the menus: this slot runs after the window's own)
     window.explorer.registry_ready.connect(lambda: _explorable_rows(window))
@@ -55,7 +58,7 @@ def _explorable_rows(window: MainWindow) -> None:
     view = window.workspace.budget_view if window.workspace is not None else None
     if view is None or getattr(view, "_dpx_explorable", False):
         return
-    view._dpx_explorable = True  # type: ignore[attr-defined]
+    view._dpx_explorable = True
     view.table.setToolTip("Double-click a planned statistic's name to explore it")
 
     def activated(row: int, column: int) -> None:
@@ -90,7 +93,7 @@ def window_analysis(window: MainWindow) -> Analysis:
     if not statistics and explorer.query is not None and explorer.mechanism is not None:
         statistics.append(
             Statistic(
-                explorer.query.to_dict(),  # type: ignore[attr-defined]
+                explorer.query.to_dict(),
                 explorer.mechanism.name,
                 explorer.mechanism.validate(explorer.params),
                 "",
@@ -319,7 +322,7 @@ def explore_entry(window: MainWindow, index: int) -> bool:
     show it. Returns whether the panel shows it."""
     from dpexplorer.data.queries import query_from_dict
 
-    item = window.workspace.budget_view.plan[index]  # type: ignore[union-attr]
+    item = window.workspace.budget_view.plan[index]
     query_dict, relation = window.plan_queries[item.label]
     query = query_from_dict(query_dict)
     panel = window.query_panel
