@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QWidget
+from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
 from dpexplorer.core.ranking import Ranking, rank_mechanisms
@@ -90,6 +90,9 @@ class MechanismRanking(QLabel):
         self.ranking: Ranking | None = None
         self.setWordWrap(True)
         self.setTextFormat(Qt.TextFormat.RichText)
+        # the panel's width is the query controls' business: the table wraps within what it gets
+        # (a long mechanism name made the controls column wider than its scroll area)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.setToolTip(
             "Each mechanism that applies to this query, at the ε (and δ) chosen above, by the "
             "half-width of the interval that holds its error with 95 % probability: the Accuracy "

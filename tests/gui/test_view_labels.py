@@ -180,3 +180,36 @@ def test_the_budget_table_names_released_rows_in_words_shows_the_note_and_rounds
     header = view.table.horizontalHeader()
     note_right = header.sectionPosition(8) + header.sectionSize(8)
     assert note_right <= view.table.viewport().width()
+
+
+def test_teaching_mode_at_1280_by_720_gives_the_random_walk_plot_the_width(qtbot, window):
+    """Issue 28: in teaching mode at 1280 x 720 the random walk's plot was squeezed beside its
+    settings (320 px of a 746 px view; a third in the report) with the space under the numbers
+    empty. Now the settings and numbers go under it when the view is narrow."""
+    window.resize(1280, 720)
+    window.teaching_action.setChecked(True)
+    try:
+        view = window.theory_views.random_walk_view
+        window.tabs.setCurrentWidget(view)
+        qtbot.waitUntil(lambda: view.result is not None, timeout=30_000)
+        qtbot.wait(50)
+        assert not view.beside
+        assert view.plot.width() >= 0.9 * view.width(), (view.plot.width(), view.width())
+        assert view.plot.height() >= 250
+        lowest = max(
+            w.mapTo(view, w.rect().bottomLeft()).y()
+            for w in (view.plot, view.controls, view.summary)
+            if w.isVisible()
+        )
+        assert view.height() - lowest < 40, "no band of empty space under the view's content"
+    finally:
+        window.teaching_action.setChecked(False)
+    from dpexplorer.gui.views.random_walk import RandomWalkView
+
+    wide = RandomWalkView()  # a wide view: beside, the plot still the larger part
+    qtbot.addWidget(wide)
+    wide.resize(1300, 700)
+    wide.show()
+    qtbot.waitUntil(lambda: wide.beside is True, timeout=5_000)
+    qtbot.wait(20)
+    assert wide.plot.width() > wide.width() / 2

@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QHBoxLayout, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QGridLayout, QWidget
 
 from dpexplorer.core.mechanisms.params import EPSILON, Param, validate_params
 from dpexplorer.core.privacy_loss_walk import STEP_LAWS, RandomWalk, random_walk
@@ -22,9 +23,16 @@ from dpexplorer.gui.param_controls import ParamPanel
 from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, RED, View, new_plot
 from dpexplorer.gui.views.selection import clear_and_show_error, error_label, rich_label
 
+QWIDGETSIZE_MAX = (1 << 24) - 1
+"""Qt's "no maximum" size."""
+
 SIDE_WIDTH = 420
-"""Pixels at most for the settings and the numbers beside the plot (at 1280 x 720 in teaching
-mode the view is about 790 px wide: the plot keeps the larger part)."""
+"""Pixels at most for the settings and the numbers beside the plot, when they go beside it."""
+BESIDE_FROM = 1000
+"""The view's width (pixels) from which settings and numbers go beside the plot; narrower (the
+tab at 1280 x 720, about 750-790 px, teaching mode or not) they go under it, side by side, and
+the plot takes the whole width (beside it, it was squeezed to a third with the space under the
+numbers empty)."""
 SHOWN_PATHS = 60
 """Paths drawn (all of them enter the shares in the summary)."""
 SETTINGS: tuple[Param, ...] = (
@@ -117,20 +125,45 @@ class RandomWalkView(View):
         self.error = error_label()
         self.summary = rich_label()
         self.plot = new_plot("releases t", "summed privacy loss")
-        side = QWidget()  # settings and numbers beside the plot: the plot keeps the height
-        side.setMaximumWidth(SIDE_WIDTH)
-        column = QVBoxLayout(side)
-        column.setContentsMargins(0, 0, 0, 0)
-        column.addWidget(self.controls)
-        column.addWidget(self.error)
-        column.addWidget(self.summary)
-        column.addStretch(1)
-        row = QHBoxLayout()
-        row.addWidget(self.plot, 1)
-        row.addWidget(side)
-        self.body.addLayout(row, 1)
+        self.grid = QGridLayout()
+        self.body.addLayout(self.grid, 1)
+        self.beside: bool | None = None
+        self._arrange(beside=False)
         self.plot.getPlotItem().legend.setOffset((10, 10))  # top left: the walk climbs to the right
         self.result: RandomWalk | None = None
+
+    def _arrange(self, beside: bool) -> None:
+        """Settings and numbers beside the plot (a wide view) or under it, side by side."""
+        if beside == self.beside:
+            return
+        self.beside = beside
+        grid = self.grid
+        for widget in (self.plot, self.controls, self.error, self.summary):
+            grid.removeWidget(widget)
+        for i in range(3):
+            grid.setRowStretch(i, 0)
+            grid.setColumnStretch(i, 0)
+        if beside:
+            grid.addWidget(self.plot, 0, 0, 4, 1)
+            grid.addWidget(self.controls, 0, 1)
+            grid.addWidget(self.error, 1, 1)
+            grid.addWidget(self.summary, 2, 1)
+            grid.setRowStretch(3, 1)
+            grid.setColumnStretch(0, 1)
+        else:
+            grid.addWidget(self.plot, 0, 0, 1, 2)
+            grid.addWidget(self.controls, 1, 0, Qt.AlignmentFlag.AlignTop)
+            grid.addWidget(self.summary, 1, 1, Qt.AlignmentFlag.AlignTop)
+            grid.addWidget(self.error, 2, 0, 1, 2)
+            grid.setRowStretch(0, 1)
+            grid.setColumnStretch(0, 1)
+            grid.setColumnStretch(1, 1)
+        for widget in (self.controls, self.summary):
+            widget.setMaximumWidth(SIDE_WIDTH if beside else QWIDGETSIZE_MAX)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._arrange(beside=event.size().width() >= BESIDE_FROM)
 
     def settings(self) -> dict[str, Any]:
         return self.controls.values()
