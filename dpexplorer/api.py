@@ -383,16 +383,23 @@ class Measurement:
     parameters: Mapping[str, Any] = field(default_factory=dict)
     kind: str = "statistic"
     """`statistic`, or `synthetic`: a synthetic table (MST or AIM on a `marginals` query)."""
+    post_processing: Mapping[str, Any] | None = None
+    """Post-processing the steward declares for the released values (e.g. non-negative,
+    integer), applied after the draw and recorded in the provenance (PLAN_FORMAT.md)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The plan entry: `{"query": ..., "mechanism": ..., "parameters": ...}` (and `"kind"`
-        when it is not a statistic)."""
-        entry = {
+        when it is not a statistic, `"post_processing"` when declared)."""
+        entry: dict[str, Any] = {
             "query": self.query.to_dict(),
             "mechanism": self.mechanism,
             "parameters": dict(self.parameters),
         }
-        return entry if self.kind == "statistic" else {**entry, "kind": self.kind}
+        if self.kind != "statistic":
+            entry["kind"] = self.kind
+        if self.post_processing is not None:
+            entry["post_processing"] = dict(self.post_processing)
+        return entry
 
     @classmethod
     def from_dict(cls, entry: Mapping[str, Any]) -> Measurement:
@@ -404,7 +411,8 @@ class Measurement:
             query, params = entry_query(checked)
         except DPExplorerError as exc:
             raise PlanError(f"plan entry 1: {exc}") from None
-        return cls(query, checked["mechanism"], params, checked.get("kind", "statistic"))
+        kind, post = checked.get("kind", "statistic"), checked.get("post_processing")
+        return cls(query, checked["mechanism"], params, kind, post)
 
 
 @dataclass(frozen=True)
@@ -459,9 +467,8 @@ class Plan:
                 query, params = entry_query(entry)
             except DPExplorerError as exc:
                 raise PlanError(f"plan entry {number}: {exc}") from None
-            measurements.append(
-                Measurement(query, entry["mechanism"], params, entry.get("kind", "statistic"))
-            )
+            kind, post = entry.get("kind", "statistic"), entry.get("post_processing")
+            measurements.append(Measurement(query, entry["mechanism"], params, kind, post))
         return cls(measurements, rate)
 
 

@@ -171,6 +171,8 @@ def test_a_plan_s_mistakes_are_named() -> None:
     table = dpexplorer.Measurement(dpexplorer.Count(), "mst", {}, kind="synthetic")
     assert table.to_dict()["kind"] == "synthetic" and "kind" not in rated.measurements[0].to_dict()
     assert dpexplorer.Plan.from_json([table.to_dict()]).measurements[0].kind == "synthetic"
+    declared = dpexplorer.Measurement(dpexplorer.Count(), "laplace", post_processing={"non_negative": True})
+    assert declared.to_dict()["post_processing"] == {"non_negative": True}
 
 
 def test_the_api_s_examples_run() -> None:
