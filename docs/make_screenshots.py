@@ -88,6 +88,45 @@ def compare_shot(window: MainWindow, out: Path) -> None:
     window.comparison.stop()
 
 
+def release_card_shots(window: MainWindow, out: Path) -> None:
+    """Issue 28: the group-by neighbours view (clamped masses at the bounds, labels clear of each
+    other) and a result card, released through the dialog into a throwaway ledger and folder
+    (never the user's): the dialog after Release, and the window's Released tab."""
+    import tempfile
+
+    from dpexplorer.release.ledger import Ledger
+
+    window.resize(1280, 720)
+    panel = window.query_panel
+    panel.select_kind("group_mean", "age")  # by sex: Female, Male and the empty group 'other'
+    panel.group1.setCurrentText("sex")
+    panel.emit_query()
+    wait(window)
+    window.mechanism_panel.select("noisy_mean")
+    shoot(window, "Neighbouring datasets", out / "groupby_neighbours.png")
+    window.query_panel.select_kind("mean", "age")
+    wait(window)
+    window.mechanism_panel.select("noisy_mean")
+    wait(window)
+    scratch = Path(tempfile.mkdtemp(prefix="dpexplorer-screenshots-"))
+    window.ledger_path = lambda: scratch / "ledger.sqlite"  # type: ignore[method-assign]
+    with Ledger(scratch / "ledger.sqlite") as ledger:
+        ledger.set_budget(window.dataset.content_fingerprint, 2.0, 1e-6, "basic")  # type: ignore[union-attr]
+    window.open_release_dialog()
+    dialog = window.release_dialog
+    dialog.out_dir.setText(str(scratch / "releases"))
+    while dialog.preview is None or not dialog.release_button.isEnabled():
+        QCoreApplication.processEvents()
+    dialog.release_button.click()
+    while dialog.card is None:
+        QCoreApplication.processEvents()
+    wait(window)
+    dialog.grab().save(str(out / "result_card.png"))
+    print(out / "result_card.png")
+    dialog.done(0)
+    shoot(window, "Released", out / "released_tab.png")
+
+
 def main() -> None:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "docs")
     out.mkdir(exist_ok=True)
@@ -143,6 +182,7 @@ def main() -> None:
     window.teaching_action.setChecked(False)
     appearance_shots(window, out)
     compare_shot(window, out)
+    release_card_shots(window, out)
     window.close()
     collector.timer.stop()
     del app

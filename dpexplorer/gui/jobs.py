@@ -359,8 +359,10 @@ class Released:
     charged: float | None
     left: float | None
     budget_epsilon: float
-    integral: bool = False
-    """The statistic's answers are whole numbers (a count, a histogram): shown as whole numbers."""
+    integral: bool | tuple[bool, ...] = False
+    """Which values are counts of rows (whole numbers, shown without decimals): one flag per
+    value (release/published.py's integral_flags: a count, a histogram, a mean's noisy count),
+    or one for all."""
 
 
 def _label(mechanism: str) -> str:
@@ -380,15 +382,12 @@ def release_and_account(
     import math
     from fractions import Fraction
 
-    from dpexplorer.release.exact import INTEGER_STATISTICS
     from dpexplorer.release.ledger import Ledger, total_epsilon
+    from dpexplorer.release.published import integral_flags
     from dpexplorer.release.rational import float_down, float_up
 
     result = run_release(prepared, ledger_path, out_dir, dataset_name)
-    kind = prepared.query.get("kind")
-    integral = kind in INTEGER_STATISTICS or (
-        kind == "group_by" and prepared.query.get("statistic") == "count"
-    )
+    integral = integral_flags(str(prepared.public_facts.get("statistic", "")), result.labels)
     with Ledger(ledger_path) as ledger:
         budget = ledger.budget(prepared.fingerprint)
         rows = ledger.measurements(prepared.fingerprint)

@@ -48,9 +48,13 @@ def _value_rows(released: Released) -> list[tuple[str, str, str, str]]:
     result = released.result
     intervals = result.confidence_intervals or (None,) * len(result.values)
     kinds = tuple(getattr(result, "interval_kinds", ()) or ())
+    flags = (
+        released.integral if isinstance(released.integral, tuple) else (released.integral,) * len(intervals)
+    )
     rows = []
     for i, (label, value, interval) in enumerate(zip(result.labels, result.values, intervals, strict=True)):
-        shown = presentation.show(value, interval, result.ci_level, integral=released.integral)
+        whole = flags[i] if i < len(flags) else False
+        shown = presentation.show(value, interval, result.ci_level, integral=whole)
         kind = kinds[i] if i < len(kinds) else None
         text, sentence = shown.interval, shown.sentence
         if interval is not None and kind in KIND_SENTENCES:

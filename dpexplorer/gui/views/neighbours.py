@@ -49,6 +49,8 @@ LEFT_AXIS_WIDTH = 64
 WIDEST_TICK = "0.00012"
 """The widest tick label the left axes must show (a density; pyqtgraph drops a label that does
 not fit): the axes are made wide enough for it in the window's font."""
+STEM_CLEARANCE = 8.0
+"""Pixels between a true answer's line and its label: a point mass's stems may stand on it."""
 TRUE_LABEL_ALONG = {"true_d": 0.95, "true_d_prime": 0.85}
 """Where the true answers' labels sit on their lines (fraction of the plot's height), unless
 that covers the legend or the other label."""
@@ -299,7 +301,8 @@ class NeighboursView(View):
             assert isinstance(rule, Rules)
             best: tuple[float, float, tuple[float, float]] | None = None
             for along in np.arange(TRUE_LABEL_ALONG[key], 0.0, -0.1):
-                for anchor in ((0.0, 0.5), (1.0, 0.5)):
+                clear = STEM_CLEARANCE / max(rule.label_width(), 1.0)  # past a stem on the line
+                for anchor in ((-clear, 0.5), (1.0 + clear, 0.5)):
                     rule.place_labels(float(along), anchor)
                     (rect,) = rule.label_rects()
                     cost = covered(rect, area, taken)

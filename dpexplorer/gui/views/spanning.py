@@ -154,6 +154,10 @@ class Rules(Spanning):
             label.setTransform(shift)
         self.follow_view()
 
+    def label_width(self) -> float:
+        """The widest label's width in pixels."""
+        return max((label.boundingRect().width() for label in self._labels), default=0.0)
+
     def label_rects(self) -> list[QRectF]:
         """The shown labels' rectangles in scene coordinates (pixels of the plot's canvas): the
         label's position on its line, moved by its anchor's offset, at its size on screen."""
