@@ -159,6 +159,46 @@ def selection_accuracy(
 
 
 # ---------------------------------------------------------------- the mechanism
+def score_selection_accuracy(
+    query: QueryInput,
+    epsilon: float,
+    scale_at: Callable[[float], float],
+    log_pmf: Callable[[np.ndarray, float], np.ndarray],
+    *,
+    ci_level: float,
+    tail_bound: Callable[[float, int, np.ndarray], np.ndarray],
+    bound_alpha: Callable[[float, int, float], float],
+    bound_name: str,
+    notes: tuple[str, ...],
+    sweep_log_pmf: Callable[[np.ndarray, float], np.ndarray] | None = None,
+) -> AccuracyReport:
+    """:func:`selection_accuracy` of a mechanism that reports one candidate by its score on D
+    (the exponential mechanism, report-noisy-max): reporting candidate i errs by OPT - u_i, with
+    the law ``log_pmf(scores, scale)`` at the scale ``scale_at(epsilon)``; beside it
+    ``tail_bound(scale, candidates, alphas)`` and, against epsilon, the exact quantile (from
+    ``sweep_log_pmf``, default ``log_pmf``) and ``bound_alpha(scale, candidates, beta)``."""
+    assert isinstance(query, SelectionInput)
+    check_selection(query)
+    scores = np.asarray(query.scores_d, dtype=float)
+    errors = scores.max() - scores
+    sweep = sweep_log_pmf or log_pmf
+
+    def quantile_at(eps: float) -> float:
+        return error_quantile(np.exp(sweep(scores, scale_at(eps))), errors, ci_level)
+
+    scale, count, beta = scale_at(epsilon), scores.size, 1.0 - ci_level
+    return selection_accuracy(
+        np.exp(log_pmf(scores, scale)),
+        errors,
+        ci_level=ci_level,
+        quantile_at=quantile_at,
+        tail_bound=lambda a: tail_bound(scale, count, a),
+        bound_alpha_at=lambda e: bound_alpha(scale_at(e), count, beta),
+        bound_name=bound_name,
+        notes=notes,
+    )
+
+
 def exponential_log_pmf(scores: np.ndarray, scale: float) -> np.ndarray:
     """log P(r) = u_r / sigma - logsumexp(u / sigma): the exponential mechanism's exact pmf in
     logs (seed 000, Section 12.3)."""
@@ -222,24 +262,14 @@ class ExponentialMechanism(PureEpsilonMechanism):
         self, params: Mapping[str, Any], query: QueryInput, ci_level: float = 0.95
     ) -> AccuracyReport:
         assert isinstance(query, SelectionInput)
-        check_selection(query)
-        scores = np.asarray(query.scores_d, dtype=float)
-        errors = scores.max() - scores
-
-        def at(eps: float) -> float:
-            return self.scale({**params, "epsilon": eps}, query)
-
-        def quantile_at(eps: float) -> float:
-            return error_quantile(np.exp(exponential_log_pmf(scores, at(eps))), errors, ci_level)
-
-        scale, count, beta = at(params["epsilon"]), scores.size, 1.0 - ci_level
-        return selection_accuracy(
-            np.exp(exponential_log_pmf(scores, scale)),
-            errors,
+        return score_selection_accuracy(
+            query,
+            params["epsilon"],
+            lambda eps: self.scale({**params, "epsilon": eps}, query),
+            exponential_log_pmf,
             ci_level=ci_level,
-            quantile_at=quantile_at,
-            tail_bound=lambda a: union_bound_tail(scale, count, a),
-            bound_alpha_at=lambda e: union_bound_alpha(at(e), count, beta),
+            tail_bound=union_bound_tail,
+            bound_alpha=union_bound_alpha,
             bound_name="union bound |R| e^(−α/σ)",
             notes=("error = OPT − u(chosen), exact; bound: Dwork & Roth 2014, Theorem 3.11",),
         )

@@ -36,13 +36,15 @@ from dpexplorer.core.mechanisms.exponential import exponential_log_pmf, sample_p
 from dpexplorer.core.mechanisms.params import EPSILON, Param
 from dpexplorer.core.mechanisms.pmw import (
     check_any_workload,
+    measured_shares,
     monte_carlo_accuracy,
     monte_carlo_output,
+    simulation_inputs,
     workload_answers,
     workload_row,
 )
 from dpexplorer.core.mechanisms.registry import register
-from dpexplorer.core.row_count import COUNT_SHARE, noisy_row_counts, split_epsilon
+from dpexplorer.core.row_count import COUNT_SHARE, split_epsilon
 
 MC_RUNS = 150
 """Runs per side of the Monte-Carlo views (each run is T rounds of updates)."""
@@ -107,10 +109,7 @@ def mwem_run(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One run: (released average distribution, true answers as shares of the rows, selected
     queries, measurements). The denominator is drawn first, as a release does."""
-    hist = np.asarray(histogram, dtype=float)
-    counts = workload_answers(workload, hist)
-    denominator = float(noisy_row_counts(hist.sum(), params, relation, rng, 1)[0])
-    truth, scaled = counts / max(hist.sum(), 1.0), counts / denominator
+    denominator, truth, scaled = measured_shares(workload, histogram, params, relation, rng)
     rounds = params["rounds"]
     sigma, laplace_scale = mwem_scales(split_epsilon(params, relation)[1], rounds, denominator)
     current = np.full(workload.shape[1], 1.0 / workload.shape[1])
@@ -180,11 +179,7 @@ class MWEM(PureEpsilonMechanism):
         on: Literal["D", "D'"] = "D",
     ) -> np.ndarray:
         """``size`` releases' max workload error against D's true answers."""
-        assert isinstance(query, WorkloadInput)
-        check_any_workload(query)
-        hist = query.histogram_d if on == "D" else query.histogram_d_prime
-        hist_d = np.asarray(query.histogram_d, dtype=float)
-        truth = workload_answers(query.workload, hist_d) / hist_d.sum()
+        query, hist, truth = simulation_inputs(query, on)
         out = np.empty(size)
         for run in range(size):
             released = mwem_run(query.workload, hist, params, rng, query.relation)[0]

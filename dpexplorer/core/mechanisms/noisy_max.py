@@ -34,9 +34,8 @@ from dpexplorer.core.mechanisms.exponential import (
     categorical_delta,
     categorical_output,
     check_selection,
-    error_quantile,
     exponential_log_pmf,
-    selection_accuracy,
+    score_selection_accuracy,
     selection_scale,
     standard_gumbel,
     union_bound_alpha,
@@ -222,30 +221,21 @@ class ReportNoisyMax(PureEpsilonMechanism):
         self, params: Mapping[str, Any], query: QueryInput, ci_level: float = 0.95
     ) -> AccuracyReport:
         assert isinstance(query, SelectionInput)
-        check_selection(query)
-        scores = np.asarray(query.scores_d, dtype=float)
-        errors = scores.max() - scores
         noise = params["noise"]
         # The Laplace pmf needs one quadrature per candidate: the sweep uses the Gumbel formula.
         sweep_noise = "gumbel" if noise == "laplace" else noise
-
-        def at(eps: float) -> float:
-            return self.scale({**params, "epsilon": eps}, query)
-
-        def quantile_at(eps: float) -> float:
-            return error_quantile(np.exp(noisy_max_log_pmf(scores, at(eps), sweep_noise)), errors, ci_level)
-
-        scale, count, beta = at(params["epsilon"]), scores.size, 1.0 - ci_level
         notes = [f"error = OPT − u(chosen); bound: {_BOUND_SOURCE[noise]}"]
         if noise == "laplace":
             notes.append("the exact ε sweep shows Gumbel noise (the exponential mechanism) for speed")
-        return selection_accuracy(
-            np.exp(noisy_max_log_pmf(scores, scale, noise)),
-            errors,
+        return score_selection_accuracy(
+            query,
+            params["epsilon"],
+            lambda eps: self.scale({**params, "epsilon": eps}, query),
+            lambda scores, scale: noisy_max_log_pmf(scores, scale, noise),
+            sweep_log_pmf=lambda scores, scale: noisy_max_log_pmf(scores, scale, sweep_noise),
             ci_level=ci_level,
-            quantile_at=quantile_at,
-            tail_bound=lambda a: noisy_max_tail_bound(noise, scale, count, a),
-            bound_alpha_at=lambda e: noisy_max_bound_alpha(noise, at(e), count, beta),
+            tail_bound=lambda scale, count, a: noisy_max_tail_bound(noise, scale, count, a),
+            bound_alpha=lambda scale, count, beta: noisy_max_bound_alpha(noise, scale, count, beta),
             bound_name=_BOUND_NAME[noise],
             notes=tuple(notes),
         )

@@ -135,6 +135,32 @@ def _batch_answers(workload: Any, start: int, stop: int, distribution: np.ndarra
     return out
 
 
+def measured_shares(
+    workload: Any, histogram: np.ndarray, params: Mapping[str, Any], relation: str, rng: np.random.Generator
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """A run's first draw, as a release's (PMW and MWEM): the denominator (the public n under
+    replace, a noisy row count under add/remove); then (denominator, the workload's true
+    answers as shares of the rows, the same answers as shares of the denominator: what the run
+    measures)."""
+    hist = np.asarray(histogram, dtype=float)
+    counts = workload_answers(workload, hist)
+    denominator = float(noisy_row_counts(hist.sum(), params, relation, rng, 1)[0])
+    return denominator, counts / max(hist.sum(), 1.0), counts / denominator
+
+
+def simulation_inputs(
+    query: QueryInput, on: Literal["D", "D'"]
+) -> tuple[WorkloadInput, np.ndarray, np.ndarray]:
+    """What a Monte-Carlo run of PMW or MWEM needs: (the workload query, checked; the histogram
+    of side ``on``; D's true answers as shares of D's rows, which every run's error is measured
+    against, on either side)."""
+    assert isinstance(query, WorkloadInput)
+    check_any_workload(query)
+    hist = np.asarray(query.histogram_d if on == "D" else query.histogram_d_prime, dtype=float)
+    hist_d = np.asarray(query.histogram_d, dtype=float)
+    return query, hist, workload_answers(query.workload, hist_d) / hist_d.sum()
+
+
 def noise_scales(params: Mapping[str, Any], denominator: float, relation: str) -> tuple[float, float, float]:
     """(threshold noise, test noise, answer noise) Laplace scales of NumericSparse, for answers
     as shares of ``denominator`` (Delta = 1 / denominator), at the epsilon left after the row
@@ -162,10 +188,7 @@ def pmw_run(
     Queries are tested in batches against the current D_t (batches double while lazy and restart
     small after an update, where the batch is cut)."""
     k, n_cells = workload.shape
-    hist = np.asarray(histogram, dtype=float)
-    counts = workload_answers(workload, hist)
-    denominator = float(noisy_row_counts(hist.sum(), params, relation, rng, 1)[0])
-    truth, scaled = counts / max(hist.sum(), 1.0), counts / denominator
+    denominator, truth, scaled = measured_shares(workload, histogram, params, relation, rng)
     rho, nu, answer_scale = noise_scales(params, denominator, relation)
     threshold, limit, eta = params["threshold"], params["updates"], params["threshold"] / 4
     distribution = np.full(n_cells, 1.0 / n_cells)
@@ -255,11 +278,7 @@ class PMW(PureEpsilonMechanism):
         on: Literal["D", "D'"] = "D",
     ) -> np.ndarray:
         """``size`` runs' max error over the answered queries, against D's true answers."""
-        assert isinstance(query, WorkloadInput)
-        check_any_workload(query)
-        hist = np.asarray(query.histogram_d if on == "D" else query.histogram_d_prime, dtype=float)
-        hist_d = np.asarray(query.histogram_d, dtype=float)
-        truth = workload_answers(query.workload, hist_d) / hist_d.sum()
+        query, hist, truth = simulation_inputs(query, on)
         out = np.empty(size)
         for run in range(size):
             answers = pmw_run(query.workload, hist, params, rng, query.relation)[0]
