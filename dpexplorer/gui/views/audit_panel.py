@@ -93,7 +93,6 @@ def _why_low(report: AuditReport) -> str:
     )
 
 
-
 def describe(report: AuditReport) -> str:
     """The result in words (rich text)."""
     r = report.result
