@@ -83,6 +83,17 @@ def categorical_delta(pmf_p: np.ndarray, pmf_q: np.ndarray, epsilon: float) -> f
     return float(discrete_hockey_stick(pmf_p, pmf_q, np.array([epsilon]))[0])
 
 
+class CategoricalPureMechanism(PureEpsilonMechanism):
+    """A pure epsilon-DP mechanism with finitely many outputs (its ``output_distribution`` is a
+    :class:`CategoricalOutput`: the exponential mechanism, report-noisy-max, top-k, sparse
+    vector): delta(epsilon) is the exact hockey-stick sum over its output pmfs on D and D'."""
+
+    def delta_at(self, params: Mapping[str, Any], query: QueryInput, epsilon: float) -> float:
+        out = self.output_distribution(params, query)
+        assert isinstance(out, CategoricalOutput)
+        return categorical_delta(out.pmf_d, out.pmf_d_prime, epsilon)
+
+
 def max_abs_loss(output: CategoricalOutput) -> float:
     """max over outcomes of |ln p_D(o)/p_D'(o)| (exact; the smallest epsilon for delta = 0)."""
     return float(np.nanmax(np.abs(output.privacy_loss)))
@@ -216,7 +227,7 @@ def standard_gumbel(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndar
 
 
 @register
-class ExponentialMechanism(PureEpsilonMechanism):
+class ExponentialMechanism(CategoricalPureMechanism):
     """Select a candidate with probability proportional to exp(epsilon u / (2 Delta_u)), or
     exp(epsilon u / Delta_u) for a monotone utility. Pure epsilon-DP (exact claim)."""
 
@@ -255,8 +266,7 @@ class ExponentialMechanism(PureEpsilonMechanism):
         if epsilon >= params["epsilon"]:
             check_selection(query)  # type: ignore[arg-type]
             return 0.0
-        out = self.output_distribution(params, query)
-        return categorical_delta(out.pmf_d, out.pmf_d_prime, epsilon)
+        return super().delta_at(params, query, epsilon)
 
     def accuracy(
         self, params: Mapping[str, Any], query: QueryInput, ci_level: float = 0.95

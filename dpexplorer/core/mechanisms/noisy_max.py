@@ -25,13 +25,12 @@ from dpexplorer.core.cancel import poll
 from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
     CategoricalOutput,
-    PureEpsilonMechanism,
     QueryInput,
     SelectionInput,
 )
 from dpexplorer.core.mechanisms.exponential import (
     USE_MONOTONE,
-    categorical_delta,
+    CategoricalPureMechanism,
     categorical_output,
     check_selection,
     exponential_log_pmf,
@@ -185,7 +184,7 @@ def noisy_max_bound_alpha(noise: str, scale: float, n_outcomes: int, beta: float
 
 # ---------------------------------------------------------------- the mechanism
 @register
-class ReportNoisyMax(PureEpsilonMechanism):
+class ReportNoisyMax(CategoricalPureMechanism):
     """argmax_r u(D, r) + noise_r with noise of scale b = 2 Delta_u / epsilon (Delta_u / epsilon
     for monotone scores): pure epsilon-DP for all three noises (exact claim)."""
 
@@ -212,10 +211,6 @@ class ReportNoisyMax(PureEpsilonMechanism):
         return categorical_output(
             query.candidates, log_p, log_q, f"{how}; {noise} noise of scale {scale:.6g}"
         )
-
-    def delta_at(self, params: Mapping[str, Any], query: QueryInput, epsilon: float) -> float:
-        out = self.output_distribution(params, query)
-        return categorical_delta(out.pmf_d, out.pmf_d_prime, epsilon)
 
     def accuracy(
         self, params: Mapping[str, Any], query: QueryInput, ci_level: float = 0.95

@@ -28,12 +28,11 @@ from dpexplorer.core.errors import InvalidParameterError, NotApplicableError
 from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
     CategoricalOutput,
-    PureEpsilonMechanism,
     QueryInput,
     WorkloadInput,
 )
 from dpexplorer.core.mechanisms.exponential import (
-    categorical_delta,
+    CategoricalPureMechanism,
     categorical_output,
     error_quantile,
     selection_accuracy,
@@ -188,7 +187,7 @@ def outcome_errors(sets: list[tuple[int, ...]], answers: np.ndarray, threshold: 
 
 
 @register
-class SparseVector(PureEpsilonMechanism):
+class SparseVector(CategoricalPureMechanism):
     """Sparse / AboveThreshold (Dwork & Roth 2014, Algorithms 1-2): pure epsilon-DP, exact claim."""
 
     name: ClassVar[str] = "sparse_vector"
@@ -244,10 +243,6 @@ class SparseVector(PureEpsilonMechanism):
         return categorical_output(
             labels, self._log_pmf(params, query, "D"), self._log_pmf(params, query, "D'"), note
         )
-
-    def delta_at(self, params: Mapping[str, Any], query: QueryInput, epsilon: float) -> float:
-        out = self.output_distribution(params, query)
-        return categorical_delta(out.pmf_d, out.pmf_d_prime, epsilon)
 
     def accuracy(
         self, params: Mapping[str, Any], query: QueryInput, ci_level: float = 0.95

@@ -28,13 +28,12 @@ from dpexplorer.core.errors import InvalidParameterError, NotApplicableError
 from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
     CategoricalOutput,
-    PureEpsilonMechanism,
     QueryInput,
     SelectionInput,
 )
 from dpexplorer.core.mechanisms.exponential import (
     USE_MONOTONE,
-    categorical_delta,
+    CategoricalPureMechanism,
     categorical_output,
     check_selection,
     error_quantile,
@@ -150,7 +149,7 @@ def useful_errors(scores: np.ndarray, tuples: np.ndarray) -> tuple[np.ndarray, n
 
 
 @register
-class TopK(PureEpsilonMechanism):
+class TopK(CategoricalPureMechanism):
     """The k best candidates in order, by peeling or one-shot Gumbel (equal in law); pure
     epsilon-DP by basic composition of k (epsilon / k)-DP exponential mechanisms."""
 
@@ -199,8 +198,7 @@ class TopK(PureEpsilonMechanism):
         if epsilon >= params["epsilon"]:
             self._check(params, query)
             return 0.0
-        out = self.output_distribution(params, query)
-        return categorical_delta(out.pmf_d, out.pmf_d_prime, epsilon)
+        return super().delta_at(params, query, epsilon)
 
     def usefulness(self, params: Mapping[str, Any], query: QueryInput, alphas: np.ndarray) -> Usefulness:
         """Exact P(sound), P(complete), P(alpha-useful) on D at each alpha."""
