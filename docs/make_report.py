@@ -1,5 +1,6 @@
-"""Release the README's example plan on the default dataset with `--report` into docs/report/
-(a throw-away ledger), and render the PDF's first page to docs/report/report-page1.png.
+"""Release the user guide's example plan (docs/guide/cli.md) on the default dataset with
+`--report` into docs/report/ (a throw-away ledger), and render the PDF's first page to
+docs/report/report-page1.png.
 
     python docs/make_report.py [OUT_DIR]
 
@@ -24,14 +25,15 @@ from dpexplorer.cli import main as cli
 from dpexplorer.data.default import default_dataset_path
 
 ROOT = Path(__file__).resolve().parents[1]
+GUIDE_PAGE = ROOT / "docs" / "guide" / "cli.md"
 
 
 def readme_plan() -> list[dict]:
-    """The JSON plan shown under "A **plan** is a JSON list" in the README."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    """The JSON plan shown under "A **plan** is a JSON list" in the user guide's command line page."""
+    text = GUIDE_PAGE.read_text(encoding="utf-8")
     match = re.search(r"A \*\*plan\*\* is a JSON list.*?```json\n(.*?)```", text, re.S)
     if match is None:
-        raise SystemExit("no example plan found in README.md")
+        raise SystemExit(f"no example plan found in {GUIDE_PAGE}")
     return json.loads(match.group(1))
 
 

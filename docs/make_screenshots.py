@@ -127,6 +127,25 @@ def release_card_shots(window: MainWindow, out: Path) -> None:
     shoot(window, "Released", out / "released_tab.png")
 
 
+def tour_shots(window: MainWindow, out: Path) -> None:
+    """The README's five-minute tour (issue 33): the Data tab just after opening the default
+    dataset, the query panel set to a mean of age, and the mechanism panel with its ranking of
+    the mechanisms that apply (noisy sum / noisy count chosen)."""
+    window.resize(1280, 800)
+    shoot(window, "Data", out / "tour_open.png")
+    window.query_panel.select_kind("mean", "age")
+    wait(window)
+    window.mechanism_panel.select("noisy_mean")
+    wait(window)
+    shoot(window, "Neighbouring datasets", out / "tour_mean.png")
+    for widget, name in (
+        (window.query_panel, "tour_query.png"),
+        (window.mechanism_panel, "tour_mechanism.png"),
+    ):
+        widget.grab().save(str(out / name))
+        print(out / name)
+
+
 def main() -> None:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "docs")
     out.mkdir(exist_ok=True)
@@ -136,6 +155,10 @@ def main() -> None:
     window.show()
     window.open_file(default_dataset_path())
     wait(window)
+    if os.environ.get("DPEXPLORER_SHOTS") == "tour":  # only the tour's pictures
+        tour_shots(window, out)
+        window.close()
+        return
     shoot(window, "Neighbouring datasets", out / "screenshot.png")
     shoot(window, "Accuracy", out / "accuracy.png")
     budget = window.workspace.budget_view
@@ -183,6 +206,7 @@ def main() -> None:
     appearance_shots(window, out)
     compare_shot(window, out)
     release_card_shots(window, out)
+    tour_shots(window, out)
     window.close()
     collector.timer.stop()
     del app

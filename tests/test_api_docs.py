@@ -1,5 +1,6 @@
-"""The API's documentation cannot rot: the README's API examples run as doctests, and the API
-reference is built from the docstrings with pdoc (offline) on every run, warnings failing it."""
+"""The API's documentation cannot rot: the user guide's API examples (docs/guide/api.md) run as
+doctests, and the API reference is built from the docstrings with pdoc (offline) on every run,
+warnings failing it."""
 
 from __future__ import annotations
 
@@ -12,19 +13,18 @@ import pytest
 
 import dpexplorer.api as api
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+API_PAGE = Path(__file__).resolve().parents[1] / "docs" / "guide" / "api.md"
 
 
 def _api_examples() -> str:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## Python API", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
+    text = API_PAGE.read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
     return "\n".join(block for block in blocks if ">>>" in block)
 
 
-def test_the_readme_s_api_examples_run() -> None:
+def test_the_guide_s_api_examples_run() -> None:
     source = _api_examples()
-    test = doctest.DocTestParser().get_doctest(source, {}, "README.md (Python API)", str(README), 0)
+    test = doctest.DocTestParser().get_doctest(source, {}, "docs/guide/api.md", str(API_PAGE), 0)
     assert len(test.examples) >= 8
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     runner.run(test)

@@ -126,7 +126,7 @@ def test_missing_data_file(files, capsys) -> None:
 
 
 def test_the_documented_example_plan_validates(tmp_path) -> None:
-    """The plan in PLAN_FORMAT.md (pasted into the README) is valid against the bundled data."""
+    """The plan in PLAN_FORMAT.md (pasted into docs/guide/cli.md) is valid against the bundled data."""
     import re
 
     from dpexplorer.commands.release import read_plan

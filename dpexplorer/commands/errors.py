@@ -1,4 +1,4 @@
-"""The command line's exit codes and its one way of reporting a failure (README, Exit codes).
+"""The command line's exit codes and its one way of reporting a failure (docs/guide/cli.md, Exit codes).
 
 | code | meaning |
 | --- | --- |

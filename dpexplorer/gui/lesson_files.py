@@ -1,5 +1,5 @@
 """Lessons as data: one TOML file per lesson under ``dpexplorer/resources/lessons/``, read and
-checked here before the Lessons menu offers them (README, "Lessons", says how to write one).
+checked here before the Lessons menu offers them (docs/guide/lessons.md says how to write one).
 
 A lesson has a ``title``, a one-line ``summary``, a ``reference`` (the topic and where Dwork &
 Roth 2014 treat it) and ``[[steps]]``. A step sets what the window shows: ``dataset``

@@ -134,7 +134,8 @@ def test_every_group_is_drawn_from_the_exponential_mechanism_at_its_share(tmp_pa
 
 
 def test_quantile_by_group_from_the_cli(tmp_path) -> None:
-    """The README's median age by race on Adult through `dpexplorer release`: one CSV row per
+    """The user guide's median age by race (docs/guide/statistics.md) on Adult through
+    `dpexplorer release`: one CSV row per
     group, every value a whole year inside the bounds (the grid of 73 steps), within 3 years of
     the true median in the three large groups (the exponential mechanism's error there is a grid
     step or two: thousands of rows per group), charged epsilon, the sharing in the provenance."""

@@ -125,7 +125,8 @@ def test_adult_mean_age_release_from_the_cli(tmp_path) -> None:
 
 
 def test_group_mean_with_a_privacy_unit_from_the_cli(tmp_path) -> None:
-    """The README's worked example on tests/fixtures/visits.csv: every mean inside its bounds,
+    """The user guide's worked example (docs/guide/statistics.md) on tests/fixtures/visits.csv:
+    every mean inside its bounds,
     the provenance names the unit, its bounds and the keys' origin, and the charge is epsilon."""
     from pathlib import Path
 

@@ -261,7 +261,7 @@ def test_group_by_report_shows_the_unit_and_intervals(tmp_path: Path) -> None:
 
 def test_a_mean_plots_only_the_mean_not_its_helper_sums_and_counts() -> None:
     """A noisy_mean release also publishes its noisy count and centred sum; on one axis with the
-    mean (38) they squashed it against -700,000 (the README example's report, looked at)."""
+    mean (38) they squashed it against -700,000 (the user guide's example report, looked at)."""
     from dpexplorer.core.accounting.guarantees import PureDP
     from dpexplorer.release.report import ReportItem, _plotted
 
