@@ -60,11 +60,12 @@ SERIES = (D, D_PRIME, GOOD, ACCENT, ALERT, NEUTRAL)
 MIN_PEN_WIDTH = 1.0
 """Logical pixels: no plot line is thinner (pyqtgraph's width 0 was one device pixel)."""
 LABEL_MAX_POINTS = 10.5
-"""Axis titles, plot titles and legend entries are never larger (teaching mode included)."""
+"""Axis titles and legend entries are never larger (teaching mode included)."""
 LEGEND_MAX_POINTS = 9.0
 """Legend entries (pyqtgraph's own size): larger, a legend covers the curves it names."""
-PLOT_FONT_SCALE = 0.9
-"""Axis text against the application font (teaching mode's 1.5x reaches the plots this way)."""
+PLOT_FONT_SCALE = 1.0
+"""Tick numbers against the application font: the same (as pyqtgraph drew them), so teaching
+mode's 1.5x reaches the plots."""
 
 
 @dataclass(frozen=True)
@@ -281,11 +282,11 @@ def style_plot(item: pg.PlotItem) -> None:
     """Axes, labels and title of ``item`` in the current appearance and plot font."""
     foreground = colour(PLOT_FOREGROUND)
     font = plot_font()
-    # axis titles, plot titles and legends grow less than the tick numbers: they are long, and
-    # a plot in teaching mode's 1280 x 720 is short (a y title longer than its axis is clipped)
+    # axis titles and legends grow less than the tick numbers (plot titles keep their size): they
+    # are long, and a plot at 1280 x 720 in teaching mode is short (a long y title is clipped)
     label_points = min(font.pointSizeF(), LABEL_MAX_POINTS)
     legend_size = f"{min(label_points, LEGEND_MAX_POINTS):.1f}pt"  # a legend covers the curves
-    label_size, title_size = f"{label_points:.1f}pt", f"{min(label_points * 1.1, LABEL_MAX_POINTS):.1f}pt"
+    label_size = f"{label_points:.1f}pt"
     for side in ("left", "bottom", "right", "top"):
         axis = item.getAxis(side)
         axis.setPen(pen(PLOT_FOREGROUND, 1))
@@ -299,7 +300,7 @@ def style_plot(item: pg.PlotItem) -> None:
         axis._updateLabel()
     title = item.titleLabel
     if title.text:
-        title.setText(title.text, color=css(PLOT_FOREGROUND), size=title_size)
+        title.setText(title.text, color=css(PLOT_FOREGROUND))  # its size: pyqtgraph's, as before
     legend = item.legend
     if legend is not None:
         legend.setLabelTextColor(foreground)
