@@ -182,5 +182,12 @@ def test_the_guide_s_command_lines_print_what_it_shows(page: str, command: str, 
     )
 
 
+def test_the_command_line_page_names_every_tool() -> None:
+    from dpexplorer.cli import COMMANDS
+
+    synopsis = _blocks(GUIDE / "cli.md", "")[0]
+    assert all(f"dpexplorer {name} " in synopsis for name in COMMANDS), synopsis
+
+
 def test_the_guide_shows_command_lines() -> None:
     assert {command.split()[0] for _, command, _ in _command_lines()} >= {"calibrate", "account"}
