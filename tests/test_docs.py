@@ -1,9 +1,9 @@
-"""The documentation cannot rot: the README stays a short front door whose commands CI reads, every
-relative link in README.md and docs/**/*.md reaches a file (and a heading, for a ``#anchor`` into
-Markdown), and the user guide's examples run: its Python blocks, its plans (each prepared against
-the data it names, nothing drawn or charged), its lesson file (read by the lesson reader) and its
-command lines (their output compared, ``...`` standing for any text). The Python API page's
-doctests are run by tests/test_api_docs.py."""
+"""The documentation cannot rot: the README stays a short front door whose commands CI reads,
+every relative link in README.md, docs/**/*.md and PLAN_FORMAT.md reaches a file (and a heading,
+for a ``#anchor`` into Markdown), and the user guide's examples run: its Python blocks, its plans
+(each prepared against the data it names, nothing drawn or charged), its lesson file (read by the
+lesson reader) and its command lines (their output compared, ``...`` standing for any text). The
+Python API page's doctests are run by tests/test_api_docs.py."""
 
 from __future__ import annotations
 
@@ -20,7 +20,11 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 GUIDE = ROOT / "docs" / "guide"
 API_PAGE = GUIDE / "api.md"  # its doctests: tests/test_api_docs.py
-MARKDOWN = [README, *sorted((ROOT / "docs").rglob("*.md"))]
+MARKDOWN = [
+    README,
+    *sorted((ROOT / "docs").rglob("*.md")),
+    ROOT / "dpexplorer" / "release" / "PLAN_FORMAT.md",  # the guide's command line page links it
+]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
