@@ -33,6 +33,7 @@ from dpexplorer.release.plan_run import (  # the release layer's: the API and th
     PlanError,
     read_plan_file,
 )
+from dpexplorer.release.presentation import privacy_number
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -43,6 +44,10 @@ __all__ = [
     "read_plan_file",
     "run",
 ]
+
+
+MAX_VALUES_SHOWN = 20
+"""At most this many values on an entry's line (a group-by may release thousands: the CSV has all)."""
 
 
 PROGRESS_FROM = 100
@@ -174,17 +179,35 @@ def _release_all(args: argparse.Namespace, progress: dict[str, Any]) -> int:
             _check_report(args, prepared[0].run["token"])
         progress["total"] = len(prepared)
 
-        def shown(number: int, _item: Any, result: Any) -> None:
+        def shown(number: int, item: Any, result: Any) -> None:
             progress["released"] = number
-            values = ", ".join(f"{k} = {v}" for k, v in zip(result.labels, result.values, strict=True))
+            values = _values_line(item, result)
             print(f"[{number}/{len(prepared)}] {result.files['provenance'].name}: {values}", flush=True)
 
         released = release_prepared(prepared, ledger, os.path.abspath(args.out), shown)
         left = ledger.remaining(key)
         if args.report:
             _write_report(args, ledger, released[0][1].row_id, prepared[0].run["token"])
-    print(f"epsilon left for this dataset: {left:.6g}")
+    print(f"epsilon left for this dataset: {privacy_number(left)}")
     return 0
+
+
+def _values_line(item: Any, result: Any) -> str:
+    """The released values as a person reads them: rounded by the one rule, with their
+    intervals (dpexplorer/release/presentation.py); the JSON keeps full precision."""
+    from dpexplorer.release.presentation import values_line
+    from dpexplorer.release.published import integral_flags
+
+    facts = getattr(item, "public_facts", None) or {}  # a synthetic table has none
+    return values_line(
+        result.labels,
+        result.values,
+        getattr(result, "confidence_intervals", None),
+        getattr(result, "ci_level", 0.95),
+        kinds=getattr(result, "interval_kinds", ()),
+        integral=integral_flags(str(facts.get("statistic", "")), result.labels),
+        limit=MAX_VALUES_SHOWN,
+    )
 
 
 def _in_run(args: argparse.Namespace, prepared: list[Any]) -> list[Any]:

@@ -59,6 +59,10 @@ def read_plan_file(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], 
     return plan_entries(plan)
 
 
+ENTRY_KEYS = frozenset({"query", "mechanism", "parameters", "kind", "post_processing"})
+"""The keys a plan entry may hold (PLAN_FORMAT.md)."""
+
+
 def plan_entries(plan: Any) -> tuple[list[dict[str, Any]], float | None]:
     """:func:`read_plan_file` for a plan already parsed from JSON (a list or a sampling object)."""
     plan, rate = _sampling(plan)
@@ -71,7 +75,7 @@ def plan_entries(plan: Any) -> tuple[list[dict[str, Any]], float | None]:
         )
     entries = []
     for number, entry in enumerate(plan, start=1):
-        if not isinstance(entry, dict) or set(entry) - {"query", "mechanism", "parameters", "kind"}:
+        if not isinstance(entry, dict) or set(entry) - ENTRY_KEYS:
             raise PlanError(f"plan entry {number} must be an object with keys query, mechanism, parameters")
         query, mechanism, params = entry.get("query"), entry.get("mechanism"), entry.get("parameters", {})
         if not isinstance(query, dict) or not isinstance(mechanism, str) or not isinstance(params, dict):
@@ -84,6 +88,10 @@ def plan_entries(plan: Any) -> tuple[list[dict[str, Any]], float | None]:
                 f"plan entry {number}: kind must be one of {', '.join(ENTRY_KINDS)}, not {kind!r}"
             )
         extra = {"kind": kind} if kind != "statistic" else {}
+        if "post_processing" in entry:  # declared post-processing (dpexplorer/release/published.py)
+            if not isinstance(entry["post_processing"], dict):
+                raise PlanError(f"plan entry {number}: post_processing must be an object of true/false")
+            extra["post_processing"] = entry["post_processing"]
         entries.append({"query": query, "mechanism": mechanism, "parameters": params, **extra})
     return entries, rate
 
@@ -182,7 +190,15 @@ def prepare_plan(
                     )
                 prepared.append(prepare_synthetic(dataset, query, entry["mechanism"], params, key=key))
                 continue
-            item = prepare(dataset, query, entry["mechanism"], params, ci_level=ci_level, key=key)
+            item = prepare(
+                dataset,
+                query,
+                entry["mechanism"],
+                params,
+                ci_level=ci_level,
+                key=key,
+                post_processing=entry.get("post_processing"),
+            )
             prepared.append(item if rate is None else with_sampling_rate(item, rate))
         except (DPExplorerError, KeyError, TypeError, ValueError, ArithmeticError) as exc:
             raise PlanError(f"plan entry {number}: {exc}") from None

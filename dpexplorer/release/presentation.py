@@ -29,6 +29,7 @@ Pure Python (``decimal``): exact decimal rounding of the binary floats, no Qt, n
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal, localcontext
 
@@ -247,3 +248,36 @@ def significant_decimals(text: str) -> int:
     """Digits after the decimal point of a number's text (0 for a whole number): what tests use
     to check a shown number against its unit."""
     return len(text.split(".", 1)[1]) if "." in text else 0
+
+
+KIND_WORDS = {"range": "declared range", "exact": "exact"}
+"""How a line names an interval that is not the noise's (dpexplorer/release/published.py)."""
+
+
+def values_line(
+    labels: Sequence[str],
+    values: Sequence[float | str | None],
+    intervals: Sequence[tuple[float, float] | None] | None = None,
+    level: float = 0.95,
+    *,
+    kinds: Sequence[str | None] = (),
+    integral: Sequence[bool] = (),
+    limit: int = 0,
+) -> str:
+    """One line of released values for a terminal: ``label = value [low, high]`` each, rounded
+    by the rule, an interval that is not the noise's named ("(declared range)"), the level said
+    once at the end; with ``limit`` > 0 at most that many values, then how many more."""
+    parts = []
+    for i, (label, value) in enumerate(zip(labels, values, strict=True)):
+        if limit and i == limit:
+            parts.append(f"… {len(values) - limit} more in the CSV")
+            break
+        interval = intervals[i] if intervals is not None else None
+        shown = show(value, interval, level, integral=bool(integral[i]) if i < len(integral) else False)
+        kind = kinds[i] if i < len(kinds) else None
+        note = f" ({KIND_WORDS[kind]})" if interval is not None and kind in KIND_WORDS else ""
+        parts.append(f"{label} = {shown}{note}")
+    text = ", ".join(parts)
+    if intervals is not None and any(ci is not None for ci in intervals):
+        text += f" ({level_text(level)} intervals)"
+    return text

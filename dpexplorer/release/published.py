@@ -27,14 +27,17 @@ the true (clipped) answer satisfies every constraint imposed:
 * ``clamp_to_range`` (default true): a statistic with a declared range (a mean, a quantile, a
   trimmed mean, a variance; by group too) is clamped to it, and its interval intersected with it
   (the true clipped answer lies in the range, so the interval covers exactly when it did);
-* ``non_negative`` (default false): a count (a count, a histogram's bins, a count by group, a
+* ``non_negative`` (default true): a count (a count, a histogram's bins, a count by group, a
   noisy mean's noisy count) below zero is published as zero, its interval cut at zero;
 * ``integer`` (default false): counts rounded to whole numbers, intervals outward to whole
   numbers (a true count is whole);
-* ``empty_groups`` (default false): by group, with a noisy count per group (noisy_mean,
-  noisy_variance), a group whose count interval reaches below one row, so that the release cannot
-  tell it from an empty group, publishes :data:`~dpexplorer.release.presentation.EMPTY` for
-  every value of the group (no interval) rather than a number held at a bound.
+* ``empty_groups`` (default true): by group, with a noisy count per group (noisy_mean,
+  noisy_variance), a group whose noisy count is below one row (the release's own estimate is
+  that it has no rows) publishes :data:`~dpexplorer.release.presentation.EMPTY` for every value
+  of the group (no interval) rather than a mean held at a bound of the range.
+
+Declare an option false to publish without it (e.g. unbiased counts that may be negative, for a
+later sum).
 """
 
 from __future__ import annotations
@@ -50,9 +53,9 @@ from dpexplorer.release.presentation import EMPTY
 KINDS = ("noise", "exact", "range")
 DEFAULTS: dict[str, bool] = {
     "clamp_to_range": True,
-    "non_negative": False,
+    "non_negative": True,
     "integer": False,
-    "empty_groups": False,
+    "empty_groups": True,
 }
 """The declared post-processing options and their defaults."""
 
@@ -111,6 +114,11 @@ def _is_helper(label: str) -> bool:
 
 def _is_count(label: str, statistic: str) -> bool:
     return label.endswith(COUNT_HELPER) or (statistic in COUNT_STATISTICS and not _is_helper(label))
+
+
+def integral_flags(statistic: str, labels: Sequence[str]) -> tuple[bool, ...]:
+    """Which released values are counts of rows (whole numbers: shown without decimals)."""
+    return tuple(_is_count(label, statistic) for label in labels)
 
 
 def raw_intervals(
@@ -212,29 +220,29 @@ def publish(
                 ci = None if ci is None else (float(math.floor(ci[0])), float(math.ceil(ci[1])))
         out[i], intervals[i] = v, ci
     if chosen["empty_groups"] and groups:
-        _mark_empty(out, intervals, kinds, labels, groups)
+        _mark_empty(values, out, intervals, kinds, labels, groups)
     rank = provenance.get("rank_within_rows")
     changed = any(a != b for a, b in zip(out, values, strict=True))
     return Published(tuple(out), tuple(intervals), tuple(kinds), None if rank is None else int(rank), changed)
 
 
 def _mark_empty(
+    drawn: Sequence[float | str],
     out: list[float | str],
     intervals: list[tuple[float, float] | None],
     kinds: list[str | None],
     labels: Sequence[str],
     groups: int,
 ) -> None:
-    """Every value of a group whose noisy count's interval reaches below one row -> EMPTY."""
+    """Every value of a group whose noisy count is below one row -> EMPTY (the count as drawn,
+    before ``non_negative``: :func:`publish` passes the values before post-processing)."""
     per = len(out) // groups
     for g in range(groups):
         part = range(g * per, (g + 1) * per)
         counts = [j for j in part if labels[j].endswith(COUNT_HELPER)]
         if not counts:
             continue
-        j = counts[0]
-        ci = intervals[j]
-        if ci is None or ci[0] < 1:
+        if float(drawn[counts[0]]) < 1:
             for k in part:
                 out[k], intervals[k], kinds[k] = EMPTY, None, None
 

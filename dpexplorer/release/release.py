@@ -50,7 +50,7 @@ from dpexplorer.release.export import (
 )
 from dpexplorer.release.ledger import Budget, Ledger, LedgerError, guarantee_to_dict, total_epsilon
 from dpexplorer.release.plans import exact_release
-from dpexplorer.release.published import COUNT_HELPER, COUNT_STATISTICS, Published, declared, publish
+from dpexplorer.release.published import Published, declared, integral_flags, publish
 from dpexplorer.release.rational import float_down, float_up
 from dpexplorer.release.samplers import BitSource, default_bit_source
 
@@ -499,11 +499,7 @@ def _table(prepared: PreparedRelease, labels: tuple[str, ...], published: Publis
     """The release's CSV in the one shape (:func:`~dpexplorer.release.export.value_rows`): a
     statistic by group with its key columns first, one row per released value."""
     exact = prepared.exact
-    statistic = str(prepared.public_facts.get("statistic", ""))
-    integral = [
-        label.endswith(COUNT_HELPER) or (statistic in COUNT_STATISTICS and not label.endswith("(noisy)"))
-        for label in labels
-    ]
+    integral = integral_flags(str(prepared.public_facts.get("statistic", "")), labels)
     grouped = bool(exact.key_columns)
     return value_rows(
         labels,

@@ -170,14 +170,14 @@ def _record(dataset: Any, query: Query, mechanism: str, folder: Path) -> dict[st
     """The published sidecar of one release (or the refusal), drawn with seed 2024."""
     try:
         built = query_input(dataset, query, "add_remove", exact_sums=True)
-        # clamping off: a clamped interval's width depends on the released value (a DP output)
+        # post-processing off: a clamped interval's width depends on the released value (a DP output)
         prepared = prepare_input(
             built,
             mechanism,
             {},
             fingerprint="ab" * 32,
             query=query.to_dict(),
-            post_processing={"clamp_to_range": False},
+            post_processing={"clamp_to_range": False, "non_negative": False, "empty_groups": False},
         )
     except (DPExplorerError, DataError) as exc:
         return {"refused": str(exc)}
