@@ -193,5 +193,23 @@ def test_the_command_line_page_names_every_tool() -> None:
     assert all(f"dpexplorer {name} " in synopsis for name in COMMANDS), synopsis
 
 
+def test_the_guide_names_every_mechanism_and_exit_code_the_release_knows() -> None:
+    """A mechanism or exit code added to the code and not to the guide fails here:
+    the command line page lists them, and the privacy page's table says what each mechanism's
+    release assumes public."""
+    from dpexplorer.commands.errors import DOCUMENTED
+    from dpexplorer.release.plans import PATHS
+
+    cli = (GUIDE / "cli.md").read_text(encoding="utf-8")
+    privacy = (GUIDE / "privacy.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`(\w+)`", cli))
+    missing = set(PATHS) - named
+    assert not missing, f"mechanisms not on the command line page: {sorted(missing)}"
+    missing = set(PATHS) - set(re.findall(r"`(\w+)`", privacy.split("| mechanism |", 1)[1]))
+    assert not missing, f"mechanisms not in the privacy page's table: {sorted(missing)}"
+    table = cli.split("| code | meaning |", 1)[1]
+    assert {int(code) for code in re.findall(r"^\| (\d+) \|", table, re.M)} == set(DOCUMENTED)
+
+
 def test_the_guide_shows_command_lines() -> None:
     assert {command.split()[0] for _, command, _ in _command_lines()} >= {"calibrate", "account"}
