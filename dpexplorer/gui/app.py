@@ -36,6 +36,34 @@ def _no_display() -> bool:
     return not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
+MMAP_THRESHOLD = 128 * 1024
+"""Bytes from which glibc serves an allocation by its own mmap (returned whole on free)."""
+
+
+def bound_heap() -> bool:
+    """Fix glibc's mmap threshold at :data:`MMAP_THRESHOLD` (``mallopt(M_MMAP_THRESHOLD)``),
+    which turns its dynamic adjustment off; True if set (glibc only; elsewhere nothing is done).
+
+    glibc raises the threshold each time a mapped block is freed (up to 32 MB), after which the
+    window's arrays of 0.1-10 MB (a column, a density grid, a curve) come from the heap, and the
+    heap keeps the holes they leave: the window's resident set grew by 60 MB over the first
+    2,500 random changes (43 MB of it free heap; malloc_trim gave back 10), flat after this call
+    (benchmarks/soak.py, BENCHMARKS.md). Each large array is then mapped fresh (page faults), a
+    cost the window's views do not notice. Called once by :func:`run_app`, before any thread."""
+    import ctypes
+    import ctypes.util
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # not glibc (musl has no mallopt)
+        return False
+    m_mmap_threshold = -3
+    return bool(mallopt(m_mmap_threshold, MMAP_THRESHOLD))
+
+
 def run_app(file: str | None, *, screenshot: str | None = None) -> int:
     """Open the main window on ``file`` (or the default dataset) and run the event loop.
 
@@ -53,6 +81,7 @@ def run_app(file: str | None, *, screenshot: str | None = None) -> int:
             file=sys.stderr,
         )
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    bound_heap()
     from PySide6.QtCore import qInstallMessageHandler
     from PySide6.QtWidgets import QApplication
 
