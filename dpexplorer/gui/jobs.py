@@ -317,31 +317,60 @@ def set_budget(ledger_path: str, fingerprint: str, epsilon: float, delta: float,
         ledger.set_budget(fingerprint, epsilon, delta, method)
 
 
-def run_release(prepared: Any, ledger_path: str, out_dir: str, dataset_name: str = "") -> Any:
+def run_release(
+    prepared: Any, ledger_path: str, out_dir: str, dataset_name: str = "", warnings: list[str] | None = None
+) -> Any:
     """Charge, sample with the exact samplers (OS CSPRNG), write: :func:`release.execute`; then
-    the release's report (``report-<ledger row>.html`` and ``.pdf``), listed in its files."""
+    the release's report (``report-<token>.html`` and ``.pdf``, the token of its files), listed
+    in its files. The report is a run of one release (its provenance's ``run``): rebuilt from the
+    ledger and the files, as ``dpexplorer report --row N`` writes it again. Its names and Qt's
+    PDF are checked before the charge; a report that still fails after it never fails the
+    release: the reason and the command that writes it are appended to ``warnings``."""
     import dataclasses
+    import os
+    import shlex
     from pathlib import Path
 
+    from dpexplorer.release.export import atomic_write
     from dpexplorer.release.ledger import Ledger
     from dpexplorer.release.release import execute
-    from dpexplorer.release.report import build_report, write_html
-    from dpexplorer.report_pdf import write_pdf
+    from dpexplorer.release.report import render_html
+    from dpexplorer.release.report_run import check_names_free, report_names, report_of_run
+    from dpexplorer.report_pdf import check_renderer, write_pdf
 
+    run = {
+        "token": prepared.token,
+        "entry": 1,
+        "entries": 1,
+        "dataset": dataset_name or prepared.fingerprint[:12],
+    }
+    prepared = dataclasses.replace(prepared, run=run)
+    html_path, pdf_path = report_names(prepared.token, out_dir)
+    check_names_free((html_path, pdf_path))
+    check_renderer()
     with Ledger(ledger_path) as ledger:
-        before = [m.guarantee for m in ledger.measurements(prepared.fingerprint)]
-        result = execute(prepared, ledger=ledger, out_dir=out_dir)
-        report = build_report(
-            dataset=dataset_name or prepared.fingerprint[:12],
-            fingerprint=prepared.fingerprint,
-            released=[(prepared, result)],
-            ledger=ledger,
-            before=before,
-        )
-    stem = f"report-{result.row_id:06d}"
-    html = write_html(report, out_dir, f"{stem}.html")
-    pdf = write_pdf(report, Path(out_dir) / f"{stem}.pdf")
-    return dataclasses.replace(result, files={**result.files, "report": html, "report_pdf": pdf})
+        result = execute(prepared, ledger=ledger, out_dir=os.path.abspath(out_dir))
+        written: dict[str, Path] = {}
+        try:
+            report = report_of_run(ledger, result.row_id)
+            atomic_write(html_path, render_html(report))
+            written["report"] = html_path
+            write_pdf(report, pdf_path)
+            written["report_pdf"] = pdf_path
+        except Exception as exc:  # the budget is spent and the values are out: a warning
+            command = shlex.join(
+                [
+                    "dpexplorer",
+                    "report",
+                    "--ledger",
+                    os.path.abspath(ledger.path),
+                    "--row",
+                    str(result.row_id),
+                ]
+            )
+            if warnings is not None:
+                warnings.append(f"the report could not be written ({exc}); write it with: {command}")
+    return dataclasses.replace(result, files={**result.files, **written})
 
 
 @dataclass(frozen=True, eq=False)
@@ -363,6 +392,9 @@ class Released:
     """Which values are counts of rows (whole numbers, shown without decimals): one flag per
     value (release/published.py's integral_flags: a count, a histogram, a mean's noisy count),
     or one for all."""
+    report_warning: str = ""
+    """Why the release's report could not be written after the charge, and the command that
+    writes it ("" when it was written)."""
 
 
 def _label(mechanism: str) -> str:
@@ -386,7 +418,8 @@ def release_and_account(
     from dpexplorer.release.published import integral_flags
     from dpexplorer.release.rational import float_down, float_up
 
-    result = run_release(prepared, ledger_path, out_dir, dataset_name)
+    warnings: list[str] = []
+    result = run_release(prepared, ledger_path, out_dir, dataset_name, warnings)
     integral = integral_flags(str(prepared.public_facts.get("statistic", "")), result.labels)
     with Ledger(ledger_path) as ledger:
         budget = ledger.budget(prepared.fingerprint)
@@ -395,7 +428,16 @@ def release_and_account(
     left: float | None = None
     if budget is None:  # refused without one; unknown here rather than an error after the charge
         return Released(
-            result, query, _label(prepared.mechanism), dataset_name, "", None, None, math.nan, integral
+            result,
+            query,
+            _label(prepared.mechanism),
+            dataset_name,
+            "",
+            None,
+            None,
+            math.nan,
+            integral,
+            " ".join(warnings),
         )
     try:
         after = total_epsilon([m.guarantee for m in rows], budget.method, budget.delta)
@@ -415,6 +457,7 @@ def release_and_account(
         left=left,
         budget_epsilon=budget.epsilon,
         integral=integral,
+        report_warning=" ".join(warnings),
     )
 
 

@@ -144,6 +144,7 @@ def card_html(released: Released) -> str:
         f"<p>{title}</p><table cellspacing='0' cellpadding='3'>{head}{body}</table>{more}"
         f"<p>{html.escape(_capital(sentence))}</p>{_rank_line(released)}<p>{_budget_line(released)}</p>"
         f"<p>{_file_links(result.files)}</p>"
+        + (f"<p><b>Note:</b> {html.escape(released.report_warning)}</p>" if released.report_warning else "")
     )
 
 
