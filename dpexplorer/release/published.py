@@ -25,7 +25,8 @@ under DP; each is applied to the value and its interval, and the interval stays 
 the true (clipped) answer satisfies every constraint imposed:
 
 * ``clamp_to_range`` (default true): a statistic with a declared range (a mean, a quantile, a
-  trimmed mean, a variance; by group too) is clamped to it, and its interval intersected with it
+  trimmed mean, a variance, by group too; PMW's and MWEM's fractions of rows: [0, 1]) is
+  clamped to it, and its interval intersected with it
   (the true clipped answer lies in the range, so the interval covers exactly when it did);
 * ``non_negative`` (default true): a count (a count, a histogram's bins, a count by group, a
   noisy mean's noisy count) below zero is published as zero, its interval cut at zero;
@@ -100,7 +101,10 @@ class Published:
     changed: bool = False
 
 
-def _finite_range(facts: Mapping[str, Any]) -> tuple[float, float] | None:
+def _finite_range(facts: Mapping[str, Any], mechanism: str = "") -> tuple[float, float] | None:
+    """The statistic's declared range when both ends are finite ([0, 1] for fractions of rows)."""
+    if mechanism in FRACTION_MECHANISMS:
+        return 0.0, 1.0
     span = facts.get("output_range")
     if not span or span[0] is None or span[1] is None:
         return None
@@ -134,7 +138,7 @@ def raw_intervals(
     """Each value's interval and its kind before post-processing (module docstring). ``noise``
     the noise law's intervals (fixed-width ones), if the path has them."""
     computed = dp_outputs.get("confidence_intervals")
-    span = _finite_range(public_facts)
+    span = _finite_range(public_facts, mechanism)
     intervals: list[tuple[float, float] | None] = []
     kinds: list[str | None] = []
     for i, value in enumerate(values):
@@ -155,9 +159,6 @@ def raw_intervals(
             kinds.append("exact")
         elif span is not None and not _is_helper(labels[i]):
             intervals.append(span)
-            kinds.append("range")
-        elif mechanism in FRACTION_MECHANISMS:
-            intervals.append((0.0, 1.0))
             kinds.append("range")
         elif mechanism == "blr":  # counts of a synthetic dataset of a declared size
             intervals.append((0.0, float(sum(float(x) for x in values if is_number(x)))))
@@ -203,7 +204,7 @@ def publish(
         noise=noise,
     )
     out: list[float | str] = list(values)
-    span = _finite_range(public_facts)
+    span = _finite_range(public_facts, mechanism)
     for i, value in enumerate(out):
         if not isinstance(value, float | int) or isinstance(value, bool):
             continue
