@@ -405,7 +405,7 @@ class PGMModel:
             return np.asarray(beliefs.project(names).datavector(flatten=True), dtype=float)
         try:
             return self._across(names, tree, beliefs)
-        except Exception:  # e.g. a forest with no path between the columns: mbi's own way
+        except Exception:  # anything the tree cannot answer: mbi's own way (compiles JAX code)
             factor = self.model.project(names)
             return np.asarray(factor.datavector(flatten=True), dtype=float)
 
@@ -414,11 +414,16 @@ class PGMModel:
 
         index = {c: i for i, c in enumerate(self.columns)}
         holders = [next(node for node in tree.nodes if a in node) for a in names]
-        nodes = {holders[0]}
-        for other in holders[1:]:
-            nodes.update(nx.shortest_path(tree, holders[0], other))
+        # the tree may be a forest: columns in different components are independent under the
+        # model, so their joint is the product of the components' marginals over total^(k-1)
+        component = {node: k for k, part in enumerate(nx.connected_components(tree)) for node in part}
+        first: dict[int, Any] = {}
+        nodes = set()
+        for holder in holders:
+            start = first.setdefault(component[holder], holder)
+            nodes.update(nx.shortest_path(tree, start, holder))
         sub = tree.subgraph(nodes)
-        operands: list[Any] = []
+        operands: list[Any] = [np.asarray(float(self.model.total) ** (1 - len(first))), []]
         for node in sub.nodes:
             table = beliefs.project(tuple(node)).datavector(flatten=False)
             operands += [np.asarray(table, dtype=float), [index[a] for a in node]]

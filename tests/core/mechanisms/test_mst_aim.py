@@ -214,6 +214,16 @@ def test_private_pgm_fits_and_samples_the_same_way() -> None:
         theirs = model.model.project(tuple(COLUMNS[i] for i in clique))  # type: ignore[attr-defined]
         expected = np.asarray(theirs.datavector(flatten=True))
         np.testing.assert_allclose(model.project(clique), expected, rtol=1e-9, atol=1e-9)
+    # a forest (the one-way marginals and one pair): columns in different trees are independent
+    from dpexplorer.core.marginals import fit_pgm
+
+    forest = fit_pgm(query.columns, query.sizes, measurements[:5], 100)
+    assert len(list(forest.calibrated()[0].edges)) == 0
+    for clique in [(0, 2), (1, 3), (0, 1, 2)]:
+        theirs = forest.model.project(tuple(COLUMNS[i] for i in clique))
+        np.testing.assert_allclose(
+            forest.project(clique), np.asarray(theirs.datavector()), rtol=1e-9, atol=1e-9
+        )
 
 
 def test_importing_the_mechanisms_does_not_import_jax_or_mbi() -> None:
