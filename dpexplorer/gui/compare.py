@@ -27,7 +27,7 @@ from dpexplorer.gui import jobs, palette
 from dpexplorer.gui.views.base import MIN_LOG_SPAN, _log_span, log_ticks
 
 if TYPE_CHECKING:
-    from dpexplorer.gui.main_window import MainWindow
+    from dpexplorer.gui.window_parts import WindowParts
 
 NEIGHBOURS_PINNED = "neighbours-pinned"
 ACCURACY_PINNED = "accuracy-pinned"
@@ -69,7 +69,7 @@ class CompareBar(QFrame):
 class Comparison(QObject):
     """The pinned mechanism, its jobs and its curves over the neighbours and accuracy views."""
 
-    def __init__(self, window: MainWindow) -> None:
+    def __init__(self, window: WindowParts) -> None:
         super().__init__(window)
         self.window = window
         self.pinned: Pinned | None = None
@@ -78,7 +78,8 @@ class Comparison(QObject):
         self._current: jobs.NeighboursResult | None = None  # the view's own, for its x axis
         self._items: dict[tuple[int, str], pg.PlotDataItem] = {}
         self.bar = CompareBar()
-        layout = window.centralWidget().layout()
+        central = window.centralWidget()
+        layout = central.layout() if central is not None else None
         if isinstance(layout, QVBoxLayout):
             layout.insertWidget(layout.indexOf(window.tabs), self.bar)
         self.bar.stop.clicked.connect(self.stop)
@@ -205,18 +206,13 @@ class Comparison(QObject):
     def _draw_neighbours(self) -> None:
         plot = self.window.neighbours_view.outputs
         current, pinned = self._current, self.neighbours
-        shown = current is not None and isinstance(current.output, NumericOutput)
-        if (
-            pinned is None
-            or not shown
-            or not isinstance(pinned.output, NumericOutput)
-            or pinned.output.monte_carlo_runs
-        ):
+        out = pinned.output if pinned is not None else None
+        axis = current.output if current is not None else None
+        if not isinstance(out, NumericOutput) or not isinstance(axis, NumericOutput) or out.monte_carlo_runs:
             for key in ("d", "d_prime"):
                 if (id(plot), key) in self._items:
                     self._items[(id(plot), key)].setData([], [])
             return
-        out, axis = pinned.output, current.output  # type: ignore[union-attr]
         # the pinned law in the current view's grid coordinates (outputs o = origin + unit * grid)
         outputs = out.origin + out.unit * np.asarray(out.grid, dtype=float)
         x = (outputs - axis.origin) / axis.unit

@@ -373,24 +373,6 @@ class MainWindow(WindowParts):
         about_action.triggered.connect(self.show_about)
         help_menu.addAction(about_action)
 
-    def _build_compare_menu(self) -> None:
-        """View > Pin Mechanism for Comparison / Stop Comparing (gui/compare.py)."""
-        self.view_menu.addSeparator()
-        pin_keys = QKeySequence("Ctrl+Shift+P")
-        self.pin_action = QAction("&Pin Mechanism for Comparison", self, shortcut=pin_keys)
-        self.pin_action.setToolTip(
-            "Keep this mechanism and its parameters: choose another, and both are drawn on the "
-            "neighbouring-datasets and accuracy plots"
-        )
-        self.pin_action.triggered.connect(self.comparison.pin)
-        self.unpin_action = QAction("Stop &Comparing", self)
-        self.unpin_action.triggered.connect(self.comparison.stop)
-        self.view_menu.addAction(self.pin_action)
-        self.view_menu.addAction(self.unpin_action)
-
-    def _build_edit_menu(self) -> None:
-        """Edit: undo and redo of the query, mechanism, parameters, plan and dataset (the menu
-        names the step, "Undo: ε (epsilon) 1 → 0.5")."""
     def _build_appearance_menu(self) -> None:
         """View > Appearance: the system's light or dark, or light, dark, high contrast
         (gui/palette.py); the choice is remembered."""
@@ -417,6 +399,24 @@ class MainWindow(WindowParts):
         palette.set_appearance(name, self)
         self.appearance_actions[name].setChecked(True)
 
+    def _build_compare_menu(self) -> None:
+        """View > Pin Mechanism for Comparison / Stop Comparing (gui/compare.py)."""
+        self.view_menu.addSeparator()
+        pin_keys = QKeySequence("Ctrl+Shift+P")
+        self.pin_action = QAction("&Pin Mechanism for Comparison", self, shortcut=pin_keys)
+        self.pin_action.setToolTip(
+            "Keep this mechanism and its parameters: choose another, and both are drawn on the "
+            "neighbouring-datasets and accuracy plots"
+        )
+        self.pin_action.triggered.connect(self.comparison.pin)
+        self.unpin_action = QAction("Stop &Comparing", self)
+        self.unpin_action.triggered.connect(self.comparison.stop)
+        self.view_menu.addAction(self.pin_action)
+        self.view_menu.addAction(self.unpin_action)
+
+    def _build_edit_menu(self) -> None:
+        """Edit: undo and redo of the query, mechanism, parameters, plan and dataset (the menu
+        names the step, "Undo: ε (epsilon) 1 → 0.5")."""
         edit_menu = QMenu("&Edit", self)
         self.menuBar().insertMenu(self.view_menu.menuAction(), edit_menu)
         self.undo_action = self.history.stack.createUndoAction(self, "Undo:")
@@ -620,10 +620,10 @@ class MainWindow(WindowParts):
         font = app.font()
         font.setPointSizeF(self._normal_font.pointSizeF() * (TEACHING_FONT_SCALE if on else 1.0))
         app.setFont(font)
+        palette.restyle(self)  # the plots' axis fonts follow the application's
         self.teaching_panel.setVisible(on)
         from dpexplorer.gui.views.base import View
 
-        palette.restyle(self)  # the plots' axis fonts follow the application's
         View.explanations_shown = not on  # and for the views built later
         for view in self.findChildren(View):  # the teacher explains; the plots get the room
             view.explanation.setVisible(not on)

@@ -31,7 +31,7 @@ from PySide6.QtGui import QUndoCommand, QUndoStack
 from dpexplorer.gui.session import Session
 
 if TYPE_CHECKING:
-    from dpexplorer.gui.main_window import MainWindow
+    from dpexplorer.gui.window_parts import WindowParts
 
 UNDO_LIMIT = 200
 """Steps kept; the oldest are dropped beyond it."""
@@ -211,7 +211,7 @@ class StateChange(QUndoCommand):
 class UndoHistory(QObject):
     """Watches the window and records a step each time its state settles on a new value."""
 
-    def __init__(self, window: MainWindow) -> None:
+    def __init__(self, window: WindowParts) -> None:
         super().__init__(window)
         self.window = window
         self.stack = QUndoStack(self)

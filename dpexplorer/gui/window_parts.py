@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from dpexplorer.gui.explorer import Explorer
     from dpexplorer.gui.mechanism_panel import MechanismPanel
     from dpexplorer.gui.query_panel import QueryPanel
+    from dpexplorer.gui.session import Session
     from dpexplorer.gui.views.accuracy import AccuracyView
     from dpexplorer.gui.views.neighbours import NeighboursView
     from dpexplorer.gui.workspace import Workspace
@@ -47,6 +48,8 @@ class WindowParts(QMainWindow):
     plan_queries: dict[str, tuple[dict[str, Any], str]]
     """The planned statistics: label -> (query as a dict, relation)."""
     teaching_action: QAction
+    _loading: str | None
+    """The file being read, until its load job ends (undo waits for it)."""
 
     def open_file(self, path: str | Path) -> None:
         """Load ``path`` on a worker; the window shows it when done (``dataset_loaded``), or
@@ -64,6 +67,14 @@ class WindowParts(QMainWindow):
 
     def add_current_to_plan(self) -> None:
         """Add the current query and mechanism to the budget's plan."""
+        raise NotImplementedError
+
+    def current_session(self) -> Session:
+        """The window's state as a session file saves it (ValueError before there is one)."""
+        raise NotImplementedError
+
+    def restore_state(self, session: Session) -> None:
+        """Bring the window to ``session`` as opening its file would (undo and redo use this)."""
         raise NotImplementedError
 
     def resample(self) -> None:

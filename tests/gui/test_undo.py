@@ -89,7 +89,7 @@ def test_undo_restores_the_exact_state_after_ten_random_edits(qtbot, window):
         window.query_panel.select_kind(rng.choice(["count", "mean", "sum"]), "age")
 
     def bound():
-        window.query_panel.upper.setValue(rng.choice([60.0, 70.0, 80.0]))
+        window.query_panel.upper_bound.setValue(rng.choice([60.0, 70.0, 80.0]))
         window.query_panel.emit_query()
 
     def plan():
