@@ -118,10 +118,12 @@ def mix(lane: int, x: np.ndarray, tmp: np.ndarray | None = None) -> np.ndarray:
     return x
 
 
+@functools.lru_cache(maxsize=64)
 def tag_seed(lane: int, tag: int) -> int:
     return mix_int(lane, SEEDS[lane] ^ (tag << 56))
 
 
+@functools.lru_cache(maxsize=64)
 def missing_hash(lane: int) -> int:
     return tag_seed(lane, MISSING)
 
@@ -177,11 +179,12 @@ class Sums:
 # ---------------------------------------------------------------- per-column canonical words
 @dataclass(frozen=True)
 class _Words:
-    """A column batch's canonical form: per row a tag and a word (tagged kinds), or the text's
-    lengths and word matrix source (text); ``missing`` marks missing cells."""
+    """A column batch's canonical form: per row a tag (or one tag for every row) and a word
+    (tagged kinds), or the text's lengths and words (text); ``missing`` marks missing cells
+    (None: none is)."""
 
-    missing: np.ndarray
-    tags: np.ndarray | None = None
+    missing: np.ndarray | None
+    tags: np.ndarray | int | None = None
     words: np.ndarray | None = None
     text: _Text | None = None
 
@@ -193,8 +196,9 @@ class _Text:
     more: list[tuple[np.ndarray, np.ndarray]]  # (row indices, word) for words 1, 2, ...
 
 
-def _integers(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Tags and words of integers (int64 or uint64 arrays)."""
+def _integers(values: np.ndarray) -> tuple[np.ndarray | int, np.ndarray]:
+    """Tags (one for all when every value is an integer below 2^63) and words of integers
+    (int64 or uint64 arrays)."""
     if values.dtype == np.uint64:
         big = values >= U64(1 << 63)
         if big.any():
@@ -202,8 +206,8 @@ def _integers(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             tags = np.where(big, as_float[0], np.uint8(INT))
             words = np.where(big, as_float[1], values)
             return tags, words
-        return np.full(values.size, INT, np.uint8), values.copy()
-    return np.full(values.size, INT, np.uint8), values.astype(np.int64, copy=False).view(U64).copy()
+        return INT, values
+    return INT, values.astype(np.int64, copy=False).view(U64)
 
 
 def _floats(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -278,16 +282,18 @@ class _Column:
         self.data = _padded(_bytes(buffers[2]))
 
     def words(self, start: int, stop: int) -> _Words:
-        missing = self.missing[start:stop] if self.missing is not None else np.zeros(stop - start, bool)
+        missing = self.missing[start:stop] if self.missing is not None else None
         if self.tag >= 0:
             assert self.values is not None
             values = self.values[start:stop].astype(np.int64, copy=False).view(U64)
-            return _Words(missing, np.full(stop - start, self.tag, np.uint8), values)
+            return _Words(missing, self.tag, values)
         if self.tag == -1:
             assert self.values is not None
             values = self.values[start:stop]
             tags, words = _floats(values) if values.dtype.kind == "f" else _integers(values)
             return _Words(missing, tags, words)
+        if missing is None:
+            missing = np.zeros(stop - start, bool)
         if self.views is not None:
             text = self._view_text(start, stop, missing)
         else:
@@ -381,7 +387,7 @@ def _cell_hashes(
 ) -> np.ndarray:
     """Each cell's 64-bit hash in ``lane`` (module docstring), into ``out`` when given (``tmp``:
     scratch; both of the batch's length: no array is allocated per step)."""
-    n = words.missing.size
+    n = words.text.lengths.size if words.text is not None else words.words.size  # type: ignore[union-attr]
     h = np.empty(n, U64) if out is None else out
     if words.text is not None:
         t = words.text
@@ -397,10 +403,14 @@ def _cell_hashes(
             h[rows] = mix(lane, part)
     else:
         assert words.tags is not None and words.words is not None
-        np.take(_seed_table(lane), words.tags, out=h, mode="clip")
-        h ^= words.words
+        if isinstance(words.tags, int):
+            np.bitwise_xor(words.words, U64(tag_seed(lane, words.tags)), out=h)
+        else:
+            np.take(_seed_table(lane), words.tags, out=h, mode="clip")
+            h ^= words.words
         mix(lane, h, tmp)
-    np.putmask(h, words.missing, U64(missing_hash(lane)))
+    if words.missing is not None:
+        np.putmask(h, words.missing, U64(missing_hash(lane)))
     return h
 
 
