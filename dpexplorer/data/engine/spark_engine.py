@@ -564,7 +564,7 @@ class SparkEngine(Engine):
     def __init__(self, session: SparkSession) -> None:
         self.session = session
 
-    def as_numbers(self, dataset: SparkDataset, column: str) -> SparkDataset:  # type: ignore[override]
+    def as_numbers(self, dataset: SparkDataset, column: str) -> SparkDataset:
         """As the polars engine's (:meth:`Engine.as_numbers`): text parsed as a number, anything
         else missing."""
         import dataclasses
