@@ -942,6 +942,100 @@ class GroupBy:
         return out
 
 
+# ---------------------------------------------------------------- synthetic data over marginals
+MAX_COLUMNS = 16
+MAX_MARGINAL_CELLS = 1_000_000
+"""Largest marginal (cells) a workload may name: its counts are held in memory."""
+
+
+@dataclass(frozen=True)
+class Marginals:
+    """Synthetic data over ``axes``: the workload is ``workload`` (cliques of column names), or,
+    when empty, every ``ways``-way marginal of the columns. With ``unit``, each person keeps at
+    most ``unit.max_rows`` rows (``max_groups`` is ignored: the whole table is one group)."""
+
+    axes: tuple[Axis, ...]
+    workload: tuple[tuple[str, ...], ...] = ()
+    ways: int = 2
+    unit: PrivacyUnit | None = None
+    kind = "marginals"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "axes", tuple(self.axes))
+        object.__setattr__(self, "workload", tuple(tuple(str(c) for c in cl) for cl in self.workload))
+        names = [a.column for a in self.axes]
+        _require(2 <= len(names) <= MAX_COLUMNS, f"choose 2 to {MAX_COLUMNS} columns for synthetic data")
+        _require(len(set(names)) == len(names), "the synthetic data's columns repeat a column")
+        _require(
+            isinstance(self.ways, int) and 1 <= self.ways <= min(3, len(names)),
+            f"the workload's marginals are 1-, 2- or 3-way (at most the {len(names)} columns), "
+            f"got {self.ways!r}",
+        )
+        for clique in self.workload:
+            _require(len(clique) >= 1, "a workload marginal names no column")
+            _require(len(set(clique)) == len(clique), f"the marginal {clique} repeats a column")
+            for c in clique:
+                _require(c in names, f"the workload names {c!r}, which is not among the chosen columns")
+        for chosen in self.cliques():
+            cells = math.prod(self.sizes[i] for i in chosen)
+            _require(
+                cells <= MAX_MARGINAL_CELLS,
+                f"the marginal {' × '.join(names[i] for i in chosen)} has {cells:,} cells "
+                f"(limit {MAX_MARGINAL_CELLS:,}): use fewer bins or categories",
+            )
+        if self.unit is not None:
+            _require(self.unit.column not in names, "the privacy unit cannot also be a synthetic column")
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(a.column for a in self.axes)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return tuple(len(a.labels) for a in self.axes)
+
+    def cliques(self) -> tuple[tuple[int, ...], ...]:
+        """The workload as sorted column-index tuples."""
+        if not self.workload:
+            return tuple(itertools.combinations(range(len(self.axes)), self.ways))
+        index = {c: i for i, c in enumerate(self.columns)}
+        return tuple(sorted({tuple(sorted(index[c] for c in cl)) for cl in self.workload}))
+
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        for a in self.axes:
+            a.check(schema)
+        if self.unit is not None:
+            self.unit.check(schema)
+
+    def describe(self) -> str:
+        cols = "; ".join(a.describe() for a in self.axes)
+        who = f", {self.unit.describe()}" if self.unit is not None else ""
+        marginals = len(self.cliques())
+        return f"a synthetic table over {len(self.axes)} columns ({cols}), {marginals} marginals{who}"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.kind, "axes": [a.to_dict() for a in self.axes], "ways": self.ways}
+        if self.workload:
+            out["workload"] = [list(cl) for cl in self.workload]
+        if self.unit is not None:
+            out["unit"] = self.unit.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Marginals:
+        unit = d.get("unit")
+        return cls(
+            tuple(_axis_from_dict(a) for a in d["axes"]),
+            tuple(tuple(cl) for cl in d.get("workload", ())),
+            int(d.get("ways", 2)),
+            None
+            if unit is None
+            else PrivacyUnit(
+                str(unit["column"]), int(unit.get("max_groups", 1)), int(unit.get("max_rows", 1))
+            ),
+        )
+
+
 Query: TypeAlias = (
     Count
     | PredicateCount
@@ -955,6 +1049,7 @@ Query: TypeAlias = (
     | TopK
     | Workload
     | GroupBy
+    | Marginals
 )
 
 
@@ -1023,9 +1118,7 @@ def _from_dict(kind: Any, d: Mapping[str, Any]) -> Query:
             d.get("q", 0.5),
         )
     if kind == "marginals":  # synthetic data over marginals (MST, AIM)
-        from dpexplorer.data.marginals import Marginals
-
-        return Marginals.from_dict(d)  # type: ignore[return-value]
+        return Marginals.from_dict(d)
     raise DataError(f"unknown query type {kind!r}")
 
 
