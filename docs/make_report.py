@@ -1,8 +1,9 @@
 """Release the user guide's example plan (docs/guide/cli.md) on the default dataset with
-`--report` into docs/report/ (a throw-away ledger), and render the PDF's first page to
-docs/report/report-page1.png.
+`--report` into docs/report/ (a throw-away ledger), as report.html and report.pdf, and render
+the PDF's first page (the summary, shown in the README) to docs/report/report-page1.png; with
+--all-pages every page, report-page<N>.png, to look at them (only page 1 is kept in the repository).
 
-    python docs/make_report.py [OUT_DIR]
+    python docs/make_report.py [OUT_DIR] [--all-pages]
 
 The values differ at every run: they are drawn from the OS CSPRNG like any release."""
 
@@ -47,7 +48,8 @@ def render_page(pdf_path: Path, png_path: Path, index: int = 0, scale: float = 1
 
 
 def main() -> None:
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "report"
+    given = [a for a in sys.argv[1:] if a != "--all-pages"]
+    out = Path(given[0]) if given else ROOT / "docs" / "report"
     with tempfile.TemporaryDirectory() as scratch:
         plan = Path(scratch) / "plan.json"
         plan.write_text(json.dumps(readme_plan()), encoding="utf-8")
@@ -63,9 +65,14 @@ def main() -> None:
         if code:
             raise SystemExit(code)
         out.mkdir(parents=True, exist_ok=True)
-        for name in ("report.html", "report.pdf"):
-            (out / name).write_bytes((released / name).read_bytes())
-        render_page(out / "report.pdf", out / "report-page1.png")
+        for suffix in ("html", "pdf"):  # the run's report is named after its token
+            (written,) = released.glob(f"report-*.{suffix}")
+            (out / f"report.{suffix}").write_bytes(written.read_bytes())
+        for stale in out.glob("report-page*.png"):
+            stale.unlink()
+        pages = len(pdfium.PdfDocument(str(out / "report.pdf"))) if "--all-pages" in sys.argv else 1
+        for index in range(pages):
+            render_page(out / "report.pdf", out / f"report-page{index + 1}.png", index)
         del app
     print(out)
 

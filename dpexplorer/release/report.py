@@ -30,6 +30,8 @@ from dpexplorer.core.accounting.guarantees import ZCDP, ApproxDP, Guarantee, Lap
 from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.release.export import atomic_write
 from dpexplorer.release.ledger import METHODS, Budget, Ledger, guarantee_to_dict, total_epsilon
+from dpexplorer.release.presentation import BOTTOM, EMPTY, Shown, level_text, privacy_number, show
+from dpexplorer.release.published import HELPER_SUFFIX, integral_flags
 
 STATISTICS_PER_PAGE = 3
 """At most this many statistics on one PDF page (each has two tables and a plot)."""
@@ -38,6 +40,8 @@ PAGE_HEIGHT = 940
 less what the layout adds around images."""
 
 COUNT_STATISTICS = frozenset({"count"})
+SUMMARY_VALUES = 6
+"""At most this many values of a statistic in the summary's table (its section lists all)."""
 
 
 @dataclass(frozen=True)
@@ -64,11 +68,35 @@ class ReportItem:
     dp_outputs: dict[str, Any]
     public_facts: dict[str, Any]
     relation: str
+    interval_kinds: tuple[str | None, ...] = ()
+    """Per value, what its interval is: "noise", "exact" or "range" (dpexplorer/release/published.py)."""
 
     @property
     def numeric(self) -> bool:
-        """True when every released value is a number (not a category or ⊥)."""
-        return all(isinstance(v, float | int) for v in self.values)
+        """True when every released value is a number, or an empty group (not a category or ⊥)."""
+        return any(isinstance(v, float | int) for v in self.values) and all(
+            isinstance(v, float | int) or v == EMPTY for v in self.values
+        )
+
+    def integral(self, index: int) -> bool:
+        """Whether value ``index`` is a count of rows (shown as a whole number)."""
+        return integral_flags(self.statistic, self.labels)[index]
+
+    def shown(self, index: int) -> Shown:
+        """Value ``index`` as a person reads it (the one rounding rule)."""
+        interval = self.intervals[index] if self.intervals else None
+        return show(self.values[index], interval, self.ci_level, integral=self.integral(index))
+
+    def main_indices(self) -> list[int]:
+        """The statistic's own values: every value but the helpers ("count (noisy)", "centred sum
+        (noisy)"), which the report lists in an appendix."""
+        return [i for i, label in enumerate(self.labels) if not label.endswith(HELPER_SUFFIX)]
+
+    @property
+    def rank_within(self) -> int | None:
+        """A DP quantile's rank interval in rows (None for other releases)."""
+        value = self.grid.get("rank_within_rows")
+        return None if value is None else int(value)
 
 
 @dataclass(frozen=True)
@@ -141,6 +169,7 @@ def report_item(prepared: Any, result: Any) -> ReportItem:
         dp_outputs=dict(exact.dp_outputs),
         public_facts=dict(prepared.public_facts),
         relation=prepared.relation,
+        interval_kinds=tuple(getattr(result, "interval_kinds", ()) or ()),
     )
 
 
@@ -208,18 +237,16 @@ def build_report(
 
 
 # ------------------------------------------------------------------ words
-def _num(value: float | None, digits: int = 6) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float) and not math.isfinite(value):
-        return "∞"
-    return f"{value:.{digits}g}"
+def _num(value: float | None, digits: int = 3) -> str:
+    """ε, δ, ρ and other declared figures: ``digits`` significant digits (the one rule for
+    privacy figures, :func:`~dpexplorer.release.presentation.privacy_number`)."""
+    return privacy_number(value, digits)
 
 
-def value_text(value: float | str) -> str:
-    """A released value as the report prints it (numbers to 10 significant digits, enough for
-    the 2^k grid they were released on at these magnitudes)."""
-    return f"{value:.10g}" if isinstance(value, float | int) else str(value)
+def value_text(value: float | str, interval: tuple[float, float] | None = None, level: float = 0.95) -> str:
+    """A released value as the report prints it: rounded to the digits its interval supports
+    (dpexplorer/release/presentation.py); without an interval, six significant digits."""
+    return show(value, interval, level).value
 
 
 def guarantee_words(item: ReportItem) -> str:
@@ -277,11 +304,11 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
 
 
 def _span(item: ReportItem) -> tuple[float, float]:
-    ends = [float(v) for v in item.values] or [0.0]
+    ends = [float(v) for v in item.values if isinstance(v, float | int)] or [0.0]
     if item.intervals:
         ends += [e for ci in item.intervals if ci is not None for e in ci]
     low, high = min(ends), max(ends)
-    if item.statistic == "histogram":  # bars start at zero
+    if item.statistic == "histogram" and item.query.get("type") != "group_by":  # bars start at zero
         low, high = min(low, 0.0), max(high, 0.0)
     pad = (high - low) * 0.08 or max(abs(high), 1.0) * 0.1
     return low - pad, high + pad
@@ -319,6 +346,9 @@ def _rows(item: ReportItem, *, bars: bool) -> str:
     for i, (label, value) in enumerate(zip(item.labels, item.values, strict=True)):
         y = 36 + row * i
         body.append(f'<text x="{left - 8}" y="{y + 4}" text-anchor="end">{html.escape(label)}</text>')
+        if not isinstance(value, float | int):  # an empty group: said, not drawn
+            body.append(f'<text x="{left + 8}" y="{y + 4}" fill="{_MUTED}">{html.escape(str(value))}</text>')
+            continue
         if bars:
             ends = sorted((x(0.0), x(float(value))))
             body.append(
@@ -373,11 +403,20 @@ def _choices(item: ReportItem) -> str:
 def _legend(item: ReportItem, y: int, *, bars: bool = False) -> str:
     text = (
         f"{'bar' if bars else '●'}: released value;  {'whisker' if bars else 'line'}: "
-        f"{item.ci_level:.0%} interval (noise only)"
+        f"{level_text(item.ci_level)} interval ({_interval_words(item)})"
         if item.intervals
         else f"{'bar' if bars else '●'}: released value (no interval published)"
     )
     return f'<text x="20" y="{y}" fill="{_MUTED}">{html.escape(text)}</text>'
+
+
+def _interval_words(item: ReportItem) -> str:
+    kinds = set(item.interval_kinds) - {None}
+    if kinds == {"range"}:
+        return "the declared range: a narrower one would need the data"
+    if kinds == {"exact"}:
+        return "exact: the released value is the answer"
+    return "noise only, clipping bias not included"
 
 
 def _plotted(item: ReportItem) -> ReportItem:
@@ -395,6 +434,7 @@ def _plotted(item: ReportItem) -> ReportItem:
         "labels": tuple(item.labels[i].removesuffix(suffix) if suffix else item.labels[i] for i in keep),
         "values": tuple(item.values[i] for i in keep),
         "intervals": tuple(item.intervals[i] for i in keep) if item.intervals else None,
+        "interval_kinds": tuple(item.interval_kinds[i] for i in keep) if item.interval_kinds else (),
     }
     return ReportItem(**{**item.__dict__, **pick})
 
@@ -417,9 +457,9 @@ def svg_plot(item: ReportItem) -> str:
     if not item.numeric:
         return _choices(item)
     item = _plotted(item)
-    if item.statistic == "histogram" and len(item.labels) > 1:
+    if item.statistic == "histogram" and item.query.get("type") != "group_by" and len(item.labels) > 1:
         return _bars(item)
-    return _dots(item)
+    return _dots(item)  # a group-by's values: a dot plot with intervals
 
 
 def _plot_name(item: ReportItem) -> str:
@@ -456,9 +496,7 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Seque
 def _released_rows(report: Report) -> str:
     counts = [i for i in report.items if i.statistic in COUNT_STATISTICS and i.numeric and i.values]
     if counts:
-        shown = ", ".join(
-            f"{value_text(i.values[0])} (ledger row {i.row_id}, ε = {_num(i.epsilon)})" for i in counts
-        )
+        shown = ", ".join(f"{i.shown(0)} (ledger row {i.row_id}, ε = {_num(i.epsilon)})" for i in counts)
         return f"{shown}: released with noise in this report"
     return (
         "not published: under add/remove the number of rows is itself private, and this "
@@ -499,70 +537,216 @@ def _dataset_section(report: Report) -> str:
     return "<h2>Dataset</h2>" + _table(["", ""], rows)
 
 
+def _ledger_line(report: Report) -> BudgetLine | None:
+    budget = report.budget
+    if budget is None:
+        return None
+    return next((line for line in report.budget_lines if line.method == budget.method), None)
+
+
+def _spent_words(report: Report) -> str:
+    """ε and δ spent under the ledger's accountant, in one sentence."""
+    budget, line = report.budget, _ledger_line(report)
+    if budget is None or line is None:
+        return "No budget is set for this dataset in the ledger."
+    if line.after is None:
+        return f"Under the ledger's {budget.method} composition the total has no finite ε: {line.note}"
+    run = line.after - (line.before or 0.0)
+    left = max(budget.epsilon - line.after, 0.0)
+    return (
+        f"This report's releases cost ε = {_num(run)} at δ = {_num(budget.delta)} under the ledger's "
+        f"accountant ({budget.method}), which decides: ε {_num(line.before)} was spent before, "
+        f"{_num(line.after)} after, of a budget of ε = {_num(budget.epsilon)}; ε = {_num(left)} is left."
+    )
+
+
 def _budget_section(report: Report) -> str:
     budget = report.budget
     if budget is None:
         return "<h2>Budget</h2><p>No budget is set for this dataset in the ledger.</p>"
+    line = _ledger_line(report)
     rows = []
-    for line in report.budget_lines:
-        name = f"<b>{line.method}</b> (the ledger's)" if line.method == budget.method else line.method
-        left = "—" if line.after is None else _num(budget.epsilon - line.after)
-        if line.after is not None and line.after > budget.epsilon:
-            left = f"over by {_num(line.after - budget.epsilon)}"
-        rows.append([name, _num(line.before), _num(line.after), left, html.escape(line.note)])
+    if line is not None:
+        left = "—" if line.after is None else _num(max(budget.epsilon - line.after, 0.0))
+        rows.append(
+            [f"<b>{line.method}</b>", _num(line.before), _num(line.after), left, html.escape(line.note)]
+        )
     return (
         "<h2>Budget</h2>"
-        f"<p>Total budget for this dataset: ε = {_num(budget.epsilon)}, δ = {_num(budget.delta, 3)}, "
-        f"composed under <b>{budget.method}</b>, which decides refusals. This report's ledger rows: "
-        f"{', '.join(str(i.row_id) for i in report.items)} (each statistic below shows its charge).</p>"
-        f"<p>ε spent at δ = {_num(budget.delta, 3)} before and after this report, under every "
-        "accountant (each an upper bound under its theorem; the ledger's decides):</p>"
+        f"<p>Total budget for this dataset: ε = {_num(budget.epsilon)}, δ = {_num(budget.delta)}, "
+        f"composed under <b>{budget.method}</b>, the ledger's accountant, which decides refusals. "
+        f"This report's ledger rows: {', '.join(str(i.row_id) for i in report.items)} (each "
+        "statistic below shows its charge). Other accountants' totals, for comparison only, are in "
+        "the appendix.</p>"
         + _table(["accountant", "ε before", "ε after", "ε left", "note"], rows, numeric=(1, 2, 3))
     )
 
 
-def _values_table(item: ReportItem) -> str:
-    has_ci = item.intervals is not None
-    headers = ["label", "released value"] + ([f"{item.ci_level:.0%} interval"] if has_ci else [])
+def _accountants_appendix(report: Report) -> str:
+    """Every other accountant's total, for comparison: an upper bound under its own theorem;
+    it decides nothing, so it is never compared with the budget."""
+    budget = report.budget
+    if budget is None:
+        return ""
+    rows = [
+        [line.method, _num(line.before), _num(line.after), html.escape(line.note)]
+        for line in report.budget_lines
+        if line.method != budget.method
+    ]
+    if not rows:
+        return ""
+    return (
+        '<h2 style="page-break-before: always">Appendix A: other accountants</h2>'
+        f"<p>The same releases composed under the other accountants, at δ = {_num(budget.delta)}: "
+        "each number is an upper bound on ε under its own theorem. They are shown for comparison "
+        f"only: the budget is composed under {budget.method}, and only that total is charged.</p>"
+        + _table(["accountant", "ε before", "ε after", "note"], rows, numeric=(1, 2))
+    )
+
+
+def _helpers_appendix(report: Report) -> str:
+    """The helper values some mechanisms publish beside their statistic (a noisy mean's noisy
+    count and centred sum): released, so listed, but apart from the statistics."""
     rows = []
-    for i, (label, value) in enumerate(zip(item.labels, item.values, strict=True)):
-        row = [html.escape(label), html.escape(value_text(value))]
-        if has_ci and item.intervals is not None:
-            pair = item.intervals[i]
-            row.append(
-                "none (no number released)"
-                if pair is None
-                else f"[{value_text(pair[0])}, {value_text(pair[1])}]"
+    for number, item in enumerate(report.items, start=1):
+        for i, label in enumerate(item.labels):
+            if label.endswith(HELPER_SUFFIX):
+                shown = item.shown(i)
+                rows.append(
+                    [str(number), html.escape(label), html.escape(shown.value), html.escape(shown.interval)]
+                )
+    if not rows:
+        return ""
+    return (
+        "<h2>Appendix B: helper values</h2>"
+        "<p>Some mechanisms release noisy parts from which the statistic is computed (a noisy "
+        "mean's noisy count and noisy centred sum, the values minus the middle of the declared "
+        "range). They are DP outputs like the statistics, listed here for completeness.</p>"
+        + _table(["statistic", "part", "released value", "interval"], rows, numeric=(2,))
+    )
+
+
+def _summary_section(report: Report) -> str:
+    """Page one: what was released (each statistic's values, rounded, with intervals), ε and δ
+    spent under the ledger's accountant, the widest interval."""
+    rows = []
+    widest: tuple[float, str] | None = None
+    for number, item in enumerate(report.items, start=1):
+        main = item.main_indices()
+        parts = []
+        for i in main[:SUMMARY_VALUES]:
+            shown = item.shown(i)
+            label = "" if len(main) == 1 else f"{item.labels[i]}: "
+            parts.append(f"{label}{shown}")
+            pair = item.intervals[i] if item.intervals else None
+            kind = item.interval_kinds[i] if i < len(item.interval_kinds) else "noise"
+            if pair is not None and kind == "noise":
+                half = (pair[1] - pair[0]) / 2
+                if widest is None or half > widest[0]:
+                    widest = (
+                        half,
+                        f"statistic {number} ({item.labels[i]}): {shown}, ±{shown.sentence.rsplit('±')[-1]}",
+                    )
+        if len(main) > SUMMARY_VALUES:
+            parts.append(f"… {len(main) - SUMMARY_VALUES} more (section {number})")
+        if not main:
+            parts.append("no value (no key kept)")
+        rows.append(
+            [
+                str(number),
+                html.escape(item.description[:1].upper() + item.description[1:]),
+                html.escape(item.mechanism),
+                "<br/>".join(html.escape(p) for p in parts),
+                html.escape(_num(item.epsilon)),
+            ]
+        )
+    level = report.items[0].ci_level if report.items else 0.95
+    widest_words = (
+        f"The widest interval from noise: {html.escape(widest[1])}."
+        if widest is not None
+        else "No interval from noise was published."
+    )
+    return (
+        "<h2>Summary</h2>"
+        f"<p>{html.escape(_spent_words(report))}</p>"
+        + _table(["#", "statistic", "mechanism", f"released value [{level_text(level)} interval]", "ε"], rows)
+        + f"<p>{widest_words} Values are rounded to the digits their interval supports (the second "
+        "significant digit of its half-width); each interval is rounded outward. The JSON files "
+        "keep full precision.</p>"
+    )
+
+
+def _values_table(item: ReportItem) -> str:
+    """The statistic's own values (helpers are in an appendix), rounded by the one rule, each
+    with its interval and the plain sentence."""
+    has_ci = item.intervals is not None or BOTTOM in item.values  # ⊥: said to have none
+    headers = ["label", "released value"] + (
+        [f"{level_text(item.ci_level)} interval", "in words"] if has_ci else []
+    )
+    rows = []
+    for i in item.main_indices():
+        shown = item.shown(i)
+        row = [html.escape(item.labels[i]), html.escape(shown.value)]
+        if has_ci:
+            kind = item.interval_kinds[i] if i < len(item.interval_kinds) else "noise"
+            words = (
+                shown.sentence
+                if kind == "noise"
+                else {
+                    "range": "the declared range (a narrower interval would need the data)",
+                    "exact": "the exact answer (the mechanism's test passed)",
+                }.get(kind or "", shown.sentence)
             )
+            if item.values[i] == BOTTOM:
+                row += ["none (no number released)", html.escape(shown.sentence)]
+            else:
+                row += [html.escape(shown.interval or "none"), html.escape(words)]
         rows.append(row)
     if not rows:  # private keys, none kept: a DP output like any other
-        rows.append(["(no group)", "no key was kept by the private selection"] + (["—"] if has_ci else []))
+        rows.append(
+            ["(no group)", "no key was kept by the private selection"] + (["—", ""] if has_ci else [])
+        )
     return _table(headers, rows, numeric=(1,))
+
+
+def _interval_fact(item: ReportItem) -> str:
+    if item.intervals is None:
+        return "none published for this release (a selection)"
+    kinds = set(item.interval_kinds) - {None}
+    words = []
+    if "noise" in kinds or not kinds:
+        words.append(
+            f"covers the true answer with probability {level_text(item.ci_level)} over the noise alone "
+            "(clipping bias not included), after the declared post-processing"
+        )
+    if "range" in kinds:
+        words.append("the declared range where a value interval would need the data (covers always)")
+    if "exact" in kinds:
+        words.append("a point where the mechanism released the exact answer")
+    if item.rank_within is not None:
+        words.append(
+            f"in ranks: with probability {level_text(item.ci_level)}, the rows below the released value "
+            f"differ from q·n by at most {item.rank_within} more than at the best point of the grid"
+        )
+    return "; ".join(words)
 
 
 def _item_section(number: int, item: ReportItem, plot: str, page_break: bool) -> str:
     params = ", ".join(f"{k} = {v}" for k, v in item.parameters.items())
-    interval = (
-        f"covers the true answer with probability {item.ci_level:.0%} over the noise alone "
-        "(clipping bias not included)"
-        if item.intervals is not None
-        else "none published for this release"
-    )
     rho = "" if item.rho is None else f", ρ = {_num(item.rho)}"
-    charged = f"ε = {_num(item.epsilon)}, δ = {_num(item.delta, 3)}{rho}; ledger: {_charged(item.guarantee)}"
+    charged = f"ε = {_num(item.epsilon)}, δ = {_num(item.delta)}{rho}; ledger: {_charged(item.guarantee)}"
     facts = [
         ["Mechanism", f"{html.escape(item.mechanism)} ({html.escape(params)})"],
         ["Privacy charged", html.escape(charged)],
         ["What it means", html.escape(guarantee_words(item))],
-        ["Interval", html.escape(interval)],
+        ["Interval", html.escape(_interval_fact(item))],
     ]
     if item.public_facts.get("bounds"):
-        facts.append(["Declared bounds", html.escape(str(item.public_facts["bounds"]))])
-    shown = {
-        k: v for k, v in item.dp_outputs.items() if k not in ("confidence_intervals", "confidence_level")
-    }
-    if shown:
-        facts.append(["DP outputs used", f"<code>{html.escape(json.dumps(shown))}</code>"])
+        low, high = item.public_facts["bounds"]
+        facts.append(["Declared bounds", html.escape(f"[{_num(low, 6)}, {_num(high, 6)}]")])
+    helpers = len(item.labels) - len(item.main_indices())
+    if helpers:
+        facts.append(["Helper values", f"{helpers} noisy part(s) released with it: Appendix B"])
     style = ' style="page-break-before: always"' if page_break else ""
     return (
         f"<h3{style}>{number}. {html.escape(item.description[:1].upper() + item.description[1:])}</h3>"
@@ -610,9 +794,15 @@ def _plot_height(item: ReportItem) -> int:
 def _estimated_height(item: ReportItem) -> float:
     """Rough height of one statistic in the PDF, in Qt rich-text pixels at 8 pt (heading, values
     table, plot, facts table): used only to decide where pages break."""
-    rows = 28 * (len(item.labels) + 1)
+    per_row = 40 if item.intervals is not None else 28  # the sentence wraps onto a second line
+    rows = per_row * (len(item.main_indices()) + 1)
     plot = _plot_height(item) * PDF_PLOT_WIDTH / WIDTH + 40
-    return 50 + rows + plot + 170
+    facts = (
+        200
+        + (30 if item.public_facts.get("bounds") else 0)
+        + (30 if len(item.main_indices()) < len(item.labels) else 0)
+    )
+    return 50 + rows + plot + facts
 
 
 def page_starts(items: Sequence[ReportItem], per_page: int = STATISTICS_PER_PAGE) -> set[int]:
@@ -640,21 +830,24 @@ def render_html(report: Report, *, pdf: bool = False, per_page: int = STATISTICS
         name = _plot_name(item)
         plot = f'<img src="{name}" width="{PDF_PLOT_WIDTH}"/>' if pdf else plots[name]
         sections.append(_item_section(number, item, plot, page_break=number - 1 in starts))
-    total = sum(i.epsilon for i in report.items)
     title = f"Release report: {report.dataset}"
+    count = len(report.items)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>{html.escape(title)}</h1>"
-        f"<p>{len(report.items)} statistics released with differential privacy on "
-        f"{html.escape(report.time)} by {html.escape(report.software)}. Their own ε add up to "
-        f"{_num(total)}; the budget section gives what they cost composed under each accountant. "
-        "Every number below is a released "
-        "(noisy) value or a declared fact; no value computed on the data without noise appears.</p>"
-        + _dataset_section(report)
+        f"<p>{count} statistic{'s' if count != 1 else ''} released with differential privacy on "
+        f"{html.escape(report.time)} by {html.escape(report.software)}. Every number in this report "
+        "is a released (noisy) value or a declared fact; no value computed on the data without "
+        "noise appears.</p>"
+        + _summary_section(report)
+        + '<h2 style="page-break-before: always">Dataset</h2>'
+        + _dataset_section(report).removeprefix("<h2>Dataset</h2>")
         + _budget_section(report)
         + '<h2 style="page-break-before: always">Statistics</h2>'
         + "".join(sections)
+        + _accountants_appendix(report)
+        + _helpers_appendix(report)
         + _reproducibility(report)
         + "</body></html>\n"
     )

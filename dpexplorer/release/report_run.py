@@ -148,6 +148,7 @@ def _item(released: _Released) -> ReportItem:
             rho=None if p.get("rho") is None else float(p["rho"]),
             guarantee=guarantee_from_dict(p["guarantee_charged"]),
             sampler=str(p.get("sampler", "")),
+            interval_kinds=tuple(p.get("interval_kinds") or ()),
         )
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise ReportSourceError(

@@ -20,6 +20,7 @@ from dpexplorer.data.answers import query_input
 from dpexplorer.data.load import load_dataset
 from dpexplorer.data.queries import query_from_dict
 from dpexplorer.release.ledger import Ledger
+from dpexplorer.release.presentation import privacy_number, show
 from dpexplorer.release.release import execute, prepare
 from dpexplorer.release.report import (
     Report,
@@ -131,19 +132,18 @@ def test_every_statistic_value_and_epsilon_appears(released: dict) -> None:
     assert svgs == len(PLAN)
     for item, (prepared, result) in zip(report.items, released["pairs"], strict=True):
         assert item.description[1:] in text  # the heading capitalises the first letter
-        for label, value in zip(result.labels, result.values, strict=True):
+        for index, label in enumerate(result.labels):  # rounded by the one rule, with intervals
             assert label in text
-            assert value_text(value) in text
-        assert f"ε = {result.epsilon:.6g}" in text
-        if result.confidence_intervals:
-            for low, high in result.confidence_intervals:
-                assert f"[{value_text(low)}, {value_text(high)}]" in text
+            shown = item.shown(index)
+            assert shown.value in text and shown.interval in text
+        assert f"ε = {privacy_number(result.epsilon)}" in text
         assert prepared.mechanism in text
     assert report.fingerprint in text
     ledger_line = report.budget_lines[0]
     assert ledger_line.method == "basic"
     assert math.isclose(ledger_line.after, released["spent"], rel_tol=1e-9)
-    assert f"{ledger_line.after:.6g}" in numbers
+    assert privacy_number(ledger_line.after) in numbers
+    assert "over by" not in text  # other accountants are compared with nothing (an appendix)
 
 
 def test_no_true_answer_appears(released: dict) -> None:
@@ -182,8 +182,9 @@ def test_pdf_pages_render(released: dict, qapp: object) -> None:
 
     path = write_pdf(released["report"], released["root"] / "report.pdf")
     pdf = pdfium.PdfDocument(str(path))
-    # a title page with the budget, about two statistics a page, the reproducibility page
-    assert 2 <= len(pdf) <= math.ceil(len(PLAN) / 2) + 4
+    # the summary, dataset and budget, about two statistics a page, the appendices,
+    # reproducibility (two pages)
+    assert 2 <= len(pdf) <= math.ceil(len(PLAN) / 2) + 6
     text = "".join(pdf[i].get_textpage().get_text_range() for i in range(len(pdf)))
     assert "Release report" in text and "Reproducibility" in text
     for index in range(len(pdf)):
@@ -252,8 +253,11 @@ def test_group_by_report_shows_the_unit_and_intervals(tmp_path: Path) -> None:
     assert "at most 3 row(s) in each of at most 2 group(s) per person" in text
     assert "one person with all their rows" in text
     provenance = json.loads(next(out.glob("*.provenance.json")).read_text())
-    for low, high in provenance["dp_outputs"]["confidence_intervals"]:
-        assert f"[{value_text(low)}, {value_text(high)}]" in text
+    intervals = provenance["dp_outputs"]["confidence_intervals"]
+    values = json.loads(next(p for p in out.glob("*.json") if ".provenance" not in p.name).read_text())
+    for full, (low, high) in zip(values["values"], intervals, strict=True):
+        shown = show(full["value"], (low, high), integral=full["label"].endswith("count (noisy)"))
+        assert shown.interval in text  # rounded by the one rule
     svg = ET.fromstring(page[page.index("<svg") : page.index("</svg>") + 6])
     labels = [e.text for e in svg.iter() if e.tag.endswith("text") and e.text and "department" in e.text]
     assert labels == ["department = GP", "department = Cardiology", "department = other"]
@@ -273,3 +277,35 @@ def test_a_mean_plots_only_the_mean_not_its_helper_sums_and_counts() -> None:
     )  # fmt: skip
     plotted = _plotted(item)
     assert plotted.labels == ("mean",) and plotted.values == (38.6,) and plotted.intervals == ((38.5, 38.7),)
+
+
+def test_group_by_values_are_a_dot_plot_and_helpers_go_to_an_appendix() -> None:
+    """A count by group is drawn as dots with intervals (not bars); a noisy mean's helper values
+    (noisy count, centred sum) are listed in Appendix B, not beside the means; an empty group
+    is said, not drawn."""
+    from dpexplorer.core.accounting.guarantees import PureDP
+    from dpexplorer.release.report import ReportItem, _helpers_appendix, _item_section
+
+    counts = ReportItem(
+        1, "count by city", {"type": "group_by", "statistic": "count"}, "histogram", "laplace", {},
+        ("city = a", "city = b"), (12.0, 30.0), ((9.0, 15.0), (27.0, 33.0)), 0.95,
+        1.0, 0.0, None, PureDP(1.0), "", {}, {}, {}, "add_remove", ("noise", "noise"),
+    )  # fmt: skip
+    svg = svg_plot(counts)
+    assert svg.count("<circle") == 2 and "<rect x" not in svg.replace("<rect width", "")
+    means = ReportItem(
+        2, "mean by city", {"type": "group_by", "statistic": "mean"}, "mean", "noisy_mean", {},
+        ("city = a: mean", "city = a: count (noisy)", "city = a: centred sum (noisy)",
+         "city = d: mean", "city = d: count (noisy)", "city = d: centred sum (noisy)"),
+        (41.23456, 120.0, 300.5, "empty", "empty", "empty"),
+        ((40.1, 42.3), (110.0, 130.0), (-200.0, 800.0), None, None, None), 0.95,
+        1.0, 0.0, None, PureDP(1.0), "", {}, {}, {}, "add_remove",
+        ("noise", "noise", "noise", None, None, None),
+    )  # fmt: skip
+    section, _ = _text(_item_section(2, means, svg_plot(means), False))
+    assert "41.2" in section and "41.23456" not in section and "[40.1, 42.3]" in section
+    assert "count (noisy)" not in section.split("Helper values")[0] and "empty" in section
+    report = Report("d.csv", "f", (counts, means), None, (), [], "l")
+    appendix, _ = _text(_helpers_appendix(report))
+    assert "count (noisy)" in appendix and "[110, 130]" in appendix and "[-200, 800]" in appendix
+    assert "<circle" in svg_plot(means) and "empty" in svg_plot(means)
