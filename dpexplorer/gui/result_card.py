@@ -21,6 +21,8 @@ from dpexplorer.release import presentation
 
 HELPER_SUFFIX = "(noisy)"
 """How a release labels the parts a statistic is computed from ("count (noisy)" of a mean)."""
+MAX_PARTS = 4
+"""The most helper parts listed by value; beyond, the card says how many (the files hold them)."""
 MAX_ROWS = 12
 """The most values a card lists (a group-by may release hundreds: the rest are in the CSV)."""
 FILE_NAMES = {
@@ -131,6 +133,9 @@ def card_html(released: Released) -> str:
     )
     if helpers:
         parts = ", ".join(f"{html.escape(label)} {html.escape(value)}" for label, value, _, _ in helpers)
+        if len(helpers) > MAX_PARTS:  # per group: a list no one reads on a card
+            kinds = sorted({label.rsplit(": ", 1)[-1] for label, *_ in helpers})
+            parts = f"{len(helpers)} values ({', '.join(html.escape(k) for k in kinds)} of each group)"
         more += (
             f"<p style='color: {palette.css(palette.MUTED_TEXT)}'>Released with it as its parts "
             f"(in the files too): {parts}.</p>"

@@ -160,3 +160,19 @@ def test_a_grouped_mean_lists_the_means_and_its_parts_apart_and_says_the_widest_
         "The widest interval (sex = M: mean): with 95 % probability the noise moved this by at most ±0.42"
         in text
     )
+
+
+def test_a_mean_by_many_groups_counts_its_parts_rather_than_listing_them(qtbot):
+    from dpexplorer.gui.result_card import MAX_PARTS, ResultCard
+
+    groups = [f"g{i}" for i in range(MAX_PARTS)]
+    labels = [f"{g}: mean" for g in groups] + [
+        f"{g}: {part}" for g in groups for part in ("count (noisy)", "centred sum (noisy)")
+    ]
+    values = [40.0] * len(groups) + [100.0, -50.0] * len(groups)
+    intervals = tuple((v - 1.0, v + 1.0) for v in values)
+    card = ResultCard(_released(labels, values, intervals, kinds=("noise",) * len(values)))
+    qtbot.addWidget(card)
+    text = card.text()
+    assert f"{2 * MAX_PARTS} values (centred sum (noisy), count (noisy) of each group)" in text
+    assert "g0: count (noisy) 100" not in text
