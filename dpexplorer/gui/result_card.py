@@ -62,6 +62,11 @@ def _value_rows(released: Released) -> list[tuple[str, str, str, str]]:
         if interval is not None and kind in KIND_SENTENCES:
             text += f" ({presentation.KIND_WORDS[kind]})"
             sentence = KIND_SENTENCES[kind]
+        elif isinstance(value, str) and not sentence:
+            sentence = (
+                "chosen with noise among the declared candidates: a category has no interval (the "
+                "Selection tab shows how likely each one was before the release)"
+            )
         rows.append((label, shown.value, text, sentence))
     return rows
 

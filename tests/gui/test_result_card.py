@@ -176,3 +176,12 @@ def test_a_mean_by_many_groups_counts_its_parts_rather_than_listing_them(qtbot):
     text = card.text()
     assert f"{2 * MAX_PARTS} values (centred sum (noisy), count (noisy) of each group)" in text
     assert "g0: count (noisy) 100" not in text
+
+
+def test_a_selected_category_says_why_it_has_no_interval(qtbot):
+    from dpexplorer.gui.result_card import ResultCard
+
+    card = ResultCard(_released(["selected"], ["Prof-specialty"], None))
+    qtbot.addWidget(card)
+    text = card.text()
+    assert "Prof-specialty" in text and "a category has no interval" in text and "95 % interval" not in text
