@@ -62,7 +62,7 @@ AUDITED: dict[str, tuple[str, str, dict[str, Any], int]] = {
     "dp_quantile": ("median", "tie at the median", {"epsilon": 1.0, "bins": 8}, 10_000),
     "noisy_variance": ("variance", "row at the clipping bound", {"epsilon": 1.0}, 8_000),
     "mst": ("marginals", "one row added", {"epsilon": 1.0, "iterations": 10}, 1_000),
-    "aim": ("marginals", "one row added", {"epsilon": 1.0, "rounds": 2, "iterations": 10}, 1_000),
+    "aim": ("marginals", "one row added", {"epsilon": 1.0, "rounds": 2, "iterations": 10}, 500),
 }
 
 
