@@ -5,7 +5,7 @@ Pinning keeps a mechanism with its parameters. While one is pinned, every change
 compute service (jobs "neighbours-pinned", "accuracy-pinned": the same pure functions as the
 views' own), and draws them over the current ones with one legend: its M(D) and M(D') dashed
 in the colours of M(D) and M(D') on the neighbouring-datasets plot, its exact accuracy curves
-dash-dotted on the accuracy plots. A bar above the tabs says what is pinned and stops it.
+dash-dotted on the accuracy plots. A line in the status bar says what is pinned and stops it.
 
 Guarantee: the overlay is always the pinned mechanism's on the query shown (a result for an
 older query is dropped by the compute service's generation numbers, and a query the pinned
@@ -14,13 +14,15 @@ mechanism does not accept clears it and says so); nothing here releases anything
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, Qt
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QToolButton, QWidget
 
 from dpexplorer.core.mechanisms.base import Mechanism, NumericOutput
 from dpexplorer.gui import jobs, palette
@@ -35,6 +37,7 @@ PINNED_STYLE = Qt.PenStyle.DashLine
 ACCURACY_STYLE = Qt.PenStyle.DashDotLine
 MAX_STRETCH = 5.0
 """The neighbours plot's height grows for the pinned law up to this factor."""
+_TAGS = re.compile(r"<[^>]+>")
 ACCURACY_COLOURS = (palette.ACCENT, palette.GOOD, palette.NEUTRAL)
 
 
@@ -49,21 +52,37 @@ class Pinned:
         return f"{self.mechanism.label}" + (f" (ε = {epsilon:g})" if isinstance(epsilon, int | float) else "")
 
 
-class CompareBar(QFrame):
-    """ "Comparing with …" and a Stop button, above the tabs while a mechanism is pinned."""
+class CompareBar(QWidget):
+    """ "Pinned: …" and a Stop button, in the status bar while a mechanism is pinned: one line
+    there costs the plots nothing (above the tabs it grew the window past a 1280 x 720
+    projector in teaching mode). The text is elided to the room it has; its tooltip is whole."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setFrameShape(QFrame.Shape.StyledPanel)
         self.text = QLabel()
-        self.text.setWordWrap(True)
-        self.stop = QPushButton("Stop comparing")
-        self.stop.setToolTip("Remove the pinned mechanism's curves")
+        self.text.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.full = ""
+        self.stop = QToolButton()
+        self.stop.setText("Stop comparing")
+        self.stop.setToolTip("Remove the pinned mechanism's curves (View > Stop Comparing)")
         layout = QHBoxLayout(self)
-        layout.setContentsMargins(8, 2, 8, 2)
+        layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.text, 1)
         layout.addWidget(self.stop)
         self.hide()
+
+    def set_text(self, html: str) -> None:
+        self.full = " ".join(_TAGS.sub("", html).split())
+        self.text.setToolTip(self.full)
+        self._elide()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        width = max(self.text.width(), 40)
+        self.text.setText(self.text.fontMetrics().elidedText(self.full, Qt.TextElideMode.ElideRight, width))
 
 
 class Comparison(QObject):
@@ -78,10 +97,7 @@ class Comparison(QObject):
         self._current: jobs.NeighboursResult | None = None  # the view's own, for its x axis
         self._items: dict[tuple[int, str], pg.PlotDataItem] = {}
         self.bar = CompareBar()
-        central = window.centralWidget()
-        layout = central.layout() if central is not None else None
-        if isinstance(layout, QVBoxLayout):
-            layout.insertWidget(layout.indexOf(window.tabs), self.bar)
+        window.statusBar().insertPermanentWidget(0, self.bar, 1)
         self.bar.stop.clicked.connect(self.stop)
         window.explorer.inputs_changed.connect(lambda *_a: self._submit())
         window.compute.finished.connect(self._on_result)
@@ -125,7 +141,7 @@ class Comparison(QObject):
         compute.submit(ACCURACY_PINNED, jobs.accuracy, pinned.mechanism, pinned.params, query, level)
 
     def _say(self, text: str) -> None:
-        self.bar.text.setText(text)
+        self.bar.set_text(text)
 
     # ------------------------------------------------------------------ results
     def _on_result(self, view: str, _generation: int, result: object) -> None:
@@ -175,16 +191,17 @@ class Comparison(QObject):
         self._items = {}
 
     def _headline(self) -> str:
-        """What is pinned, and its interval against the current mechanism's when both are known."""
+        """What is pinned, and its interval against the current mechanism's when both are known
+        (short: on a projector the bar takes a line from the plots)."""
         pinned = self.pinned
         if pinned is None:
             return ""
-        text = f"Comparing with the pinned <b>{pinned.label}</b>: its curves are dashed."
+        text = f"Pinned: <b>{pinned.label}</b>, dashed"
         mine = self.accuracy.report if self.accuracy is not None else None
         shown = self.window.accuracy_view.result
         if mine is None or not np.isfinite(mine.ci_halfwidth):
-            return text
-        text += f" Its {mine.ci_level:.0%} interval: ±{mine.ci_halfwidth:.3g}"
+            return text + "."
+        text += f". {mine.ci_level:.0%} interval ±{mine.ci_halfwidth:.3g}"
         current = shown.report if shown is not None and shown.report.ci_level == mine.ci_level else None
         if current is not None and np.isfinite(current.ci_halfwidth) and current.ci_halfwidth > 0:
             ratio = mine.ci_halfwidth / current.ci_halfwidth
@@ -192,7 +209,7 @@ class Comparison(QObject):
             factor = (f"{times:,.0f}" if times >= 10 else f"{times:.2g}") + (
                 "× wider" if ratio >= 1 else "× narrower"
             )
-            text += f", {factor} than {shown.mechanism}'s ±{current.ci_halfwidth:.3g}"  # type: ignore[union-attr]
+            text += f" against ±{current.ci_halfwidth:.3g} now: {factor}"
         return text + "."
 
     def _draw(self) -> None:

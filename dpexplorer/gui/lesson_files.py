@@ -5,9 +5,11 @@ A lesson has a ``title``, a one-line ``summary``, a ``reference`` (the topic and
 Roth 2014 treat it) and ``[[steps]]``. A step sets what the window shows: ``dataset``
 ("default" or a file beside the lessons), ``query`` (the query panel's controls), ``mechanism``
 with ``params``, ``tab``, and optionally ``plan`` (the budget plan holds that many copies of the
-statistic) and ``random_walk`` (the random-walk view's settings); it says ``text`` (two or
-three sentences) and what to ``try``. Whatever a step leaves out it keeps from the step before,
-so every step is a complete state and Back shows exactly what was shown."""
+statistic), ``random_walk`` (the random-walk view's settings) and ``compare`` (a mechanism
+pinned for comparison, ``{ mechanism = "laplace", params = { epsilon = 1.0 } }``, drawn over the
+step's own: only on the step that says it); it says ``text`` (two or three sentences) and what
+to ``try``. Whatever else a step leaves out it keeps from the step before, so every step is a
+complete state and Back shows exactly what was shown."""
 
 from __future__ import annotations
 
@@ -71,7 +73,11 @@ NUMERIC_KINDS = {
 }  # fmt: skip
 GROUP_KINDS = {"group_count", "group_sum", "group_mean", "group_quantile", "group_histogram"}
 RANDOM_WALK_KEYS = {"epsilon": float, "t": int, "delta_prime": float, "paths": int, "law": str}
-STEP_KEYS = {"title", "text", "try", "tab", "dataset", "query", "mechanism", "params", "plan", "random_walk"}
+STEP_KEYS = {
+    "title", "text", "try", "tab", "dataset", "query", "mechanism", "params", "plan", "random_walk",
+    "compare",
+}  # fmt: skip
+COMPARE_KEYS = {"mechanism", "params"}
 LESSON_KEYS = {"title", "summary", "reference", "steps"}
 
 
@@ -93,6 +99,8 @@ class Step:
     params: dict[str, Any]
     plan: int = 0
     random_walk: dict[str, Any] = field(default_factory=dict)
+    compare: tuple[str, dict[str, Any]] | None = None
+    """A mechanism and its parameters pinned for comparison on this step (not carried over)."""
 
     def dataset_path(self, lessons_dir: Path) -> Path | None:
         """The file to open, or None for the default dataset."""
@@ -193,6 +201,18 @@ def _random_walk(raw: Any, where: str) -> dict[str, Any]:
     return {k: _typed(v, RANDOM_WALK_KEYS[k], f"{where}, random_walk '{k}'") for k, v in raw.items()}
 
 
+def _compare(raw: Any, where: str) -> tuple[str, dict[str, Any]] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise LessonError(f"{where}: 'compare' must be a table {{ mechanism = ..., params = {{...}} }}")
+    _unknown(raw, COMPARE_KEYS, f"{where}, compare")
+    params = raw.get("params", {})
+    if not isinstance(params, dict):
+        raise LessonError(f"{where}, compare: 'params' must be a table")
+    return _require(raw, "mechanism", str, f"{where}, compare"), dict(params)
+
+
 def _step(raw: Any, previous: Step | None, where: str, lessons_dir: Path) -> Step:
     if not isinstance(raw, dict):
         raise LessonError(f"{where} must be a table ([[steps]])")
@@ -230,6 +250,7 @@ def _step(raw: Any, previous: Step | None, where: str, lessons_dir: Path) -> Ste
             **(previous.random_walk if previous else {}),
             **_random_walk(raw.get("random_walk", {}), where),
         },
+        compare=_compare(raw.get("compare"), where),
     )
 
 
@@ -280,4 +301,12 @@ def check_mechanisms(lesson: Lesson, mechanisms: Iterable[Mechanism]) -> str | N
             mechanism.validate(step.params)
         except DPExplorerError as exc:
             return f"{where}: {exc}"
+        if step.compare is not None:
+            pinned = by_name.get(step.compare[0])
+            if pinned is None:
+                return f"{where}, compare: unknown mechanism {step.compare[0]!r}"
+            try:
+                pinned.validate(step.compare[1])
+            except DPExplorerError as exc:
+                return f"{where}, compare: {exc}"
     return None

@@ -166,6 +166,7 @@ class LessonRunner(QObject):
         self.index = 0
         self.pending: Step | None = None
         self._phase = ""  # "dataset", "query" or "" while a step is applied
+        self._pinned = False  # whether a step pinned the comparison now shown
         self.panel = LessonPanel()
         self.panel.hide()
         window.side_splitter.insertWidget(0, self.panel)  # above the controls, beside the plots
@@ -315,6 +316,8 @@ class LessonRunner(QObject):
         mechanisms = self.window.mechanism_panel
         if step is None or self._phase != "query" or not mechanisms.mechanisms:
             return  # not ours, or the registry is not in yet (query_ready fires again then)
+        if not self._pin(step):
+            return
         try:
             mechanisms.select(step.mechanism)
         except KeyError as exc:
@@ -337,6 +340,30 @@ class LessonRunner(QObject):
         # The mechanism's own tab is inserted when the explorer passes the new inputs on (after
         # its throttle); the tab is shown once that is done.
         self._awaiting_tab = step
+
+    def _pin(self, step: Step) -> bool:
+        """Pin the step's ``compare`` mechanism (select it, set its parameters, pin it), or end
+        a comparison a previous step started; False (and said) when it does not apply."""
+        comparison = getattr(self.window, "comparison", None)
+        if comparison is None:
+            return True
+        if step.compare is None:
+            if self._pinned:
+                comparison.stop()
+                self._pinned = False
+            return True
+        name, params = step.compare
+        mechanisms = self.window.mechanism_panel
+        try:
+            mechanisms.select(name)
+        except KeyError as exc:
+            self._fail(f"This step's comparison does not apply: {exc.args[0]}")
+            return False
+        pinned = mechanisms.current()
+        assert pinned is not None
+        mechanisms.set_values(pinned.validate(params))
+        self._pinned = comparison.pin()
+        return True
 
     def _inputs_changed(self, *_args: object) -> None:
         step, self._awaiting_tab = self._awaiting_tab, None

@@ -34,7 +34,7 @@ def test_laplace_pinned_against_noisy_sum_on_the_mean_age(qtbot, window):
     window.mechanism_panel.select("noisy_mean")
     wait_idle(qtbot, window)
     assert window.comparison.bar.isVisible()
-    assert "Laplace" in window.comparison.bar.text.text()
+    assert "Laplace" in window.comparison.bar.full
 
     outputs = window.neighbours_view.outputs
     pinned = _pinned_items(outputs)
@@ -74,6 +74,6 @@ def test_a_query_the_pinned_mechanism_refuses_clears_its_curves_and_says_why(qtb
     assert len(_pinned_items(window.neighbours_view.outputs)) == 2
     window.query_panel.select_kind("argmax", "occupation")
     wait_idle(qtbot, window)
-    assert "does not apply" in window.comparison.bar.text.text()
+    assert "does not apply" in window.comparison.bar.full
     assert not _pinned_items(window.neighbours_view.outputs)
     assert window.last_error is None

@@ -46,6 +46,10 @@ def _check_step(window, runner, lesson, index):
     assert shown is runner.tab_widget(step.tab) and shown is not None, f"{where}: tab {step.tab}"
     if step.plan:
         assert len(window.workspace.budget_view.plan) == step.plan, where
+    pinned = window.comparison.pinned
+    if step.compare:  # pinned with its parameters, drawn over the step's own mechanism
+        assert pinned is not None and pinned.mechanism.name == step.compare[0], where
+        assert pinned.params == pinned.mechanism.validate(step.compare[1]), where
     if step.random_walk:
         settings = window.theory_views.random_walk_view.settings()
         assert {k: settings[k] for k in step.random_walk} == step.random_walk, where
