@@ -132,10 +132,11 @@ def test_a_person_bringing_new_combinations_changes_nothing_published(
         assert getattr(built[0], field) == getattr(built[1], field), field
     records = [_record(d, query, mechanism, tmp_path / name) for d, name in ((on_d, "D"), (on_d_prime, "Dp"))]
     assert "refused" not in records[0]
-    # interval_kinds: one per released value, as many as the kept keys (a DP output); what may
-    # not differ is the kind each value's interval has
-    kinds = [set(r.pop("interval_kinds") or ()) for r in records]
-    assert kinds[0] == kinds[1]
+    # interval_kinds and confidence_interval_widths: one per released value, as many as the kept
+    # keys (a DP output); what may not differ is each value's kind and width
+    for field in ("interval_kinds", "confidence_interval_widths"):
+        per_value = [set(r.pop(field, None) or ()) for r in records]
+        assert per_value[0] == per_value[1], field
     assert records[0] == records[1]
 
 
