@@ -68,7 +68,8 @@ from dpexplorer.core.mechanisms.registry import register
 ALPHA = Fraction(9, 10)
 """The share of each round's budget spent on measurement (the paper's alpha)."""
 ROUND_ITERATIONS = 50
-"""Fewest estimation steps of the fit after each round (a fifth of the declared iterations)."""
+"""Fewest estimation steps of the fit after each round (a fifth of the declared iterations, at
+least this many, never more than declared)."""
 BIAS = math.sqrt(2 / math.pi)
 """E|Z| / sigma for Z ~ N(0, sigma^2): the expected l1 error per cell of a measurement."""
 
@@ -128,7 +129,8 @@ def aim_steps(
     limit = float(params.get("max_model_size", 80.0))
     # the model in the loop only steers the selection (post-processing): a shorter fit, started
     # from the previous one; the final model (after the run) gets every declared iteration
-    fit = fitter(query, estimator, max(ROUND_ITERATIONS, int(params.get("iterations", 500)) // 5), cancel)
+    declared = int(params.get("iterations", 500))
+    fit = fitter(query, estimator, min(declared, max(ROUND_ITERATIONS, declared // 5)), cancel)
 
     sigma2 = sigma2_for(ALPHA * rho / rounds, l2sq)
     epsilon = sqrt_down(8 * (1 - ALPHA) * rho / rounds)
