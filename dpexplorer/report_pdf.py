@@ -34,11 +34,15 @@ SCALE = 3
 
 
 def _ensure_app() -> None:
-    """Qt paints fonts only with a QGuiApplication; without a display, use the offscreen one."""
+    """Qt paints fonts only with an application object; without a display, the offscreen one.
+    A QApplication (not a bare QGuiApplication), so that a process whose first Qt use is a
+    report can still open widgets afterwards (a window, the tests)."""
     if QGuiApplication.instance() is None:
+        from PySide6.QtWidgets import QApplication
+
         if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
             os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-        _ensure_app.app = QGuiApplication([])  # type: ignore[attr-defined]
+        _ensure_app.app = QApplication([])  # type: ignore[attr-defined]
 
 
 def _image(svg: str) -> QImage:
