@@ -174,7 +174,7 @@ def test_every_dp_output_gets_a_report(work, capsys, case) -> None:
     assert len(_reports(work["out"])) == 2
     page = html_path.read_text(encoding="utf-8")
     if case == "ptr bottom":
-        assert "<td class=\"num\" align=\"right\">⊥</td>" in page  # the released value, shown
+        assert '<td class="num" align="right">⊥</td>' in page  # the released value, shown
     else:
         assert "no key was kept by the private selection" in page
     assert _statuses(work, data) == ["released"]
