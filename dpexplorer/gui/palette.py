@@ -380,6 +380,10 @@ def _recolour_item(item: object, before: Scheme) -> None:
             item.setPen(new)
     elif isinstance(item, pg.TextItem):
         _recolour_text(item, before)
+    elif isinstance(item, pg.ErrorBarItem):
+        new = _recolour_pen(item.opts.get("pen"), before)
+        if new is not None:
+            item.setData(pen=new)
     elif isinstance(item, QAbstractGraphicsShapeItem):  # shaded bands, rules, their labels
         new = _recolour_pen(item.pen(), before)
         if new is not None:

@@ -59,6 +59,8 @@ def _plot_pens(window) -> list[tuple[str, float]]:
                 what = f"curve {item.name() if isinstance(item, pg.PlotDataItem) else ''}"
             elif isinstance(item, pg.InfiniteLine) and item.isVisible():
                 pen, what = item.pen, "line"
+            elif isinstance(item, pg.ErrorBarItem) and item.isVisible():
+                pen, what = pg.mkPen(item.opts["pen"]), "error bars"
             else:
                 continue
             if pen.style() != pg.QtCore.Qt.PenStyle.NoPen:

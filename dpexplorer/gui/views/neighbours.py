@@ -112,7 +112,7 @@ def clip_loss(loss: np.ndarray) -> np.ndarray:
 
 
 def _error_bars(color: tuple[int, int, int]) -> pg.ErrorBarItem:
-    return pg.ErrorBarItem(x=np.zeros(1), y=np.zeros(1), height=np.zeros(1), pen=color)
+    return pg.ErrorBarItem(x=np.zeros(1), y=np.zeros(1), height=np.zeros(1), pen=palette.pen(color, 1))
 
 
 def _clip_note() -> pg.TextItem:
