@@ -31,13 +31,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def regenerate(ledger_path: str | None, row: int, out: str | None) -> tuple[Path, Path]:
     """Write the report of the run of ``row``; returns (HTML path, PDF path)."""
-    from dpexplorer.release.export import check_output_dir
-    from dpexplorer.release.ledger import Ledger
+    from dpexplorer.release.export import atomic_write, check_output_dir
+    from dpexplorer.release.ledger import Ledger, default_ledger_path
     from dpexplorer.release.report import render_html
     from dpexplorer.release.report_run import report_names, report_of_run, run_rows
 
-    if ledger_path is not None and not Path(ledger_path).is_file():
-        raise DPExplorerError(f"there is no ledger at {ledger_path}")
+    where = Path(ledger_path) if ledger_path is not None else default_ledger_path()
+    if not where.is_file():  # never create an empty ledger to read from
+        raise DPExplorerError(f"there is no ledger at {where}: name it with --ledger")
     with Ledger(ledger_path) as ledger:
         rows = run_rows(ledger, row)
         report = report_of_run(ledger, row)
@@ -45,8 +46,10 @@ def regenerate(ledger_path: str | None, row: int, out: str | None) -> tuple[Path
     folder = Path(out) if out is not None else Path(rows[0].row.export_path or ".").parent
     check_output_dir(folder)
     html_path, pdf_path = report_names(token, folder, regenerate=True)
-    from dpexplorer.release.export import atomic_write
-    from dpexplorer.report_pdf import write_pdf  # Qt, imported only here
+    try:
+        from dpexplorer.report_pdf import write_pdf  # Qt, imported only here
+    except ImportError as exc:
+        raise DPExplorerError(f"the report's PDF needs Qt (PySide6), which cannot be loaded: {exc}") from None
 
     atomic_write(html_path, render_html(report))
     write_pdf(report, pdf_path)
