@@ -79,15 +79,6 @@ def _measured_column(schema: Mapping[str, pl.DataType], name: str) -> None:
     _column(schema, name)
 
 
-def _numeric_column(schema: Mapping[str, pl.DataType], name: str, what: str) -> None:
-    dtype = _column(schema, name)
-    _require(
-        dtype.is_numeric() or dtype == pl.Boolean,
-        f"column {name!r} holds text ({dtype}), so it cannot be used as a number in {what}: "
-        "choose a numeric column or use a histogram or count",
-    )
-
-
 # ---------------------------------------------------------------- predicates
 @dataclass(frozen=True)
 class Compare:
@@ -526,10 +517,7 @@ class Axis:
         return (*(f"[{_fmt(a)}, {_fmt(b)})" for a, b in itertools.pairwise(e)), MISSING)
 
     def check(self, schema: Mapping[str, pl.DataType]) -> None:
-        if self.edges is not None:
-            _numeric_column(schema, self.column, "a binned histogram")
-        else:
-            _column(schema, self.column)
+        _column(schema, self.column)  # binned by declared edges: read as numbers (_measured_column)
 
     def index_expr(self) -> pl.Expr:
         """The cell index (0 .. len(labels) - 1) of each row on this axis."""

@@ -77,3 +77,17 @@ def test_the_dataset_itself_is_unchanged(tmp_path: Path) -> None:
     before = text.content_fingerprint
     engine_of(text).aggregate(text, ClippedMoments("y", 0.0, 10.0))
     assert text.schema["y"] == pl.String and text.content_fingerprint == before
+
+
+def test_a_binned_histogram_reads_text_as_numbers(tmp_path: Path) -> None:
+    """Bins by declared edges on a column inferred as text: numbers fall in their bins, the rest
+    in the missing cell, as on the numeric column with the same missing cells."""
+    from dpexplorer.data.engine.base import CellCounts
+    from dpexplorer.data.queries import Axis
+
+    text = load_dataset(_csv(tmp_path, "t.csv", ["abc", "1", "", "7.5", "zz", "3"]))
+    numbers = load_dataset(_csv(tmp_path, "n.csv", ["", "1", "", "7.5", "", "3"]))
+    axis = Axis("y", edges=(0.0, 2.0, 10.0))
+    request = CellCounts((axis,))
+    counts = engine_of(text).aggregate(text, request)
+    assert counts.tolist() == engine_of(numbers).aggregate(numbers, request).tolist() == [1.0, 2.0, 3.0]

@@ -108,7 +108,6 @@ def test_invalid_queries_raise_data_errors(build, message):
     ("query", "message"),
     [
         (Mean("agee", 0, 1), "unknown column 'agee'"),
-        (Histogram(Axis("sex", edges=(0, 1))), "holds text"),
         (PredicateCount(where("age") == "old"), "compare it with a number"),
         (PredicateCount(where("sex") == 1), "quotes"),
         (PredicateCount(where("sex") < "M"), "only ==, != and in"),
@@ -123,6 +122,7 @@ def test_a_statistic_with_bounds_applies_to_a_text_column(schema):
     """Issue 32: the column's inferred type is not a public fact; the engines read it as numbers
     (tests/data/test_measured_columns.py)."""
     Mean("sex", 0, 1).check(schema)
+    Histogram(Axis("sex", edges=(0, 1))).check(schema)
 
 
 scalars = st.one_of(st.integers(-5, 5), st.sampled_from(["a", "b"]))

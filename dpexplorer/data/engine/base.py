@@ -410,8 +410,9 @@ class Engine(ABC):
         for each request's return type). DataError if the engine cannot evaluate it."""
         for step in steps:
             self._method(self.STEPS, step)
-        if isinstance(request, _Clipped) and not _holds_numbers(dataset.schema.get(request.column)):
-            dataset = self.as_numbers(dataset, request.column)
+        for column in _measured(request):
+            if not _holds_numbers(dataset.schema.get(column)):
+                dataset = self.as_numbers(dataset, column)
         return self._method(self.REQUESTS, request)(dataset, request, steps)
 
     def as_numbers(self, dataset: Any, column: str) -> Any:
@@ -436,6 +437,14 @@ class Engine(ABC):
         if name is None:
             raise TypeError(f"{type(self).__name__} does not implement {type(operation).__name__}")
         return getattr(self, name)
+
+
+def _measured(request: Request) -> list[str]:
+    """The columns ``request`` reads as numbers: a clipped statistic's column and the column of
+    each axis binned by declared edges."""
+    columns = [request.column] if isinstance(request, _Clipped) and request.column else []
+    axes = getattr(request, "axes", ())
+    return columns + [a.column for a in axes if a.edges is not None and a.column not in columns]
 
 
 def _holds_numbers(dtype: pl.DataType | None) -> bool:
