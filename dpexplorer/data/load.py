@@ -322,15 +322,19 @@ def content_fingerprint_v1(frame: pl.DataFrame | pl.LazyFrame, cancel: CancelTok
     ledger's entries to the content-v2 key (:meth:`dpexplorer.release.ledger.Ledger.identify`)."""
     schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
     names = sorted(schema.names())
-    rows = frame.select(pl.concat_str([_canonical_v1(c, schema[c]) for c in names], separator=",").alias("r"))
+    text = pl.concat_str([_canonical_v1(c, schema[c]) for c in names], separator=",").alias("r")
+    batches: Iterable[pl.DataFrame]
+    if isinstance(frame, pl.LazyFrame):  # streamed: a large file's text is never held whole
+        rows = frame.select(text)
+        batches = rows.collect_batches() if hasattr(rows, "collect_batches") else [_collect(rows)]
+    else:  # a slice at a time (the whole text at once would double the memory)
+        batches = (frame.slice(i, 50_000).select(text) for i in range(0, frame.height, 50_000))
     total = 0
     try:
-        whole = _collect(rows)
-        for i in range(0, whole.height, 50_000):
+        for batch in batches:
             checkpoint(cancel)
             total += sum(
-                int.from_bytes(hashlib.sha256(t.encode("utf-8")).digest(), "big")
-                for t in whole["r"].slice(i, 50_000)
+                int.from_bytes(hashlib.sha256(t.encode("utf-8")).digest(), "big") for t in batch["r"]
             )
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise DataError(f"could not read the data to fingerprint it: {_first_line(exc)}") from exc
