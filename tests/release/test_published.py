@@ -26,7 +26,7 @@ from dpexplorer.release.release import prepare_input, published_values
 from dpexplorer.release.samplers import SeededBitSource
 
 LEVEL = 0.9
-REPS = 300
+REPS = 200
 AGE = {"column": "age", "lower": 17, "upper": 90}
 CITIES = ["a", "b", "c", "d"]  # "d" holds no row
 BY_CITY = {"type": "group_by", "keys": [{"column": "city", "categories": CITIES}]}
