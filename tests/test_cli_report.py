@@ -250,3 +250,14 @@ def test_the_report_command_refuses_in_one_line(work, capsys, monkeypatch, argv,
     assert main(["report", "--ledger", str(work["ledger"]), *argv]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert message in line
+
+
+def test_what_a_killed_report_writer_leaves_is_removed_by_the_next_release(work, capsys) -> None:
+    """A writer killed while drawing the PDF leaves its hidden temporary file; reports are
+    written under the folder's lock, so the next release into the folder may remove it."""
+    work["out"].mkdir()
+    leftover = work["out"] / ".report-0123456789abcdef.pdf.99999.tmp"
+    leftover.write_bytes(b"%PDF-1.4 half")
+    assert main(_args(work, [COUNT])) == 0, capsys.readouterr().err
+    assert not leftover.exists()
+    assert len(_reports(work["out"])) == 2 and not list(work["out"].glob(".*.tmp"))

@@ -251,15 +251,12 @@ def _write_report(args: argparse.Namespace, ledger: Any, first_row: int, token: 
     import shlex
 
     try:
-        from dpexplorer.release.export import atomic_write
-        from dpexplorer.release.report import render_html
-        from dpexplorer.release.report_run import report_names, report_of_run
+        from dpexplorer.release.report_run import report_names, report_of_run, write_report
         from dpexplorer.report_pdf import write_pdf  # Qt, loaded only for --report
 
         report = report_of_run(ledger, first_row)
         html_path, pdf_path = report_names(token, args.out)
-        atomic_write(html_path, render_html(report))
-        write_pdf(report, pdf_path)
+        write_report(report, html_path, pdf_path, write_pdf)
         print(f"report: {html_path}, {pdf_path}")
     except (Exception, KeyboardInterrupt) as exc:  # the budget is spent and the values are out
         reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc) or type(exc).__name__

@@ -31,10 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def regenerate(ledger_path: str | None, row: int, out: str | None) -> tuple[Path, Path]:
     """Write the report of the run of ``row``; returns (HTML path, PDF path)."""
-    from dpexplorer.release.export import atomic_write, check_output_dir
+    from dpexplorer.release.export import check_output_dir
     from dpexplorer.release.ledger import Ledger, default_ledger_path
-    from dpexplorer.release.report import render_html
-    from dpexplorer.release.report_run import report_names, report_of_run, run_rows
+    from dpexplorer.release.report_run import report_names, report_of_run, run_rows, write_report
 
     where = Path(ledger_path) if ledger_path is not None else default_ledger_path()
     if not where.is_file():  # never create an empty ledger to read from
@@ -51,8 +50,7 @@ def regenerate(ledger_path: str | None, row: int, out: str | None) -> tuple[Path
     except ImportError as exc:
         raise DPExplorerError(f"the report's PDF needs Qt (PySide6), which cannot be loaded: {exc}") from None
 
-    atomic_write(html_path, render_html(report))
-    write_pdf(report, pdf_path)
+    write_report(report, html_path, pdf_path, write_pdf)
     return html_path, pdf_path
 
 

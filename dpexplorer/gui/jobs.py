@@ -329,13 +329,10 @@ def run_release(
     import dataclasses
     import os
     import shlex
-    from pathlib import Path
 
-    from dpexplorer.release.export import atomic_write
     from dpexplorer.release.ledger import Ledger
     from dpexplorer.release.release import execute
-    from dpexplorer.release.report import render_html
-    from dpexplorer.release.report_run import check_names_free, report_names, report_of_run
+    from dpexplorer.release.report_run import check_names_free, report_names, report_of_run, write_report
     from dpexplorer.report_pdf import check_renderer, write_pdf
 
     run = {
@@ -350,13 +347,8 @@ def run_release(
     check_renderer()
     with Ledger(ledger_path) as ledger:
         result = execute(prepared, ledger=ledger, out_dir=os.path.abspath(out_dir))
-        written: dict[str, Path] = {}
         try:
-            report = report_of_run(ledger, result.row_id)
-            atomic_write(html_path, render_html(report))
-            written["report"] = html_path
-            write_pdf(report, pdf_path)
-            written["report_pdf"] = pdf_path
+            write_report(report_of_run(ledger, result.row_id), html_path, pdf_path, write_pdf)
         except Exception as exc:  # the budget is spent and the values are out: a warning
             command = shlex.join(
                 [
@@ -370,6 +362,7 @@ def run_release(
             )
             if warnings is not None:
                 warnings.append(f"the report could not be written ({exc}); write it with: {command}")
+    written = {k: p for k, p in (("report", html_path), ("report_pdf", pdf_path)) if p.exists()}
     return dataclasses.replace(result, files={**result.files, **written})
 
 

@@ -144,8 +144,14 @@ def remove_partial_files(directory: str | os.PathLike[str]) -> list[Path]:
         return _remove_partial(folder)
 
 
+def directory_lock(directory: str | os.PathLike[str]) -> contextlib.AbstractContextManager[None]:
+    """The lock a release's files are written under (:func:`_directory_lock`), for writing a
+    report into ``directory``: its temporary files are then never taken for a dead writer's."""
+    return _directory_lock(Path(directory))
+
+
 def _remove_partial(folder: Path) -> list[Path]:
-    temporary = [folder / e.name for e in os.scandir(folder) if e.name.startswith(".release-")]
+    temporary = [folder / e.name for e in os.scandir(folder) if e.name.startswith((".release-", ".report-"))]
     removed = [*(p for p in temporary if p.name.endswith(TMP_SUFFIX)), *_orphans(folder)]
     for path in removed:
         path.unlink(missing_ok=True)

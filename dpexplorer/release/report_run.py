@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -67,6 +67,22 @@ def check_names_free(paths: Sequence[Path]) -> None:
             raise ReportSourceError(
                 f"{path} already exists: nothing is ever overwritten; choose another --out"
             )
+
+
+def write_report(
+    report: Report, html_path: Path, pdf_path: Path, write_pdf: Callable[[Report, Path], object]
+) -> None:
+    """Write ``report`` as HTML then PDF (``write_pdf``: :func:`dpexplorer.report_pdf.write_pdf`,
+    passed in because this layer does not import Qt), each to a hidden temporary name linked into
+    place (never replacing a file), under the folder's lock
+    (:func:`~dpexplorer.release.export.directory_lock`), so that what a killed writer leaves is
+    removed by the next release into the folder and a live writer's is not."""
+    from dpexplorer.release.export import atomic_write, directory_lock
+    from dpexplorer.release.report import render_html
+
+    with directory_lock(html_path.parent):
+        atomic_write(html_path, render_html(report))
+        write_pdf(report, pdf_path)
 
 
 @dataclass(frozen=True)
