@@ -73,6 +73,10 @@ class ExactRelease:
     draw: Callable[[BitSource], list[Value]]
     provenance: dict[str, Any] = field(default_factory=dict)
     ci_halfwidth: float | None = None
+    ci_at: Callable[[float], float] | None = None
+    """The fixed half-width at any level (Laplace and Gaussian paths: the noise law's quantile
+    plus the rounding to the grid), for post-processing that needs intervals at another level
+    (a histogram made consistent with a released total: a union bound over its parts)."""
     simulate: Callable[[BitSource, int], np.ndarray] | None = None
     approx: tuple[float, float] | None = None
     """An (epsilon, delta) the release also satisfies, for accountants that cannot compose

@@ -113,6 +113,7 @@ def laplace_release(query: NumericInput, noise: LaplaceNoise, ci_level: float) -
         **laplace.grid.outputs(laplace.noise),
         provenance=laplace.describe(),
         ci_halfwidth=laplace.ci_halfwidth(ci_level),
+        ci_at=laplace.ci_halfwidth,
     )
 
 
@@ -212,7 +213,11 @@ def gaussian_release(
     epsilon = (rho + 2 * math.sqrt(rho * math.log(1 / delta))) * (1 + 1e-12)
     if len(grid.centres) == 1:  # the exact curve of Theorem 7 is for one coordinate
         epsilon = min(epsilon, discrete_gaussian_epsilon(grid.sensitivity, float(sigma2), delta, epsilon))
-    half = float((discrete_gaussian_ci_steps(float(sigma2), ci_level) + grid.rounding) * grid.spacing)
+
+    def half_at(level: float) -> float:
+        return float((discrete_gaussian_ci_steps(float(sigma2), level) + grid.rounding) * grid.spacing)
+
+    half = half_at(ci_level)
     return ExactRelease(
         guarantee=ZCDP(rho),
         epsilon=epsilon,
@@ -228,6 +233,7 @@ def gaussian_release(
             "noise_sigma": math.sqrt(float(sigma2)) * float(grid.spacing),
         },
         ci_halfwidth=half,
+        ci_at=half_at,
     )
 
 

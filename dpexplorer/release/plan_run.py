@@ -205,6 +205,43 @@ def prepare_plan(
     return prepared
 
 
+def check_totals(prepared: Sequence[Any]) -> None:
+    """PlanError unless every ``total_from_entry`` (declared post-processing,
+    dpexplorer/release/published.py) names an earlier entry that releases the count of all rows
+    with a fixed-width noise interval (Laplace or Gaussian); checked before anything is charged."""
+    from dpexplorer.release.release import PreparedRelease
+
+    for number, item in enumerate(prepared, start=1):
+        source = getattr(item, "post_processing", {}).get("total_from_entry")
+        if source is None:
+            continue
+        if not 1 <= source < number:
+            raise PlanError(f"plan entry {number}: total_from_entry must name an earlier entry, not {source}")
+        total = prepared[source - 1]
+        if (
+            not isinstance(total, PreparedRelease)
+            or total.query.get("type") != "count"
+            or total.exact.ci_at is None
+            or total.sampling_rate != item.sampling_rate
+        ):
+            raise PlanError(
+                f"plan entry {number}: total_from_entry {source} must be a count of all rows released "
+                "with laplace or gaussian"
+            )
+
+
+def with_released_total(item: Any, released: Sequence[tuple[Any, Any]]) -> Any:
+    """``item`` with the total its ``total_from_entry`` names, once that entry is released: its
+    released value and its half-width at any level (:func:`check_totals` checked the entry)."""
+    import dataclasses
+
+    source = item.post_processing.get("total_from_entry")
+    if source is None:
+        return item
+    total_item, total_result = released[source - 1]
+    return dataclasses.replace(item, total=(float(total_result.values[0]), total_item.exact.ci_at))
+
+
 def release_prepared(
     prepared: Sequence[Any],
     ledger: Any,
@@ -221,13 +258,15 @@ def release_prepared(
 
     if not prepared:
         return []
+    check_totals(prepared)
     key = prepared[0].fingerprint
     ledger.check(key, [charged_guarantee(item, ledger) for item in prepared])
     check_output_dir(out_dir, [item.token for item in prepared])
     remove_partial_files(out_dir)
-    released = []
+    released: list[tuple[Any, Any]] = []
     for number, item in enumerate(prepared, start=1):
         if isinstance(item, PreparedRelease):
+            item = with_released_total(item, released)
             result: Any = execute(item, ledger=ledger, out_dir=out_dir, directory_checked=True)
         else:  # a synthetic table (entry kind "synthetic"); its module (estimators, scipy) only then
             from dpexplorer.release.synthetic_tables import release_table

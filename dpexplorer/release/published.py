@@ -37,6 +37,17 @@ the true (clipped) answer satisfies every constraint imposed:
   that it has no rows) publishes :data:`~dpexplorer.release.presentation.EMPTY` for every value
   of the group (no interval) rather than a mean held at a bound of the range.
 
+* ``total_from_entry`` (default none; a histogram released by Laplace or Gaussian noise, given
+  the number N of an earlier entry of the plan that releases the count of all rows by Laplace or
+  Gaussian noise): the bins are made to add up to that released total T: the least change, a
+  common shift (T - sum) / k of the k bins, or with ``non_negative`` the Euclidean projection on
+  {x >= 0, sum x = max(T, 0)}, max(x_i - tau, 0). Interval: with h the bins' half-width and h_T
+  the total's, both at level 1 - (1 - level) / (k + 1) (a union bound: all k + 1 noises within
+  them together with probability >= level), every published bin is within 2 h + h_T of its true
+  count (the shift or tau lies in [-(h + h_T / k), h + h_T], since the true bins add up to the
+  true total and are >= 0), so x'_i +- (2 h + h_T) covers at the level. Wider than the bin's own
+  interval: consistency costs accuracy in the worst case.
+
 Declare an option false to publish without it (e.g. unbiased counts that may be negative, for a
 later sum).
 """
@@ -44,19 +55,22 @@ later sum).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.release.presentation import EMPTY
 
 KINDS = ("noise", "exact", "range")
-DEFAULTS: dict[str, bool] = {
+DEFAULTS: dict[str, Any] = {
     "clamp_to_range": True,
     "non_negative": True,
     "integer": False,
     "empty_groups": True,
+    "total_from_entry": None,
 }
 """The declared post-processing options and their defaults."""
 
@@ -71,9 +85,10 @@ HELPER_SUFFIX = "(noisy)"
 COUNT_HELPER = "count (noisy)"
 
 
-def declared(options: Mapping[str, Any] | None) -> dict[str, bool]:
+def declared(options: Mapping[str, Any] | None) -> dict[str, Any]:
     """The full set of options: ``options`` over :data:`DEFAULTS`; InvalidParameterError for an
-    unknown option or a value that is not true/false."""
+    unknown option, a value that is not true/false, or a ``total_from_entry`` that is not an
+    entry number (a whole number >= 1)."""
     given = dict(options or {})
     unknown = sorted(set(given) - set(DEFAULTS))
     if unknown:
@@ -81,6 +96,12 @@ def declared(options: Mapping[str, Any] | None) -> dict[str, bool]:
             f"unknown post-processing option {unknown[0]!r}; known: {', '.join(DEFAULTS)}"
         )
     for key, value in given.items():
+        if key == "total_from_entry":
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise InvalidParameterError(
+                    f"total_from_entry must be a plan entry's number (1, 2, ...), got {value!r}"
+                )
+            continue
         if not isinstance(value, bool):
             raise InvalidParameterError(
                 f"post-processing option {key!r} must be true or false, got {value!r}"
@@ -185,13 +206,16 @@ def publish(
     labels: Sequence[str],
     values: Sequence[float | str],
     noise: Sequence[tuple[float, float] | None] | None,
-    options: Mapping[str, bool] | None = None,
+    options: Mapping[str, Any] | None = None,
     groups: int = 0,
+    level: float = 0.95,
+    consistent: tuple[float, Callable[[float], float], Callable[[float], float]] | None = None,
 ) -> Published:
     """The published values, intervals and kinds: :func:`raw_intervals`, then the declared
     post-processing ``options`` (:func:`declared`; module docstring). ``groups`` the number of
     released groups of a statistic by group (0 otherwise): its values are one group after
-    another, all of a group's parts together."""
+    another, all of a group's parts together. ``consistent``: (released total, its half-width at
+    a level, the bins' half-width at a level) for ``total_from_entry``."""
     chosen = declared(options)
     statistic = str(public_facts.get("statistic", ""))
     intervals, kinds = raw_intervals(
@@ -204,6 +228,9 @@ def publish(
         noise=noise,
     )
     out: list[float | str] = list(values)
+    if consistent is not None:
+        out, intervals = _consistent(out, consistent, level, non_negative=chosen["non_negative"])
+        kinds = ["noise"] * len(out)
     span = _finite_range(public_facts, mechanism)
     for i, value in enumerate(out):
         if not isinstance(value, float | int) or isinstance(value, bool):
@@ -225,6 +252,39 @@ def publish(
     rank = provenance.get("rank_within_rows")
     changed = any(a != b for a, b in zip(out, values, strict=True))
     return Published(tuple(out), tuple(intervals), tuple(kinds), None if rank is None else int(rank), changed)
+
+
+def _consistent(
+    values: Sequence[float | str],
+    consistent: tuple[float, Callable[[float], float], Callable[[float], float]],
+    level: float,
+    *,
+    non_negative: bool,
+) -> tuple[list[float | str], list[tuple[float, float] | None]]:
+    """The bins made to add up to the released total, and their intervals (module docstring)."""
+    total, total_at, bins_at = consistent
+    x = np.asarray([float(v) for v in values])
+    k = len(x)
+    shared = 1 - (1 - level) / (k + 1)
+    reach = 2 * bins_at(shared) + total_at(shared)
+    if non_negative:
+        adjusted = _simplex(x, max(float(total), 0.0))
+    else:
+        adjusted = x + (float(total) - float(x.sum())) / k
+    return [float(v) for v in adjusted], [(float(v) - reach, float(v) + reach) for v in adjusted]
+
+
+def _simplex(x: np.ndarray, total: float) -> np.ndarray:
+    """The Euclidean projection of ``x`` on {y >= 0, sum y = total}: max(x - tau, 0) for the tau
+    that makes it add up (sort-based; Held, Wolfe & Crowder 1974)."""
+    if total == 0:
+        return np.zeros_like(x)
+    ordered = np.sort(x)[::-1]
+    sums = np.cumsum(ordered) - total
+    index = np.arange(1, len(x) + 1)
+    last = int(np.nonzero(ordered - sums / index > 0)[0][-1])
+    tau = sums[last] / (last + 1)
+    return np.maximum(x - tau, 0.0)
 
 
 def _mark_empty(

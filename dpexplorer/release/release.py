@@ -20,7 +20,7 @@ import functools
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -99,9 +99,13 @@ class PreparedRelease:
     ``run``: ``token`` (the run's files' random part), ``entry``/``entries`` (its place in the
     plan), ``dataset`` (the name a report shows). :mod:`dpexplorer.release.report_run` rebuilds
     a run's report from it."""
-    post_processing: Mapping[str, bool] = field(default_factory=lambda: declared(None))
+    post_processing: Mapping[str, Any] = field(default_factory=lambda: declared(None))
     """The steward's declared post-processing (:mod:`dpexplorer.release.published`), every option
     given: fixed before the charge, applied after the draw, recorded in the provenance."""
+    total: tuple[float, Callable[[float], float]] | None = None
+    """For ``total_from_entry``: the released total of the plan entry it names and that entry's
+    half-width at any level, set once that entry is released
+    (:func:`dpexplorer.release.plan_run.with_released_total`)."""
 
 
 def with_sampling_rate(prepared: PreparedRelease, rate: float) -> PreparedRelease:
@@ -182,7 +186,7 @@ def prepare_input(
     query: Mapping[str, Any],
     relation: Relation = "add_remove",
     ci_level: float = 0.95,
-    post_processing: Mapping[str, bool] | None = None,
+    post_processing: Mapping[str, Any] | None = None,
 ) -> PreparedRelease:
     """Validate a release of ``query_input`` (already built by the data layer). Raises
     InvalidParameterError (unknown mechanism, bad parameter, unknown post-processing option) or
@@ -206,6 +210,12 @@ def prepare_input(
             f"({type(exc).__name__}: {exc}); choose a larger epsilon or narrower bounds"
         ) from None
     _check_finite(exact)
+    if options["total_from_entry"] is not None and (
+        exact.ci_at is None or exact.key_columns or _public_facts(query_input).get("statistic") != "histogram"
+    ):
+        raise InvalidParameterError(
+            "total_from_entry applies to a histogram released with laplace or gaussian (not by group)"
+        )
     return PreparedRelease(
         fingerprint=fingerprint,
         query=dict(query),
@@ -431,7 +441,22 @@ def published_values(prepared: PreparedRelease, labels: tuple[str, ...], values:
         noise=_intervals(exact, values),
         options=prepared.post_processing,
         groups=len(exact.released_groups()) if exact.key_columns else 0,
+        level=prepared.ci_level,
+        consistent=_consistent_with(prepared),
     )
+
+
+def _consistent_with(
+    prepared: PreparedRelease,
+) -> tuple[float, Callable[[float], float], Callable[[float], float]] | None:
+    """(total, its half-width at a level, the bins' half-width at a level) for a histogram made
+    consistent with a released total; None otherwise. A declared total that was never set (the
+    release run outside a plan) is an error, raised before the charge by :func:`execute`."""
+    if prepared.post_processing.get("total_from_entry") is None:
+        return None
+    if prepared.total is None or prepared.exact.ci_at is None:
+        raise InvalidParameterError("total_from_entry needs the plan's released total (release the plan)")
+    return prepared.total[0], prepared.total[1], prepared.exact.ci_at
 
 
 def _sidecar(
@@ -471,6 +496,7 @@ def _sidecar(
         "post_processing": {
             "declared": dict(prepared.post_processing),
             "values_before": result.get("before"),
+            **({} if prepared.total is None else {"released_total": prepared.total[0]}),
         },
         "sampler": exact.sampler,
         "randomness": result["bits"],
@@ -533,6 +559,7 @@ def execute(
     prepared = filed(prepared, ledger)
     charged = charged_guarantee(prepared, ledger)
     _check_sidecar(prepared, charged, ledger)
+    _consistent_with(prepared)  # a declared total must be known before the charge
     if not directory_checked:
         ledger.check(prepared.fingerprint, [charged])  # a refusal leaves no trace, not even a directory
         check_output_dir(out_dir, [prepared.token])

@@ -10,6 +10,8 @@ coverage is 1; the DP quantile's rank interval is checked on its own."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -226,3 +228,55 @@ def test_integer_rounds_counts_and_widens_their_interval_outward() -> None:
         options={"integer": True},
     )
     assert published.values == (11.0,) and published.intervals == ((7.0, 14.0),)
+
+
+@pytest.mark.parametrize("non_negative", [True, False])
+def test_histogram_made_consistent_with_a_released_total_covers(dataset, non_negative: bool) -> None:
+    """total_from_entry: the bins add up to the released count (>= 0 with non_negative), and
+    each published interval (2 h + h_T at the union-bound level) holds the true bin at least
+    LEVEL - 3 SE of the time."""
+    query = {"type": "histogram", "axis": {"column": "city", "categories": CITIES}}
+    options = {"total_from_entry": 1, "non_negative": non_negative}
+    histogram = _prepared(dataset, query, "laplace", {"epsilon": 0.3}, **options)
+    count = _prepared(dataset, {"type": "count"}, "gaussian", {"epsilon": 0.3, "delta": 1e-6})
+    truth = np.array([float(v) for v in _truth(dataset, query)])
+    assert truth.sum() == float(true_answer(dataset, query_from_dict({"type": "count"})))
+    bits = SeededBitSource(17)
+    hits = np.zeros(len(truth))
+    for _ in range(REPS):
+        total = float(count.exact.draw(bits)[0])
+        item = dataclasses.replace(histogram, total=(total, count.exact.ci_at))
+        published = published_values(item, item.exact.released_labels(), item.exact.draw(bits))
+        values = np.array(published.values, dtype=float)
+        assert values.sum() == pytest.approx(max(total, 0.0) if non_negative else total)
+        assert not non_negative or (values >= 0).all()
+        lows, highs = np.array(published.intervals, dtype=float).T
+        assert (lows <= values).all() and (values <= highs).all()
+        hits += (lows <= truth) & (truth <= highs)
+    assert (hits / REPS >= LEVEL - 3 * math.sqrt(LEVEL * (1 - LEVEL) / REPS)).all()
+
+
+def test_a_total_must_be_an_earlier_count_released_with_noise(tmp_path: Path) -> None:
+    """total_from_entry naming a later entry, or one that is not a count, is refused before
+    anything is charged (exit 2); on a mean it is refused when the entry is prepared."""
+    from dpexplorer.cli import main
+
+    data = tmp_path / "d.csv"
+    data.write_text("age,city\n" + "".join(f"{20 + i % 50},{'abc'[i % 3]}\n" for i in range(60)))
+    histogram = {"type": "histogram", "axis": {"column": "city", "categories": CITIES}}
+    cases = [
+        [{"query": histogram, "mechanism": "laplace", "post_processing": {"total_from_entry": 2}},
+         {"query": {"type": "count"}, "mechanism": "laplace"}],
+        [{"query": {"type": "mean", **AGE}, "mechanism": "laplace"},
+         {"query": histogram, "mechanism": "laplace", "post_processing": {"total_from_entry": 1}}],
+        [{"query": {"type": "count"}, "mechanism": "laplace"},
+         {"query": {"type": "mean", **AGE}, "mechanism": "laplace",
+          "post_processing": {"total_from_entry": 1}}],
+    ]  # fmt: skip
+    for number, plan in enumerate(cases):
+        path = tmp_path / f"plan{number}.json"
+        path.write_text(json.dumps(plan))
+        args = ["release", str(path), "--data", str(data), "--out", str(tmp_path / "out")]
+        args += ["--ledger", str(tmp_path / "l.sqlite"), "--budget-epsilon", "9"]
+        assert main(args) == 2
+    assert not (tmp_path / "out").exists()
