@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Literal
 import polars as pl
 
 from dpexplorer.core.cancel import CancelToken, ProgressFn, checkpoint
+from dpexplorer.data.cells import text_number
 from dpexplorer.data.errors import DataError
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ CHUNK_BYTES = 1 << 20
 INFER_ROWS = 10_000
 SAMPLE_ROWS = 10_000
 NUMERIC_SHARE = 0.95
-"""A text column is read as numeric when at least this share of a sample of its values are numbers."""
+"""A text column is read as numeric when at least this share of its values are numbers."""
 SEPARATORS = (",", "\t", ";", "|")
 MISSING_TEXT = ["", "NA"]
 """Fields read as missing values, quoted or not: empty (``""`` is how a writer that quotes every
@@ -659,28 +660,41 @@ def _read(
 
 
 def _numeric_text(frame: pl.DataFrame | pl.LazyFrame, notes: list[str]) -> pl.DataFrame | pl.LazyFrame:
-    """Text columns whose values are (almost all) numbers become Float64; the values that are not
-    numbers become missing, counted in a warning."""
+    """Text columns whose values are (almost all: :data:`NUMERIC_SHARE`) numbers become Float64,
+    each cell by :func:`dpexplorer.data.cells.text_number` (``true``/``false`` 1/0; NaN,
+    infinities and text that is not a number missing, counted in a warning).
+
+    The share is of ALL the column's values, not of a sample of the first rows: a sample makes
+    the type depend on the rows' order, and the type is part of the dataset's identity in the
+    ledger (the same people sorted otherwise would get a fresh budget). One pass reads every
+    text column."""
     schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
-    for name, dtype in schema.items():
-        if dtype != pl.String:
+    texts = [name for name, dtype in schema.items() if dtype == pl.String]
+    if not texts:
+        return frame
+    present = [pl.col(c).is_not_null().sum().alias(f"{c}\x00n") for c in texts]
+    numbers = [text_number(pl.col(c)).is_not_null().sum().alias(f"{c}\x00num") for c in texts]
+    example = [
+        pl.col(c)
+        .filter(pl.col(c).is_not_null() & text_number(pl.col(c)).is_null())
+        .first()
+        .alias(f"{c}\x00v")
+        for c in texts
+    ]
+    counts = _collect(frame.select(*present, *numbers, *example))
+    converted = []
+    for name in texts:
+        n, num = int(counts[f"{name}\x00n"][0]), int(counts[f"{name}\x00num"][0])
+        if n == 0 or num < NUMERIC_SHARE * n:
             continue
-        sample = _collect(frame.select(pl.col(name).head(SAMPLE_ROWS)))[name].drop_nulls()
-        if sample.is_empty():
-            continue
-        parsed = sample.str.strip_chars().cast(pl.Float64, strict=False)
-        if parsed.null_count() > (1 - NUMERIC_SHARE) * len(sample):
-            continue
-        as_num = pl.col(name).str.strip_chars().cast(pl.Float64, strict=False)
-        bad = pl.col(name).is_not_null() & as_num.is_null()
-        counts = _collect(frame.select(bad.sum().alias("n"), pl.col(name).filter(bad).first().alias("v")))
-        if int(counts["n"][0]):
+        converted.append(name)
+        if n > num:
+            example_value = counts[name + "\x00v"][0]
             notes.append(
-                f"column {name!r}: text that is not a number (e.g. {counts['v'][0]!r}) in "
-                f"{_rows(int(counts['n'][0]))} of this numeric column; those values are treated as missing"
+                f"column {name!r}: text that is not a number (e.g. {example_value!r}) in "
+                f"{_rows(n - num)} of this numeric column; those values are treated as missing"
             )
-        frame = frame.with_columns(as_num.alias(name))
-    return frame
+    return frame.with_columns(text_number(pl.col(c)).alias(c) for c in converted) if converted else frame
 
 
 def _iso_dates(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:

@@ -586,3 +586,25 @@ def test_synthetic_data_marginals_are_identical_on_every_engine(sources):
     for clique, counts in on["e"].marginals_d.items():
         np.testing.assert_array_equal(on["l"].marginals_d[clique], counts)
         assert int(on["s"].marginals_d[clique].sum()) == int(counts.sum())
+
+
+def test_a_text_cell_reads_as_the_same_number_on_spark(tmp_path, spark):
+    """The one rule of data/cells.py on Spark: a clipped statistic of a text column (a third of
+    it words) counts true/FALSE as 1/0, nan, inf and words as missing (at the midpoint), as on
+    polars; and a mostly numeric column's 'true' loads as 1 on both."""
+    from dpexplorer.data.engine import engine_of
+    from dpexplorer.data.engine.base import ClippedMoments
+    from dpexplorer.data.engine.spark_engine import open_spark
+
+    cells = ["3", " 4.5 ", "true", "FALSE", "nan", "inf", "-Infinity", "abc", "12", "x1"]
+    path = tmp_path / "cells.csv"
+    path.write_text("y,z\n" + "".join(f"{c},{i}\n" for i, c in enumerate(cells * 30)), encoding="utf-8")
+    numeric = tmp_path / "numeric.csv"
+    numeric.write_text("y\n" + "".join(f"{i % 9}\n" for i in range(100)) + "true\n", encoding="utf-8")
+    request = ClippedMoments("y", 0.0, 10.0)
+    for file in (path, numeric):
+        local, remote = load_dataset(file), open_spark(file)
+        got, want = engine_of(remote).aggregate(remote, request), engine_of(local).aggregate(local, request)
+        assert (got.n, got.total) == (want.n, pytest.approx(want.total))
+    moments = engine_of(load_dataset(path)).aggregate(load_dataset(path), request)
+    assert moments.total == pytest.approx(30 * (3 + 4.5 + 1 + 0 + 10 + 5 * 5))

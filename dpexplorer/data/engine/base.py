@@ -63,6 +63,7 @@ import polars as pl
 
 from dpexplorer.core.neighbours import SortedWindow
 from dpexplorer.core.sensitivity import QUANTILE_RADIUS, window_of_sorted
+from dpexplorer.data.cells import cell_number
 from dpexplorer.data.load import ColumnInfo
 from dpexplorer.data.queries import Axis, Predicate
 
@@ -416,18 +417,15 @@ class Engine(ABC):
         return self._method(self.REQUESTS, request)(dataset, request, steps)
 
     def as_numbers(self, dataset: Any, column: str) -> Any:
-        """``dataset`` with ``column`` read as numbers (Float64): text parsed as a number (blanks
-        around it ignored), anything else missing. A statistic with declared bounds measures any
-        column this way, so that whether it applies never depends on the type a loader inferred
-        from the values (queries.py, ``_measured_column``). The polars engine's; Spark has its own."""
+        """``dataset`` with ``column`` read as numbers (Float64), cell by cell by the one rule of
+        :mod:`dpexplorer.data.cells` (``true``/``false`` 1/0, a number its value, NaN, infinities and
+        anything else missing). A statistic with declared bounds measures any column this way, so
+        that neither whether it applies (queries.py, ``_measured_column``) nor what a cell counts
+        for depends on the type a loader inferred from the values: one person who turns a column
+        of booleans into text moves no other row. The polars engine's; Spark has its own."""
         import dataclasses
 
-        dtype = dataset.schema.get(column)
-        number = (
-            pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
-            if dtype == pl.String
-            else pl.lit(None, dtype=pl.Float64)
-        )
+        number = cell_number(column, dataset.schema[column])
         return dataclasses.replace(
             dataset, frame=dataset.frame.with_columns(number.alias(column)), _encoded={}
         )

@@ -454,6 +454,20 @@ def _read_text(session: SparkSession, path: Path, layout: TextLayout) -> tuple[D
     return frame, list(reference.warnings)
 
 
+def _text_number(text: Column) -> Column:
+    """A text cell as a number by the rule of :mod:`dpexplorer.data.cells` (the polars engine's):
+    ``true``/``false`` 1/0, a decimal number its value, NaN, infinities and anything else missing."""
+    stripped = F.regexp_replace(text, r"^\s+|\s+$", "")
+    lowered = F.lower(stripped)
+    number = (
+        F.when(lowered == "true", F.lit(1.0))
+        .when(lowered == "false", F.lit(0.0))
+        .when(stripped.rlike(FLOAT_TEXT), stripped.try_cast("double"))
+    )
+    bad = F.isnan(number) | number.isin(float("inf"), float("-inf"))
+    return F.when(~bad, number)
+
+
 def _as_read(text: Column, dtype: pl.DataType) -> Column:
     """A text field as the polars loader types it: a value that is not a number is missing in a
     numeric column (the loader counted it), and NaN and infinities are made missing later. A
@@ -462,8 +476,7 @@ def _as_read(text: Column, dtype: pl.DataType) -> Column:
     if dtype == pl.Int64:
         return text.try_cast("long")
     if dtype == pl.Float64:
-        stripped = F.regexp_replace(text, r"^\s+|\s+$", "")
-        return F.when(stripped.rlike(FLOAT_TEXT), stripped.try_cast("double"))
+        return _text_number(text)
     if dtype == pl.Boolean:
         return F.when(F.lower(text) == "true", F.lit(True)).when(F.lower(text) == "false", F.lit(False))
     if dtype == pl.Date:
@@ -570,7 +583,12 @@ class SparkEngine(Engine):
         import dataclasses
 
         dtype = dataset.schema.get(column)
-        number = F.trim(_col(column)).try_cast("double") if dtype == pl.String else F.lit(None).cast("double")
+        if dtype == pl.String:
+            number = _text_number(_col(column))
+        elif dtype == pl.Boolean or (dtype is not None and dtype.is_numeric()):
+            number = _col(column).cast("double")
+        else:
+            number = F.lit(None).cast("double")
         return dataclasses.replace(dataset, frame=dataset.frame.withColumn(column, number))
 
     def label(self, dataset: SparkDataset) -> str:
