@@ -2,10 +2,11 @@
 
 It lives here, not in ``dpexplorer/release`` (which must not import Qt: tests/test_architecture.py)
 nor in ``dpexplorer/gui`` (the CLI writes reports without a window): the CLI's ``release --report``
-and the window's release dialog both call :func:`write_pdf`. It imports only QtGui/QtSvg and the
-report model; it computes nothing, it lays out :func:`dpexplorer.release.report.render_html` with
-``pdf=True``. Qt's rich text draws no inline SVG, so each plot is rendered by QSvgRenderer into an
-image resource of the document at 3x its size (sharp at 300 dpi)."""
+and the window's release dialog both call :func:`write_pdf`. It imports QtGui/QtSvg (and
+QtWidgets' QApplication, when it must make the application object) and the report model; it
+computes nothing, it lays out :func:`dpexplorer.release.report.render_html` with ``pdf=True``.
+Qt's rich text draws no inline SVG, so each plot is rendered by QSvgRenderer into an image
+resource of the document at 3x its size (sharp at 300 dpi)."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ import numpy as np
 from dpexplorer.core.mechanisms.base import (
     CentredMoments,
     NumericInput,
+    QueryInput,
     Relation,
     SelectionInput,
     WorkloadInput,
@@ -206,7 +207,9 @@ def true_answer(dataset: Any, query: Query) -> Answer:
         return names[0] if isinstance(query, ArgMax) else names
     if isinstance(query, GroupBy):
         return group_answer(dataset, query)
-    return workload_matrix(query) @ cell_counts(dataset, query.axes)
+    if isinstance(query, Workload):
+        return workload_matrix(query) @ cell_counts(dataset, query.axes)
+    raise DataError(f"no single true answer for {query.describe()}")
 
 
 def _ranking(counts: np.ndarray) -> np.ndarray:
@@ -221,7 +224,7 @@ def query_input(
     *,
     bounding_seed: int | None = None,
     exact_sums: bool = False,
-) -> NumericInput | SelectionInput | WorkloadInput:
+) -> QueryInput:
     """The query's true answers on D and on its worst-case neighbour D' under ``relation``, the
     global sensitivities (dpexplorer.core.sensitivity.global_sensitivity, formulas cited there)
     and the row that differs, in words. DataError if the query does not fit the dataset.

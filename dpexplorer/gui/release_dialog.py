@@ -130,13 +130,13 @@ class ReleaseDialog(QDialog):
         layout.addWidget(self.message)
         layout.addStretch(1)
         self.content_layout = layout
-        self.scroll = QScrollArea()
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.scroll.setWidget(self.content)
-        outer = QVBoxLayout(self)
-        outer.addWidget(self.scroll, 1)
+        self.scroll_area = QScrollArea()
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll_area.setWidget(self.content)
+        outer = self.outer = QVBoxLayout(self)
+        outer.addWidget(self.scroll_area, 1)
         outer.addWidget(self.buttons)
         compute.finished.connect(self._on_result)
         compute.failed.connect(self._on_failure)
@@ -242,7 +242,7 @@ class ReleaseDialog(QDialog):
         """As tall as the content needs at the dialog's width (wrapped labels included), and
         never taller than the screen's free area: past that the content scrolls."""
         width = max(self.width(), self.minimumWidth())
-        margins = self.layout().contentsMargins()
+        margins = self.outer.contentsMargins()
         inner = width - margins.left() - margins.right()
         needed = (
             self.content_layout.totalHeightForWidth(inner) if self.content_layout.hasHeightForWidth() else -1
@@ -252,7 +252,7 @@ class ReleaseDialog(QDialog):
         height = (
             needed
             + self.buttons.sizeHint().height()
-            + self.layout().spacing()
+            + self.outer.spacing()
             + margins.top()
             + margins.bottom()
         )

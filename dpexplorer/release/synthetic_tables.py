@@ -384,7 +384,8 @@ def prepare_synthetic(
     (:class:`~dpexplorer.data.marginals.Marginals`), filed under the ledger ``key``; nothing drawn
     or charged. The marginals are counted now (the privacy unit's rows chosen with a seed from the
     OS CSPRNG); every refusal depends on public facts only."""
-    from dpexplorer.data.marginals import Marginals, marginal_input
+    from dpexplorer.data.marginals import marginal_input
+    from dpexplorer.data.queries import Marginals
 
     if not isinstance(query, Marginals):
         raise InvalidParameterError("a synthetic table needs a marginals query (type 'marginals')")

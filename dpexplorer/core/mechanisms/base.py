@@ -9,13 +9,16 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 import numpy as np
 
 from dpexplorer.core.accounting.guarantees import ApproxDP, Guarantee, PureDP
 from dpexplorer.core.mechanisms.params import Param, validate_params
 from dpexplorer.core.partition_selection import Candidates
+
+if TYPE_CHECKING:  # a synthetic-data query's input (MST, AIM); core.marginals loads only for them
+    from dpexplorer.core.marginals import MarginalInput
 
 Relation = Literal["add_remove", "replace"]
 
@@ -150,7 +153,7 @@ class WorkloadInput:
     differing_row: str = ""
 
 
-QueryInput = NumericInput | SelectionInput | WorkloadInput
+QueryInput: TypeAlias = "NumericInput | SelectionInput | WorkloadInput | MarginalInput"
 
 
 def with_key_selection(epsilon: float, query: QueryInput, delta: float = 0.0) -> tuple[float, float]:
