@@ -180,3 +180,24 @@ def test_the_api_s_examples_run() -> None:
 
     result = doctest.testmod(api, optionflags=doctest.ELLIPSIS, verbose=False)
     assert result.attempted > 5 and result.failed == 0
+
+
+def test_a_released_result_reads_as_the_cli_line(people: Path, tmp_path: Path) -> None:
+    """ReleaseResult.text(): the values rounded by the one rule with their intervals (what an
+    exported script prints), a count as a whole number; the fields keep full precision."""
+    from dpexplorer.release.presentation import show
+
+    data = dpexplorer.open_dataset(people)
+    dpexplorer.set_budget(data, 2.0, ledger=tmp_path / "l.sqlite")
+    plan = dpexplorer.Plan(
+        [
+            dpexplorer.Measurement(dpexplorer.Count(), "laplace", {"epsilon": 0.5}),
+            dpexplorer.Measurement(dpexplorer.Mean("age", 0, 100), "laplace", {"epsilon": 0.5}),
+        ]
+    )
+    count, mean = dpexplorer.release_plan(data, plan, out=tmp_path / "out", ledger=tmp_path / "l.sqlite")
+    assert count.integral == (True,) and mean.integral == (False,)
+    for result in (count, mean):
+        value, interval = result.values[0], result.confidence_intervals[0]
+        shown = show(value, interval, result.ci_level, integral=result.integral[0])
+        assert result.text() == f"{result.labels[0]} = {shown} (95 % intervals)"

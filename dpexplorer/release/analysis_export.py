@@ -219,8 +219,7 @@ if BUDGET is not None:
         dpx.set_budget(data, *BUDGET, ledger=LEDGER)
 results = dpx.release_plan(data, PLAN, out=OUT, ledger=LEDGER)
 for number, result in enumerate(results, start=1):
-    shown = ", ".join(f"{label} = {value}" for label, value in zip(result.labels, result.values))
-    print(f"[{number}/{len(results)}] {result.files['provenance'].name}: {shown}")
+    print(f"[{number}/{len(results)}] {result.files['provenance'].name}: {result.text()}")
 print(f"epsilon left for this dataset: {dpx.remaining_budget(data, ledger=LEDGER):.6g}")
 """
 

@@ -149,6 +149,25 @@ class ReleaseResult:
     files: dict[str, Path]
     interval_kinds: tuple[str | None, ...] = ()
     rank_within: int | None = None
+    integral: tuple[bool, ...] = ()
+    """Which values are counts of rows (shown as whole numbers)."""
+
+    def text(self, limit: int = 0) -> str:
+        """The released values as a person reads them: each rounded to the digits its interval
+        supports, with that interval and the level (one rule for every reader:
+        :func:`dpexplorer.release.presentation.values_line`); at most ``limit`` values when
+        ``limit`` > 0. The fields keep full precision."""
+        from dpexplorer.release.presentation import values_line
+
+        return values_line(
+            self.labels,
+            self.values,
+            self.confidence_intervals,
+            self.ci_level,
+            kinds=self.interval_kinds,
+            integral=self.integral,
+            limit=limit,
+        )
 
 
 def _span(pair: tuple[float, float] | None) -> list[float | None] | None:
@@ -673,6 +692,7 @@ def _draw_and_write(
         rho=exact.rho,
         sampler=exact.sampler,
         files=files,
+        integral=integral_flags(str(prepared.public_facts.get("statistic", "")), labels),
     )
 
 
