@@ -406,6 +406,44 @@ def privacy_profiles(
     return out
 
 
+REPEATS = (1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100, 150, 200, 300, 500, 700, 1000)
+"""The numbers of releases :func:`repeated_totals` is drawn at by the window (compare mode)."""
+
+
+def repeated_totals(
+    guarantee: Guarantee | Mapping[str, Guarantee],
+    repeats: Sequence[int],
+    delta: float,
+    methods: Sequence[str] = METHODS,
+) -> dict[str, np.ndarray]:
+    """epsilon at ``delta`` of k releases of one statistic, for each k of ``repeats``, under each
+    method of ``methods`` (``guarantee``: one release's, or one per method as
+    :func:`guarantees_by_method` prices it). Every value is an upper bound under its theorem
+    (:func:`_compose_all`: with delta = 0 only basic composition of a pure guarantee applies, k
+    times its epsilon); NaN where the method does not apply at that k. The k copies enter the
+    accountants as one (guarantee, k) pair, so k = 1000 costs about as much as k = 1."""
+    ks = [int(k) for k in repeats]
+    if any(k < 1 for k in ks):
+        raise InvalidParameterError(f"the numbers of releases must be >= 1; got {list(repeats)!r}")
+    if not (math.isfinite(delta) and 0 <= delta < 1):
+        raise InvalidParameterError(f"δ must be in [0, 1); got {delta!r}")
+    out = {}
+    for method in methods:
+        one = guarantee[method] if isinstance(guarantee, Mapping) else guarantee
+        values = np.full(len(ks), np.nan)
+        for i, k in enumerate(ks):
+            if delta > 0:
+                (result,) = compose([(one, k)], delta=delta, methods=(method,)).results
+                epsilon = result.epsilon
+            else:
+                (composed,) = _compose_all([one], 0.0, (method,))
+                epsilon = None if composed.epsilon is None else k * composed.epsilon
+            if epsilon is not None and math.isfinite(epsilon):
+                values[i] = epsilon
+        out[method] = values
+    return out
+
+
 # ------------------------------------------------------------------ accuracy-first planning
 def _epsilon_param(mechanism: Mechanism) -> Param:
     for param in mechanism.params:

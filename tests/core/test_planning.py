@@ -9,7 +9,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import optimize, stats
 
 from dpexplorer.core import planning as P
 from dpexplorer.core.accounting.compose import epsilon_at
@@ -215,3 +215,45 @@ def test_released_rows_are_solved_together_as_one_by_one():
         for g, (eps, d) in zip(items, together, strict=True):
             alone = guarantee_epsilon_delta(g, delta)
             assert d == alone[1] and eps == pytest.approx(alone[0], rel=1e-9)
+
+
+# ------------------------------------------------------------------ k releases (compare mode)
+def _gaussian_delta_stable(epsilon: float, mu: float) -> float:
+    """Balle & Wang 2018, Theorem 8 with its second term in log space (no overflow at a large
+    epsilon): the exact delta(epsilon) of a Gaussian with mu = Delta / sigma."""
+    second = math.exp(epsilon + stats.norm.logcdf(-epsilon / mu - mu / 2))
+    return float(stats.norm.cdf(-epsilon / mu + mu / 2) - second)
+
+
+def test_repeated_totals_laplace_basic_adds_and_tight_grows_slower():
+    ks = [1, 10, 100, 1000]
+    totals = P.repeated_totals(LaplaceNoise(scale=2.0, sensitivity=1.0), ks, 1e-6)
+    np.testing.assert_allclose(totals["basic"], [0.5 * k for k in ks], rtol=1e-12)
+    assert np.all(totals["pld"] <= totals["basic"] * (1 + 1e-9))
+    assert totals["pld"][-1] < 0.6 * totals["basic"][-1]  # ~ sqrt(k) beats k at k = 1000
+    # delta = 0: only basic composition of a pure guarantee, k times its epsilon
+    pure = P.repeated_totals(PureDP(0.3), [1, 7], 0.0)
+    np.testing.assert_allclose(pure["basic"], [0.3, 2.1])
+    assert np.all(np.isnan(pure["pld"])) and np.all(np.isnan(pure["advanced"]))
+
+
+def test_repeated_totals_gaussian_tight_matches_the_composed_gaussian():
+    """k Gaussians with mu = Delta / sigma compose to one with mu sqrt(k) (exactly): the tight
+    accountant's epsilon is an upper bound on that one's exact epsilon, and close to it."""
+    sigma, delta = 4.0, 1e-6
+    ks = [1, 10, 100, 1000]
+    totals = P.repeated_totals(GaussianNoise(sigma=sigma, sensitivity=1.0), ks, delta, ("basic", "pld"))
+    for k, eps in zip(ks, totals["pld"], strict=True):
+        mu = math.sqrt(k) / sigma
+        exact = optimize.brentq(
+            lambda e, mu=mu: _gaussian_delta_stable(e, mu) - delta, 1e-9, 100.0, xtol=1e-12
+        )
+        assert exact * (1 - 1e-9) <= eps <= exact * 1.01 + 1e-3
+    assert totals["pld"][-1] < totals["basic"][-1] / 10
+
+
+def test_repeated_totals_refuses_bad_counts_and_delta():
+    with pytest.raises(InvalidParameterError):
+        P.repeated_totals(PureDP(1.0), [0], 1e-6)
+    with pytest.raises(InvalidParameterError):
+        P.repeated_totals(PureDP(1.0), [1], 1.0)
