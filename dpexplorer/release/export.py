@@ -32,6 +32,8 @@ from dpexplorer.core.errors import DPExplorerError
 
 TMP_SUFFIX = ".tmp"
 KINDS = {"csv": ".csv", "json": ".json", "provenance": ".provenance.json"}
+TABLE_KINDS = {"parquet": ".parquet"}
+"""Further value files a synthetic table may have (beside its CSV): removed with their release."""
 
 
 class ExportError(DPExplorerError):
@@ -84,15 +86,16 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that ``path`` is either absent or complete, never replacing
-    an existing file: temporary name, flush, fsync, hard link to ``path`` (atomic on POSIX;
-    :class:`ExportError` if ``path`` exists), removal of the temporary name, fsync of the
-    directory."""
+def atomic_write(path: Path, text: str | bytes) -> None:
+    """Write ``text`` (UTF-8 text, or bytes as they are) to ``path`` so that ``path`` is either
+    absent or complete, never replacing an existing file: temporary name, flush, fsync, hard link
+    to ``path`` (atomic on POSIX; :class:`ExportError` if ``path`` exists), removal of the
+    temporary name, fsync of the directory."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}{TMP_SUFFIX}")
+    data = text.encode("utf-8") if isinstance(text, str) else text
     try:
-        with open(tmp, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        with open(tmp, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.link(tmp, path)
@@ -121,8 +124,7 @@ def _orphans(directory: Path) -> list[Path]:
     names = {entry.name for entry in os.scandir(directory)}
     found = []
     for name in names:
-        for kind in ("csv", "json"):
-            suffix = KINDS[kind]
+        for suffix in (KINDS["csv"], KINDS["json"], *TABLE_KINDS.values()):
             if (
                 not name.startswith("release-")
                 or not name.endswith(suffix)
@@ -161,7 +163,7 @@ def _remove_partial(folder: Path) -> list[Path]:
 def remove_release(paths: Mapping[str, Path]) -> None:
     """Delete what was written of one release, sidecar first (so a half-removed release is never
     taken for a complete one). Errors are ignored: the caller is already reporting a failure."""
-    for kind in ("provenance", "json", "csv"):
+    for kind in ("provenance", "json", "csv", *TABLE_KINDS):
         if kind not in paths:
             continue
         with contextlib.suppress(OSError):

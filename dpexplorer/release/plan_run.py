@@ -59,7 +59,7 @@ def read_plan_file(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], 
     return plan_entries(plan)
 
 
-ENTRY_KEYS = frozenset({"query", "mechanism", "parameters", "kind", "post_processing"})
+ENTRY_KEYS = frozenset({"query", "mechanism", "parameters", "kind", "post_processing", "format"})
 """The keys a plan entry may hold (PLAN_FORMAT.md)."""
 
 
@@ -88,6 +88,10 @@ def plan_entries(plan: Any) -> tuple[list[dict[str, Any]], float | None]:
                 f"plan entry {number}: kind must be one of {', '.join(ENTRY_KINDS)}, not {kind!r}"
             )
         extra = {"kind": kind} if kind != "statistic" else {}
+        if "format" in entry:  # a synthetic table's files: "csv", "parquet" or both
+            if kind != "synthetic":
+                raise PlanError(f"plan entry {number}: format is for a synthetic table (kind 'synthetic')")
+            extra["format"] = entry["format"]
         if "post_processing" in entry:  # declared post-processing (dpexplorer/release/published.py)
             if not isinstance(entry["post_processing"], dict):
                 raise PlanError(f"plan entry {number}: post_processing must be an object of true/false")
@@ -188,7 +192,11 @@ def prepare_plan(
                     raise PlanError(
                         "a synthetic table claims no sampling amplification: leave out 'sampling'"
                     )
-                prepared.append(prepare_synthetic(dataset, query, entry["mechanism"], params, key=key))
+                prepared.append(
+                    prepare_synthetic(
+                        dataset, query, entry["mechanism"], params, key=key, formats=entry.get("format")
+                    )
+                )
                 continue
             item = prepare(
                 dataset,

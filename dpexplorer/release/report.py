@@ -14,6 +14,7 @@ HTML with ``pdf=True``, where each plot is an ``<img>`` naming one of :meth:`Rep
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import math
@@ -45,6 +46,22 @@ SUMMARY_VALUES = 6
 
 
 @dataclass(frozen=True)
+class MarginalRow:
+    """One marginal a synthetic table's mechanism measured (MST, AIM): DP facts only."""
+
+    marginal: tuple[str, ...]
+    cells: int | None
+    """Its number of cells (the product of its columns' public domain sizes)."""
+    sigma: float
+    """The Gaussian noise's standard deviation the run accounted for (a DP output for AIM)."""
+    rho_measure: float
+    """zCDP of the measurement: Delta_2^2 / (2 sigma^2)."""
+    rho_select: float | None
+    """zCDP of the exponential-mechanism round that chose it (epsilon^2 / 8), None if it was
+    measured without a selection (the 1-way marginals)."""
+
+
+@dataclass(frozen=True)
 class ReportItem:
     """One released statistic, as published: nothing here is a true answer."""
 
@@ -70,6 +87,8 @@ class ReportItem:
     relation: str
     interval_kinds: tuple[str | None, ...] = ()
     """Per value, what its interval is: "noise", "exact" or "range" (dpexplorer/release/published.py)."""
+    marginals: tuple[MarginalRow, ...] = ()
+    """A synthetic table's measured marginals (its quality table); empty for a statistic."""
 
     @property
     def numeric(self) -> bool:
@@ -164,13 +183,56 @@ def report_item(prepared: Any, result: Any) -> ReportItem:
         delta=result.delta,
         rho=result.rho,
         guarantee=result.guarantee,
-        sampler=result.sampler,
+        sampler=str(getattr(result, "sampler", "") or getattr(exact, "sampler", "")),
         grid=dict(exact.provenance),
         dp_outputs=dict(exact.dp_outputs),
         public_facts=dict(prepared.public_facts),
         relation=prepared.relation,
         interval_kinds=tuple(getattr(result, "interval_kinds", ()) or ()),
+        marginals=marginal_rows(exact.provenance, exact.dp_outputs)
+        if str(prepared.public_facts.get("statistic", "")).startswith(SYNTHETIC)
+        else (),
     )
+
+
+SYNTHETIC = "synthetic table"
+"""How a synthetic table's statistic starts (its public facts, its provenance)."""
+
+
+def marginal_rows(grid: Mapping[str, Any], outputs: Mapping[str, Any]) -> tuple[MarginalRow, ...]:
+    """The quality table of a synthetic table from its provenance's ``discretisation``
+    (``grid``: the public domain, Delta_2^2) and ``dp_outputs`` (``measured``, ``rounds``):
+    every measured marginal with its size, sigma and the zCDP its measurement and selection took.
+    Each selection round is the one before the measurement of its marginal (MST, AIM), so the
+    last rounds pair with the last measurements; a malformed entry is skipped, never raised."""
+    cells = grid.get("cells") if isinstance(grid.get("cells"), Mapping) else {}
+    try:
+        l2 = float(grid.get("marginal_sensitivity_l2_squared", 1))
+    except (TypeError, ValueError):
+        l2 = 1.0
+    measured = [m for m in outputs.get("measured") or () if isinstance(m, Mapping)]
+    rounds = [r for r in outputs.get("rounds") or () if isinstance(r, Mapping)]
+    first_selected = len(measured) - len(rounds)
+    rows = []
+    for index, m in enumerate(measured):
+        try:
+            marginal = tuple(str(c) for c in m["marginal"])
+            sigma = float(m["sigma"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        size: int | None = 1
+        for column in marginal:
+            labels = cells.get(column)
+            size = size * len(labels) if size is not None and isinstance(labels, list) else None
+        selected = None
+        if 0 <= index - first_selected < len(rounds):
+            chosen = rounds[index - first_selected]
+            if [str(c) for c in chosen.get("marginal") or ()] == list(marginal):
+                with contextlib.suppress(TypeError, ValueError):
+                    selected = float(chosen["epsilon"]) ** 2 / 8
+        rho = l2 / (2 * sigma * sigma) if sigma > 0 else math.inf
+        rows.append(MarginalRow(marginal, size, sigma, rho, selected))
+    return tuple(rows)
 
 
 def budget_lines(
@@ -454,12 +516,61 @@ def svg_plot(item: ReportItem) -> str:
     for a selection or ⊥, a note for a release of no value (no private key kept)."""
     if not item.values:
         return _nothing_kept(item)
+    if item.statistic.startswith(SYNTHETIC):
+        return _budget_bars(item)
     if not item.numeric:
         return _choices(item)
     item = _plotted(item)
     if item.statistic == "histogram" and item.query.get("type") != "group_by" and len(item.labels) > 1:
         return _bars(item)
     return _dots(item)  # a group-by's values: a dot plot with intervals
+
+
+PLOTTED_MARGINALS = 30
+"""At most this many marginals in a synthetic table's budget plot (its table lists all)."""
+
+
+def _budget_bars(item: ReportItem) -> str:
+    """A synthetic table: the zCDP each measured marginal took (measurement, and the selection
+    that chose it), one bar per marginal, in the order measured."""
+    rows = item.marginals[:PLOTTED_MARGINALS]
+    if not rows:
+        body = [f'<text x="20" y="24" fill="{_MUTED}">no measured marginal is recorded</text>']
+        return _svg(40, body, f"{item.description}: budget by marginal")
+    names = [" × ".join(r.marginal) for r in rows]
+    left = min(300, max(90, 12 + 7 * max(len(n) for n in names)))
+    right, step = WIDTH - 20, 20
+    top = max(r.rho_measure + (r.rho_select or 0.0) for r in rows) or 1.0
+    axis_y = 30 + step * len(rows)
+    height = axis_y + 46 + (16 if len(item.marginals) > len(rows) else 0)
+
+    def x(v: float) -> float:
+        return left + v / (top * 1.05) * (right - left)
+
+    body = []
+    for tick in nice_ticks(0.0, top * 1.05):
+        body.append(f'<line x1="{x(tick):.1f}" y1="20" x2="{x(tick):.1f}" y2="{axis_y}" stroke="#eeeeee"/>')
+        body.append(f'<text x="{x(tick):.1f}" y="{axis_y + 16}" text-anchor="middle">{_num(tick, 3)}</text>')
+    body.append(f'<line x1="{left}" y1="{axis_y}" x2="{right}" y2="{axis_y}" stroke="{_INK}"/>')
+    for i, (name, r) in enumerate(zip(names, rows, strict=True)):
+        y = 36 + step * i
+        body.append(f'<text x="{left - 8}" y="{y + 4}" text-anchor="end">{html.escape(name)}</text>')
+        measure_end = x(r.rho_measure)
+        body.append(
+            f'<rect x="{left}" y="{y - 7}" width="{measure_end - left:.1f}" height="14" '
+            f'fill="{_ACCENT}" fill-opacity="0.6"/>'
+        )
+        if r.rho_select:
+            body.append(
+                f'<rect x="{measure_end:.1f}" y="{y - 7}" width="{x(r.rho_select) - left:.1f}" '
+                f'height="14" fill="{_MUTED}" fill-opacity="0.6"/>'
+            )
+    legend = "ρ (zCDP) taken by each measured marginal: blue measurement, grey the selection that chose it"
+    body.append(f'<text x="20" y="{axis_y + 36}" fill="{_MUTED}">{html.escape(legend)}</text>')
+    if len(item.marginals) > len(rows):
+        more = f"… {len(item.marginals) - len(rows)} more marginals in the table"
+        body.append(f'<text x="20" y="{axis_y + 52}" fill="{_MUTED}">{html.escape(more)}</text>')
+    return _svg(height, body, f"{item.description}: budget by marginal")
 
 
 def _plot_name(item: ReportItem) -> str:
@@ -710,6 +821,8 @@ def _values_table(item: ReportItem) -> str:
 
 
 def _interval_fact(item: ReportItem) -> str:
+    if item.statistic.startswith(SYNTHETIC):
+        return "none: the records are drawn from a model fitted to the noisy marginals (post-processing)"
     if item.intervals is None:
         return "none published for this release (a selection)"
     kinds = set(item.interval_kinds) - {None}
@@ -753,6 +866,41 @@ def _item_section(number: int, item: ReportItem, plot: str, page_break: bool) ->
         + _values_table(item)
         + f"<div>{plot}</div>"
         + _table(["", ""], facts)
+        + (_quality_table(item) if item.statistic.startswith(SYNTHETIC) else "")
+    )
+
+
+def _quality_table(item: ReportItem) -> str:
+    """A synthetic table's quality table: DP facts only (module docstring of
+    :mod:`dpexplorer.release.synthetic_tables`); its error against the data is not published."""
+    rows = [
+        [
+            html.escape(" × ".join(r.marginal)),
+            "—" if r.cells is None else f"{r.cells:,}",
+            _num(r.sigma, 4),
+            _num(r.rho_measure),
+            "—" if r.rho_select is None else _num(r.rho_select),
+        ]
+        for r in item.marginals
+    ]
+    total = sum(r.rho_measure + (r.rho_select or 0.0) for r in item.marginals)
+    grid = item.grid
+    workload = grid.get("workload") or []
+    estimator = grid.get("estimator_resolved") or grid.get("estimator") or "?"
+    spent = item.dp_outputs.get("rho_spent")
+    spent_words = f"ρ spent by the run: {_num(float(spent))}; " if isinstance(spent, int | float) else ""
+    words = (
+        f"{len(item.marginals)} marginal(s) measured with Gaussian noise; {len(workload)} in the "
+        f"declared workload. Their ρ adds up to {_num(total)} ({spent_words}charged: "
+        f"{_num(item.rho)}). The records were drawn from a model fitted to these noisy "
+        f"marginals ({html.escape(str(estimator))} estimator): post-processing, no further privacy "
+        "cost. This table states DP facts only: how far the synthetic table's marginals are from "
+        "the data's (the workload's error) is not published, since computing it needs the true data."
+    )
+    return (
+        "<h4>Quality: the measured marginals</h4>"
+        + _table(["marginal", "cells", "noise σ", "ρ measurement", "ρ selection"], rows, numeric=(1, 2, 3, 4))
+        + f'<p class="note">{words}</p>'
     )
 
 
@@ -799,6 +947,7 @@ def _estimated_height(item: ReportItem) -> float:
     plot = _plot_height(item) * PDF_PLOT_WIDTH / WIDTH + 40
     facts = (
         200
+        + (28 * len(item.marginals) + 180 if item.marginals else 0)
         + (30 if item.public_facts.get("bounds") else 0)
         + (30 if len(item.main_indices()) < len(item.labels) else 0)
     )

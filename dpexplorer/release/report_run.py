@@ -26,7 +26,7 @@ from typing import Any
 
 from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.release.ledger import Ledger, Measurement, guarantee_from_dict
-from dpexplorer.release.report import Report, ReportItem, budget_lines, report_item
+from dpexplorer.release.report import SYNTHETIC, Report, ReportItem, budget_lines, report_item
 
 PUBLIC_FACT_KEYS = (
     "statistic",
@@ -120,6 +120,8 @@ def _released(row: Measurement, ledger: Ledger, provenance: dict[str, Any] | Non
         provenance = _read_json(path, "the provenance")
     if not isinstance(provenance, dict) or provenance.get("ledger_row_id") != row.id:
         raise ReportSourceError(f"{path} is not the provenance of ledger row {row.id}")
+    if str(provenance.get("statistic", "")).startswith(SYNTHETIC):
+        return _synthetic(row, provenance)
     name = (provenance.get("files") or {}).get("json")
     if not isinstance(name, str):
         raise ReportSourceError(f"{path} names no file of released values")
@@ -129,6 +131,25 @@ def _released(row: Measurement, ledger: Ledger, provenance: dict[str, Any] | Non
     except (KeyError, TypeError) as exc:
         raise ReportSourceError(f"{path.parent / name} holds no released values ({exc})") from None
     return _Released(row, provenance, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs))
+
+
+def _synthetic(row: Measurement, provenance: dict[str, Any]) -> _Released:
+    """A synthetic table (MST, AIM): what the report shows of it is in its provenance (the
+    records written, the marginals measured and their noise); its records file is not read."""
+    outputs = provenance.get("dp_outputs") or {}
+    if not isinstance(outputs, dict):
+        raise ReportSourceError(f"the provenance of ledger row {row.id} lacks its DP outputs")
+    rows = outputs.get("synthetic_rows")
+    measured = outputs.get("measured")
+    return _Released(
+        row,
+        provenance,
+        ("synthetic records", "measured marginals"),
+        (
+            float(rows) if isinstance(rows, int | float) else "not recorded",
+            float(len(measured)) if isinstance(measured, list) else "not recorded",
+        ),
+    )
 
 
 def _item(released: _Released) -> ReportItem:

@@ -23,9 +23,10 @@ Two ways out:
   ``aim``) releases the noisy marginal measurements themselves (one value per cell of each
   measured marginal: the DP output everything else is computed from);
 * :func:`release_table` charges the same guarantee, then fits the model (Private-PGM or the
-  dense estimator: post-processing) and writes the synthetic records as CSV, the measurements as
-  JSON and the provenance sidecar. Records are drawn with a numpy generator seeded by 256 bits of
-  the release's bit source (the OS CSPRNG in a release); their randomness is post-processing."""
+  dense estimator: post-processing) and writes the synthetic records as CSV and/or Parquet
+  (``formats``), the measurements as JSON and the provenance sidecar. Records are drawn with a
+  numpy generator seeded by 256 bits of the release's bit source (the OS CSPRNG in a release);
+  their randomness is post-processing."""
 
 from __future__ import annotations
 
@@ -65,6 +66,21 @@ from dpexplorer.release.ledger import Ledger, LedgerError, guarantee_to_dict
 from dpexplorer.release.rational import ceil_fraction, floor_log2
 from dpexplorer.release.samplers import BitSource, default_bit_source
 from dpexplorer.release.selection_paths import exponential_pick, gaps
+
+FORMATS = ("csv", "parquet")
+"""The files a synthetic table's records can be written as (a plan entry's ``format``)."""
+
+
+def table_formats(value: Any) -> tuple[str, ...]:
+    """A plan entry's ``format`` (``"csv"``, ``"parquet"`` or a list of them; None: CSV) as the
+    tuple of formats to write, in :data:`FORMATS` order; InvalidParameterError otherwise."""
+    given = ["csv"] if value is None else [value] if isinstance(value, str) else value
+    if not isinstance(given, list | tuple) or not given or not all(f in FORMATS for f in given):
+        raise InvalidParameterError(
+            f"format must be 'csv', 'parquet' or a list of them, not {str(value)[:40]!r}"
+        )
+    return tuple(f for f in FORMATS if f in given)
+
 
 SAMPLER = (
     "exponential mechanism by exact rejection sampling (CKS 2020 Bernoulli(exp(-gamma))) and "
@@ -171,6 +187,8 @@ class TableRelease:
     sampling_rate: None = None
     """No subsampling amplification is claimed for a synthetic table."""
     legacy: tuple[str, ...] = ()
+    formats: tuple[str, ...] = ("csv",)
+    """The files the records are written as (:data:`FORMATS`)."""
 
     @property
     def public_facts(self) -> dict[str, Any]:
@@ -214,9 +232,11 @@ def prepare_table(
     fingerprint: str,
     query: Mapping[str, Any],
     relation: str = "add_remove",
+    formats: Any = None,
 ) -> TableRelease:
     """Validate a synthetic-table release; draws and charges nothing (InvalidParameterError,
-    NotApplicableError on refusal, decided from public facts)."""
+    NotApplicableError on refusal, decided from public facts). ``formats``: the records' files
+    (:func:`table_formats`; default CSV)."""
     from dpexplorer.release.export import new_token
 
     try:
@@ -225,10 +245,19 @@ def prepare_table(
         raise InvalidParameterError(str(exc.args[0])) from None
     if not isinstance(mechanism, MarginalMechanism):
         raise InvalidParameterError(f"a synthetic table is made by mst or aim, not {mechanism_name}")
+    chosen = table_formats(formats)
     validated = mechanism.validate(params)
     exact = marginal_release(mechanism, validated, query_input)
     return TableRelease(
-        fingerprint, dict(query), mechanism_name, validated, relation, query_input, exact, new_token()
+        fingerprint,
+        dict(query),
+        mechanism_name,
+        validated,
+        relation,
+        query_input,
+        exact,
+        new_token(),
+        formats=chosen,
     )
 
 
@@ -326,8 +355,15 @@ def _run_and_write(
     fit = fitter(query, str(params["estimator"]), int(params["iterations"]))
     result = synthesise(query, transcript, fit, int(params["rows"]), rng)
     table = pl.DataFrame(result.table(query))
-    buffer = io.StringIO()
-    table.write_csv(buffer)
+    records: dict[str, str | bytes] = {}
+    if "csv" in prepared.formats:
+        buffer = io.StringIO()
+        table.write_csv(buffer)
+        records["csv"] = buffer.getvalue()
+    if "parquet" in prepared.formats:
+        binary = io.BytesIO()
+        table.write_parquet(binary)
+        records["parquet"] = binary.getvalue()
     sidecar = _sidecar(prepared, row_id, charged, ledger, source.name, len(result.records))
     measurements = {
         "measurements": [
@@ -343,17 +379,21 @@ def _run_and_write(
     directory = Path(out_dir)
     directory.mkdir(parents=True, exist_ok=True)
     stem = f"release-{row_id:06d}-{prepared.token}-{prepared.mechanism}-synthetic"
-    paths = release_paths(directory, stem)
+    paths = {
+        kind: path
+        for kind, path in {**release_paths(directory, stem), "parquet": directory / f"{stem}.parquet"}.items()
+        if kind in records or kind in ("json", "provenance")
+    }
     sidecar["files"] = {k: p.name for k, p in paths.items() if k != "provenance"}
-    texts = {
-        "csv": buffer.getvalue(),
+    texts: dict[str, str | bytes] = {
+        **records,
         "json": json.dumps(measurements, indent=2, allow_nan=False) + "\n",
         "provenance": json.dumps(sidecar, indent=2, sort_keys=True, allow_nan=False) + "\n",
     }
     written: dict[str, Path] = {}
     with _directory_lock(directory):
         try:
-            for kind in ("csv", "json", "provenance"):
+            for kind in (*records, "json", "provenance"):  # the sidecar last: then it is complete
                 atomic_write(paths[kind], texts[kind])
                 written[kind] = paths[kind]
         except BaseException:
@@ -379,11 +419,13 @@ def prepare_synthetic(
     *,
     key: str,
     relation: str = "add_remove",
+    formats: Any = None,
 ) -> TableRelease:
     """A synthetic-table release of ``dataset`` for the marginals ``query``
-    (:class:`~dpexplorer.data.marginals.Marginals`), filed under the ledger ``key``; nothing drawn
-    or charged. The marginals are counted now (the privacy unit's rows chosen with a seed from the
-    OS CSPRNG); every refusal depends on public facts only."""
+    (:class:`~dpexplorer.data.marginals.Marginals`), filed under the ledger ``key``, its records
+    written as ``formats`` (:func:`table_formats`); nothing drawn or charged. The marginals
+    are counted now (the privacy unit's rows chosen with a seed from the OS CSPRNG); every
+    refusal depends on public facts only."""
     from dpexplorer.data.marginals import marginal_input
     from dpexplorer.data.queries import Marginals
 
@@ -391,7 +433,13 @@ def prepare_synthetic(
         raise InvalidParameterError("a synthetic table needs a marginals query (type 'marginals')")
     built = marginal_input(dataset, query, relation)  # type: ignore[arg-type]
     return prepare_table(
-        built, mechanism_name, params, fingerprint=key, query=query.to_dict(), relation=relation
+        built,
+        mechanism_name,
+        params,
+        fingerprint=key,
+        query=query.to_dict(),
+        relation=relation,
+        formats=formats,
     )
 
 
@@ -406,11 +454,14 @@ def release_synthetic(
     relation: str = "add_remove",
     bits: BitSource | None = None,
     dataset_name: str | None = None,
+    formats: Any = None,
 ) -> TableResult:
     """:func:`prepare_synthetic` and :func:`release_table`: charged to the dataset's budget in
     ``ledger`` (its content fingerprint, or ``dataset_name``) before anything is drawn."""
     from dpexplorer.release.release import dataset_key
 
     key = dataset_key(dataset, ledger, dataset_name)
-    prepared = prepare_synthetic(dataset, query, mechanism_name, params, key=key, relation=relation)
+    prepared = prepare_synthetic(
+        dataset, query, mechanism_name, params, key=key, relation=relation, formats=formats
+    )
     return release_table(prepared, ledger=ledger, out_dir=out_dir, bits=bits)
