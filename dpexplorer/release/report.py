@@ -864,9 +864,11 @@ def _item_section(number: int, item: ReportItem, plot: str, page_break: bool) ->
     return (
         f"<h3{style}>{number}. {html.escape(item.description[:1].upper() + item.description[1:])}</h3>"
         + _values_table(item)
-        + f"<div>{plot}</div>"
-        + _table(["", ""], facts)
-        + (_quality_table(item) if item.statistic.startswith(SYNTHETIC) else "")
+        + (
+            _table(["", ""], facts) + _quality_table(item) + f"<div>{plot}</div>"  # the table first
+            if item.statistic.startswith(SYNTHETIC)
+            else f"<div>{plot}</div>" + _table(["", ""], facts)
+        )
     )
 
 
