@@ -261,6 +261,59 @@ def prepare_table(
     )
 
 
+def estimator_settings(query: MarginalInput, mechanism: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """How the model is fitted and the records drawn (post-processing; public: fixed before the
+    charge from declared settings and the public domain)."""
+    from dpexplorer.core.mechanisms.aim import ROUND_ITERATIONS
+
+    requested = str(params["estimator"])
+    resolved = choose_estimator(query.sizes, requested)
+    declared = int(params["iterations"])
+    settings: dict[str, Any] = {
+        "requested": requested,
+        "resolved": resolved,
+        "iterations": declared,
+        "method": "entropic mirror descent on the full table, each marginal weighted by 1 / sigma^2 "
+        "(dpexplorer.core.marginals.fit_dense)"
+        if resolved == "dense"
+        else "Private-PGM mirror descent (mbi.estimation.MirrorDescent) on JAX, CPU",
+        "rows": int(params.get("rows", 0)),
+        "rows_rule": "the declared number of records"
+        if int(params.get("rows", 0)) > 0
+        else "the model's estimated total, rounded (inverse-variance weighted mean of the measured "
+        "marginals' sums: a DP output)",
+    }
+    if resolved != "dense":
+        from importlib.metadata import PackageNotFoundError, version
+
+        with contextlib.suppress(PackageNotFoundError):
+            settings["library"] = f"mbi {version('mbi')}"
+    if mechanism == "aim":
+        settings["in_loop_iterations"] = min(declared, max(ROUND_ITERATIONS, declared // 5))
+        settings["in_loop_note"] = (
+            "the fit after each round steers the next selection (post-processing), warm-started; "
+            "the final model gets every declared iteration"
+        )
+    return settings
+
+
+def seed_policy(unit: Any, bits: str) -> dict[str, str]:
+    """Where each random choice of the release comes from (the provenance's ``seed_policy``);
+    ``unit`` the query's privacy unit (``{"column", "max_rows"}``) or None."""
+    column = unit.get("column") if isinstance(unit, Mapping) else None
+    return {
+        "selection_and_measurement": f"the release's bit source ({bits or 'the OS CSPRNG'}) through "
+        "the exact samplers; never seeded in a release",
+        "records": "numpy PCG64 seeded with 256 bits drawn from that bit source after the DP steps "
+        "(post-processing); the seed is not recorded",
+        "privacy_unit": f"the rows kept of each person (same {column}; at most {unit.get('max_rows', 1)}) "
+        "chosen at random with a seed from the OS CSPRNG, before counting"
+        if column
+        else "no privacy-unit column: one row is one person",
+        "exploration": "the window's exploration uses seeded generators; nothing it draws is released",
+    }
+
+
 def _sidecar(
     prepared: TableRelease, row_id: int, charged: Guarantee, ledger: Ledger, bits: str, rows: int | None
 ) -> dict[str, Any]:
@@ -279,6 +332,8 @@ def _sidecar(
         "randomness": bits,
         "records_randomness": "numpy PCG64 seeded with 256 bits of the release's bit source "
         "(post-processing)",
+        "seed_policy": seed_policy(prepared.query.get("unit"), bits),
+        "estimator_settings": estimator_settings(prepared.input, prepared.mechanism, prepared.parameters),
         "discretisation": exact.provenance,
         "dp_outputs": {**exact.dp_outputs, "synthetic_rows": rows},
         "run": dict(prepared.run) if prepared.run is not None else None,
@@ -350,6 +405,9 @@ def _run_and_write(
     transcript: Transcript = mechanism.steps(params, query, ExactSteps(source))
     prepared.exact.dp_outputs.clear()
     prepared.exact.dp_outputs.update(transcript.describe(query))
+    prepared.exact.dp_outputs["selected"] = [  # chosen by the exponential mechanism
+        [query.columns[i] for i in r.clique] for r in transcript.rounds
+    ]
     seed = int.from_bytes(np.asarray(source.words(4), dtype=np.uint64).tobytes(), "little")
     rng = np.random.Generator(np.random.PCG64(seed))
     fit = fitter(query, str(params["estimator"]), int(params["iterations"]))

@@ -18,7 +18,7 @@ import pytest
 from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.data.load import load_dataset
 from dpexplorer.data.marginals import marginal_input
-from dpexplorer.data.queries import Axis, Marginals
+from dpexplorer.data.queries import Axis, Marginals, PrivacyUnit
 from dpexplorer.release.export import remove_partial_files
 from dpexplorer.release.ledger import Ledger
 from dpexplorer.release.report import SYNTHETIC, marginal_rows, render_html
@@ -176,3 +176,40 @@ def test_a_plan_with_format_parquet_and_report_writes_both_through_the_cli(
     plan.write_text(json.dumps([{"query": {"type": "count"}, "mechanism": "laplace", "format": "csv"}]))
     assert main(base) == 2
     assert "format is for a synthetic table" in capsys.readouterr().err
+
+
+def test_the_provenance_lists_domain_workload_selection_estimator_and_seed_policy(tmp_path: Path) -> None:
+    """Issue 30, item 4: domain, bins, workload, the marginals selected (the exponential
+    mechanism's picks, each one measured), rho, the estimator and its settings, the seed policy
+    (with the privacy unit's column and bound)."""
+    frame = _frame().with_columns(pl.Series("person", np.repeat(np.arange(200), 3)))
+    path = tmp_path / "p.csv"
+    frame.write_csv(path)
+    query = Marginals(AXES, workload=(("c", "x"), ("x", "k")), unit=PrivacyUnit("person", max_rows=2))
+    built = marginal_input(load_dataset(path), query, bounding_seed=4)
+    prepared = prepare_table(built, "aim", PARAMS, fingerprint=KEY, query=query.to_dict())
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        ledger.set_budget(KEY, 10.0, 1e-6, "zcdp")
+        result = release_table(prepared, ledger=ledger, out_dir=tmp_path / "out", bits=SeededBitSource(6))
+    sidecar = json.loads(result.files["provenance"].read_text(encoding="utf-8"))
+    grid = sidecar["discretisation"]
+    assert grid["cells"]["x"] == ["[0, 5)", "[5, 10)", "missing"] and grid["cells"]["c"][-1] == "other"
+    assert [b["column"] for b in grid["bins"]] == ["c", "x", "k"]
+    assert grid["workload"] == [["c", "x"], ["x", "k"]] and grid["rho"] == sidecar["rho"]
+    assert grid["rows_per_person"] == 2 and grid["marginal_sensitivity_l2_squared"] == 4
+    outputs = sidecar["dp_outputs"]
+    assert outputs["selected"] == [r["marginal"] for r in outputs["rounds"]] and outputs["selected"]
+    measured = [m["marginal"] for m in outputs["measured"]]
+    assert measured[len(measured) - len(outputs["selected"]) :] == outputs["selected"]
+    settings = sidecar["estimator_settings"]
+    assert (settings["requested"], settings["resolved"], settings["iterations"]) == ("dense", "dense", 100)
+    assert settings["in_loop_iterations"] == 50  # min(100, max(50, 100 // 5))
+    assert settings["rows"] == 0 and "estimated total" in settings["rows_rule"]
+    policy = sidecar["seed_policy"]
+    assert (
+        "never seeded" in policy["selection_and_measurement"]
+        and "seeded-" in policy["selection_and_measurement"]
+    )
+    assert (
+        "PCG64" in policy["records"] and "person" in policy["privacy_unit"] and "2" in policy["privacy_unit"]
+    )
