@@ -205,7 +205,8 @@ def marginal_rows(grid: Mapping[str, Any], outputs: Mapping[str, Any]) -> tuple[
     every measured marginal with its size, sigma and the zCDP its measurement and selection took.
     Each selection round is the one before the measurement of its marginal (MST, AIM), so the
     last rounds pair with the last measurements; a malformed entry is skipped, never raised."""
-    cells = grid.get("cells") if isinstance(grid.get("cells"), Mapping) else {}
+    given = grid.get("cells")
+    cells: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
     try:
         l2 = float(grid.get("marginal_sensitivity_l2_squared", 1))
     except (TypeError, ValueError):
