@@ -5,7 +5,10 @@ Pinning keeps a mechanism with its parameters. While one is pinned, every change
 compute service (jobs "neighbours-pinned", "accuracy-pinned": the same pure functions as the
 views' own), and draws them over the current ones with one legend: its M(D) and M(D') dashed
 in the colours of M(D) and M(D') on the neighbouring-datasets plot, its exact accuracy curves
-dash-dotted on the accuracy plots. A line in the status bar says what is pinned and stops it.
+dash-dotted on the accuracy plots; on the budget tab, the total ε of k releases of the current
+and of the pinned mechanism under basic, advanced, zCDP and tight composition (job "budget-pinned",
+:func:`dpexplorer.gui.views.budget.repeats_job`, the math in :mod:`dpexplorer.core.planning`).
+A line in the status bar says what is pinned and stops it.
 
 Guarantee: the overlay is always the pinned mechanism's on the query shown (a result for an
 older query is dropped by the compute service's generation numbers, and a query the pinned
@@ -24,15 +27,18 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QToolButton, QWidget
 
+from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.core.mechanisms.base import Mechanism, NumericOutput
 from dpexplorer.gui import jobs, palette
 from dpexplorer.gui.views.base import MIN_LOG_SPAN, _log_span, log_ticks
 
 if TYPE_CHECKING:
+    from dpexplorer.gui.views.budget import BudgetView
     from dpexplorer.gui.window_parts import WindowParts
 
 NEIGHBOURS_PINNED = "neighbours-pinned"
 ACCURACY_PINNED = "accuracy-pinned"
+BUDGET_PINNED = "budget-pinned"
 PINNED_STYLE = Qt.PenStyle.DashLine
 ACCURACY_STYLE = Qt.PenStyle.DashDotLine
 MAX_STRETCH = 5.0
@@ -96,6 +102,7 @@ class Comparison(QObject):
         self.accuracy: jobs.AccuracyResult | None = None
         self._current: jobs.NeighboursResult | None = None  # the view's own, for its x axis
         self._items: dict[tuple[int, str], pg.PlotDataItem] = {}
+        self._budget_connected: BudgetView | None = None
         self.bar = CompareBar()
         window.statusBar().insertPermanentWidget(0, self.bar, 1)
         self.bar.stop.clicked.connect(self.stop)
@@ -119,9 +126,12 @@ class Comparison(QObject):
 
     def stop(self) -> None:
         self.pinned = self.neighbours = self.accuracy = None
-        for job in (NEIGHBOURS_PINNED, ACCURACY_PINNED):
+        for job in (NEIGHBOURS_PINNED, ACCURACY_PINNED, BUDGET_PINNED):
             self.window.compute.cancel(job)
         self._clear()
+        budget = self._budget_view()
+        if budget is not None:
+            budget.show_comparison(None)
         self.bar.hide()
 
     def _submit(self) -> None:
@@ -133,12 +143,56 @@ class Comparison(QObject):
         if refusal is not None:
             self._clear()
             self._say(f"The pinned {pinned.label} does not apply to this query: {refusal}")
+            budget = self._budget_view()
+            if budget is not None:
+                self.window.compute.cancel(BUDGET_PINNED)
+                budget.comparison_failed(f"The pinned {pinned.label} does not apply to this query: {refusal}")
             return
         self._say(self._headline())
         level = self.window.accuracy_view.ci_level.value()
         compute = self.window.compute
         compute.submit(NEIGHBOURS_PINNED, jobs.neighbours, pinned.mechanism, pinned.params, query)
         compute.submit(ACCURACY_PINNED, jobs.accuracy, pinned.mechanism, pinned.params, query, level)
+        self._submit_budget()
+
+    def _budget_view(self) -> BudgetView | None:
+        workspace = self.window.workspace
+        return workspace.budget_view if workspace is not None else None
+
+    def _submit_budget(self) -> None:
+        """Ask for k releases of the current and the pinned mechanism at the budget view's budget
+        (again whenever that budget changes: its every change asks for a new plan total)."""
+        from dpexplorer.gui.views.budget import Contender, RepeatsRequest, repeats_job
+
+        view, pinned = self._budget_view(), self.pinned
+        explorer = self.window.explorer
+        if view is None or pinned is None:
+            return
+        if self._budget_connected is not view:
+            view.job_requested.connect(lambda _request: self._submit_budget())
+            self._budget_connected = view
+        budget, query, mechanism = view.request(), explorer.query_input, explorer.mechanism
+        if (
+            budget is None
+            or query is None
+            or mechanism is None
+            or pinned.mechanism.accepts(query) is not None
+        ):
+            return
+        try:
+            current = Pinned(mechanism, mechanism.validate(explorer.params))
+        except DPExplorerError as exc:
+            view.comparison_failed(f"The current mechanism's parameters: {exc}")
+            return
+        request = RepeatsRequest(
+            current=Contender(current.label, mechanism.name, current.params, mechanism.label),
+            pinned=Contender(pinned.label, pinned.mechanism.name, pinned.params, pinned.mechanism.label),
+            query=query,
+            budget_epsilon=budget.budget_epsilon,
+            budget_delta=budget.budget_delta,
+            sampling_rate=budget.sampling_rate,
+        )
+        self.window.compute.submit(BUDGET_PINNED, repeats_job, request)
 
     def _say(self, text: str) -> None:
         self.bar.set_text(text)
@@ -149,6 +203,11 @@ class Comparison(QObject):
             self.neighbours = result  # type: ignore[assignment]
         elif view == ACCURACY_PINNED and self.pinned is not None:
             self.accuracy = result  # type: ignore[assignment]
+        elif view == BUDGET_PINNED:
+            budget = self._budget_view()
+            if budget is not None and self.pinned is not None:
+                budget.show_comparison(result)  # type: ignore[arg-type]
+            return
         elif view == "neighbours":
             self._current = result  # type: ignore[assignment]
             return  # drawn once the view has drawn it (views_updated)
@@ -157,6 +216,12 @@ class Comparison(QObject):
         self._draw()
 
     def _on_failure(self, view: str, _generation: int, message: str) -> None:
+        budget = self._budget_view()
+        if view == BUDGET_PINNED and self.pinned is not None and budget is not None:
+            budget.comparison_failed(
+                f"Cannot compose the pinned {self.pinned.label} over k releases: {message}"
+            )
+            return
         if view in (NEIGHBOURS_PINNED, ACCURACY_PINNED) and self.pinned is not None:
             self._say(f"The pinned {self.pinned.label} cannot be drawn for this query: {message}")
 

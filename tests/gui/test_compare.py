@@ -77,3 +77,64 @@ def test_a_query_the_pinned_mechanism_refuses_clears_its_curves_and_says_why(qtb
     assert "does not apply" in window.comparison.bar.full
     assert not _pinned_items(window.neighbours_view.outputs)
     assert window.last_error is None
+
+
+def _releases_curves(view) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The compare plot's curves by legend name (x: k, y: total ε; the plot is log-log)."""
+    plot = view.releases.getPlotItem()
+    out = {}
+    for item in plot.listDataItems():
+        x, y = item.getOriginalDataset()
+        if x is not None and len(x) > 0:
+            out[item.name()] = (np.asarray(x), np.asarray(y))
+    return out
+
+
+def test_the_budget_view_composes_the_pinned_laplace_beside_the_current_gaussian(qtbot, window):
+    """Laplace pinned, Gaussian chosen: the budget tab draws the total ε of k releases of both
+    under basic, advanced, zCDP and tight composition, with one legend and the k each fits."""
+    window.query_panel.select_kind("mean", "age")
+    wait_idle(qtbot, window)
+    window.mechanism_panel.select("laplace")
+    wait_idle(qtbot, window)
+    assert window.comparison.pin()
+    window.mechanism_panel.select("gaussian")
+    wait_idle(qtbot, window)
+    view = window.workspace.budget_view
+    window.tabs.setCurrentWidget(view)
+    wait_idle(qtbot, window)
+
+    assert view.releases.isVisible()
+    curves = _releases_curves(view)
+    legend = _legend_names(view.releases.getPlotItem())
+    # one legend: the accountants by colour, the two mechanisms by line style
+    assert {"Gaussian (solid)", "pinned Laplace (dashed)"} <= set(legend)
+    assert {"basic", "advanced", "zCDP", "tight (PLD)"} <= set(legend)
+    for method in ("basic", "advanced", "zCDP", "tight (PLD)"):
+        assert f"pinned Laplace, {method}" in curves
+    for method in ("basic", "advanced", "zCDP"):
+        assert f"Gaussian, {method}" in curves
+    # the exact Gaussian is charged an (ε, δ) pair under the tight accountant: said, not drawn
+    assert "Gaussian, tight (PLD)" in curves or "Gaussian, tight (PLD):" in view.comparison_note.text()
+    assert not view.profiles.isVisible()  # the comparison takes the profiles' place
+    k, laplace_basic = curves["pinned Laplace, basic"]
+    # basic composition of the pinned Laplace: k times one release's ε
+    np.testing.assert_allclose(laplace_basic, laplace_basic[0] * k, rtol=1e-9)
+    # the lesson: the Gaussian's zCDP total grows like sqrt(k), far below its basic total
+    _, gauss_zcdp = curves["Gaussian, zCDP"]
+    _, gauss_basic = curves["Gaussian, basic"]
+    assert gauss_zcdp[-1] < gauss_basic[-1] / 10
+    assert "pinned Laplace" in view.comparison_note.text() and "Gaussian" in view.comparison_note.text()
+
+    # a new budget δ recomposes at that δ
+    before = gauss_zcdp[-1]
+    view.budget_delta.setText("1e-3")
+    view.budget_delta.editingFinished.emit()
+    wait_idle(qtbot, window)
+    qtbot.waitUntil(lambda: view.comparison is not None and view.comparison.request.budget_delta == 1e-3)
+    _, after = _releases_curves(view)["Gaussian, zCDP"]
+    assert after[-1] < before
+
+    window.comparison.stop()
+    assert not view.releases.isVisible() and not _releases_curves(view)
+    assert view.profiles.isVisible()

@@ -14,10 +14,11 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -39,6 +40,7 @@ from dpexplorer.core import planning
 from dpexplorer.core.accounting.compose import METHODS
 from dpexplorer.core.accounting.guarantees import Guarantee, Subsampled, poisson_subsampled
 from dpexplorer.core.errors import DPExplorerError
+from dpexplorer.core.mechanisms.base import QueryInput
 from dpexplorer.core.planning import (
     BudgetReport,
     ErrorTarget,
@@ -47,7 +49,17 @@ from dpexplorer.core.planning import (
 )
 from dpexplorer.gui import palette
 from dpexplorer.gui.plot_export import Column
-from dpexplorer.gui.views.base import GREEN, GREY, ORANGE, PALETTE, RED, View, dashed_line, new_plot
+from dpexplorer.gui.views.base import (
+    GREEN,
+    GREY,
+    ORANGE,
+    PALETTE,
+    RED,
+    View,
+    dashed_line,
+    log_ticks,
+    new_plot,
+)
 
 PROFILE_DELTAS = np.geomspace(1e-12, 1e-1, 12)
 """The deltas at which the privacy profiles are drawn (one per decade: the tight accountant
@@ -65,6 +77,10 @@ COLUMNS = (
     "Level",
     "Note",
 )
+TABLE_HEIGHT = 120
+LEGEND_ROOM = 0.6
+"""Decades left empty above the comparison's curves, per decade they span: the legend's room."""
+"""The plan table's minimum height in pixels (half of it while two mechanisms are compared)."""
 EPSILON_COLUMN, CHARGED_COLUMN, HOLD_COLUMN, TARGET_COLUMN, LEVEL_COLUMN = 2, 4, 5, 6, 7
 
 
@@ -229,6 +245,67 @@ def budget_job(request: BudgetRequest) -> BudgetResult:
     )
 
 
+COMPARE_METHODS = ("basic", "advanced", "zcdp", "pld")
+"""The accountants the comparison of two mechanisms over many releases draws (four per
+mechanism keep the legend readable; the bars name all six). zCDP is among them because the
+exact Gaussian release (discrete Gaussian) is charged its zCDP guarantee under basic, advanced
+and zCDP composition, and an (ε, δ) pair under the tight accountant."""
+
+
+@dataclass(frozen=True)
+class Contender:
+    """One side of a comparison: a mechanism (registry name) at ``params``, named ``label``."""
+
+    label: str
+    mechanism: str
+    params: dict[str, Any]
+    short: str = ""
+    """The mechanism's name alone (the legend's), ``label`` when empty."""
+
+    def __post_init__(self) -> None:
+        if not self.short:
+            object.__setattr__(self, "short", self.label)
+
+
+@dataclass(frozen=True, eq=False)
+class RepeatsRequest:
+    """Two mechanisms on one query, composed over k releases at the budget's delta
+    (:func:`repeats_job`); captured on the main thread."""
+
+    current: Contender
+    pinned: Contender
+    query: QueryInput
+    budget_epsilon: float
+    budget_delta: float
+    sampling_rate: float | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class RepeatsResult:
+    """epsilon of k releases of each side under each of :data:`COMPARE_METHODS` (NaN where the
+    accountant does not apply), at ``request.budget_delta``."""
+
+    request: RepeatsRequest
+    repeats: tuple[int, ...]
+    current: dict[str, np.ndarray]
+    pinned: dict[str, np.ndarray]
+
+
+def repeats_job(request: RepeatsRequest) -> RepeatsResult:
+    """Price one release of each side as the planner does (:func:`release_charge`: what the
+    release would be charged under each accountant, with the steward's sampling claim) and
+    compose k of them (:func:`planning.repeated_totals`, upper bounds)."""
+    pricing = functools.partial(release_charge, sampling_rate=request.sampling_rate)
+
+    def totals(side: Contender) -> dict[str, np.ndarray]:
+        item = PlannedMeasurement(side.label, side.mechanism, side.params, request.query)
+        priced = planning.guarantees_by_method([item], pricing, COMPARE_METHODS)
+        one = {method: guarantees[0] for method, guarantees in priced.items()}
+        return planning.repeated_totals(one, planning.REPEATS, request.budget_delta, COMPARE_METHODS)
+
+    return RepeatsResult(request, planning.REPEATS, totals(request.current), totals(request.pinned))
+
+
 def released_from_ledger(ledger: object, fingerprint: str) -> tuple[ReleasedMeasurement, ...]:
     """The measurements the ledger (a :class:`dpexplorer.release.ledger.Ledger`) holds for the
     dataset, labelled by their query."""
@@ -365,7 +442,7 @@ class BudgetView(View):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
         self.table.setWordWrap(True)
         self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.setMinimumHeight(120)
+        self.table.setMinimumHeight(TABLE_HEIGHT)
         self.table.itemChanged.connect(self._item_changed)
         self.add_button = QPushButton("Add current statistic")
         self.add_button.setToolTip("Add the query and mechanism you are exploring to the plan.")
@@ -397,10 +474,26 @@ class BudgetView(View):
         self.profiles.getAxis("bottom").enableAutoSIPrefix(False)
         self.not_applicable = QLabel()
         self.not_applicable.setWordWrap(True)
+        # compare mode (gui/compare.py): k releases of the current and the pinned mechanism
+        self.releases = new_plot("releases k (log scale)", "total ε (log scale)", "Total ε of k releases")
+        self.releases.getAxis("bottom").enableAutoSIPrefix(False)
+        legend = self.releases.getPlotItem().legend
+        legend.setOffset((10, 10))  # top left: the curves rise to the right
+        legend.setColumnCount(2)  # three rows: a short plot in teaching mode
+        self.releases.hide()
+        self.comparison_note = QLabel()
+        self.comparison_note.setWordWrap(True)
+        self.comparison_note.setTextFormat(Qt.TextFormat.RichText)
+        self.comparison_note.hide()
+        self.comparison: RepeatsResult | None = None
+        self.comparison_curves: dict[str, pg.PlotDataItem] = {}
+        self.explanation.installEventFilter(self)  # teaching mode hides it: see _arrange
         row = QHBoxLayout()
         row.addWidget(self.bars, 1)
         row.addWidget(self.profiles, 1)
+        row.addWidget(self.releases, 1)
         self.body.addLayout(row, 3)
+        self.body.addWidget(self.comparison_note)
         self.body.addWidget(self.not_applicable)
 
     # ------------------------------------------------------------------ state
@@ -752,6 +845,105 @@ class BudgetView(View):
                 name="the budget (ε, δ)",
             )
 
+    # ------------------------------------------------------------------ compare mode
+    def show_comparison(self, result: RepeatsResult | None) -> None:
+        """Draw ε of k releases of the current and the pinned mechanism under each of
+        :data:`COMPARE_METHODS` with the budget ε, in place of the privacy profiles, and say up
+        to which k each fits. Colour: the accountant (as in the profiles); solid: current,
+        dashed: pinned. The legend names the accountants once and the two mechanisms by their
+        line style; every curve keeps its full name (``item.name()``). None: back to the profiles."""
+        self.comparison = result
+        plot = self.releases.getPlotItem()
+        plot.clear()
+        self.comparison_curves = {}
+        if result is None:
+            self.comparison_note.hide()
+            self._arrange()
+            return
+        request = result.request
+        plot.setLogMode(x=True, y=True)
+        ks = np.asarray(result.repeats, dtype=float)
+        drawn: list[np.ndarray] = []
+        missing: list[str] = []
+        for prefix, side, totals, style in (
+            ("", request.current, result.current, Qt.PenStyle.SolidLine),
+            ("pinned ", request.pinned, result.pinned, Qt.PenStyle.DashLine),
+        ):
+            sample = pg.PlotDataItem([], [], pen=palette.pen(palette.PLOT_FOREGROUND, 2, style))
+            plot.addItem(sample)
+            plot.legend.addItem(sample, f"{prefix}{side.short} ({'dashed' if prefix else 'solid'})")
+            for method in COMPARE_METHODS:
+                values = np.asarray(totals[method], dtype=float)
+                finite = np.isfinite(values)
+                name = f"{prefix}{side.short}, {METHOD_NAMES[method]}"
+                if np.count_nonzero(finite) < 2:  # a point or nothing: said, not drawn
+                    missing.append(f"{name}: {_not_drawn(values)}")
+                    continue
+                colour = PALETTE[METHODS.index(method) % len(PALETTE)]
+                item = pg.PlotDataItem(
+                    ks, values, pen=palette.pen(colour, width=2, style=style), connect="finite"
+                )
+                plot.addItem(item)
+                item.opts["name"] = name  # after addItem: the legend names accountants and styles once
+                self.comparison_curves[name] = item
+                drawn.append(values[finite])
+        for method in COMPARE_METHODS:
+            colour = PALETTE[METHODS.index(method) % len(PALETTE)]
+            sample = pg.PlotDataItem([], [], pen=palette.pen(colour, width=2))
+            plot.addItem(sample)
+            plot.legend.addItem(sample, METHOD_NAMES[method])
+        budget = request.budget_epsilon
+        plot.addItem(
+            dashed_line(RED, f"budget ε = {budget:g}", 0.97, pos=math.log10(budget), angle=0, anchor=(1, 1))
+        )
+        if drawn:
+            values = np.concatenate(drawn)
+            low = math.log10(max(min(float(np.min(values)), budget), 1e-12))
+            high = math.log10(max(float(np.max(values)), budget))
+            # room above the curves for the legend (top left): they rise to the right
+            plot.setYRange(low, high + LEGEND_ROOM * max(high - low, 1.0), padding=0.05)
+        plot.setXRange(0.0, math.log10(float(ks[-1])), padding=0.02)
+        plot.getAxis("bottom").setTicks(log_ticks([ks]))  # powers of ten (pyqtgraph labels 2..9 too)
+        plot.getAxis("left").setTicks(log_ticks([*drawn, [budget]]))
+        note = _fits_text(result)
+        if missing:
+            note += " Not drawn: " + "; ".join(missing) + "."
+        self.comparison_note.setText(note)
+        self.comparison_note.setToolTip(
+            "Each release is priced as the ledger would charge it (the exact release path's own "
+            "guarantee, e.g. a discrete Gaussian's zCDP); every total is an upper bound."
+        )
+        self.comparison_note.show()
+        self._arrange()
+
+    def _arrange(self) -> None:
+        """While comparing, the k-releases plot takes the profiles' place, the bars' key is hidden
+        (their tooltips stay) and the table shrinks to half its height; in teaching mode the bars
+        make way too (the status line and the bar of what is left still give the plan's total),
+        so the comparison reads on a 1280 x 720 projector."""
+        comparing = self.comparison is not None
+        self.releases.setVisible(comparing)
+        self.profiles.setVisible(not comparing)
+        self.bars.setVisible(not comparing or View.explanations_shown)
+        self.not_applicable.setVisible(not comparing)
+        self.table.setMinimumHeight(TABLE_HEIGHT // 2 if comparing else TABLE_HEIGHT)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Teaching mode shows or hides the explanation: arrange the comparison for it."""
+        if watched is self.explanation and event.type() in (
+            QEvent.Type.ShowToParent,
+            QEvent.Type.HideToParent,
+        ):
+            self._arrange()
+        return super().eventFilter(watched, event)
+
+    def comparison_failed(self, message: str) -> None:
+        """The comparison could not be composed (or the pinned mechanism does not apply):
+        clear its curves and say why under the plots."""
+        self.show_comparison(None)
+        self.comparison_note.setText(f"<span style='color:{palette.css(RED)}'>{message}</span>")
+        self.comparison_note.show()
+
     def _csv(self, result: BudgetResult) -> dict[str, Column]:
         report = result.report
         columns: dict[str, Column] = {
@@ -765,6 +957,45 @@ class BudgetView(View):
             columns[f"profile_{method}_delta"] = list(np.asarray(deltas, dtype=float))
             columns[f"profile_{method}_epsilon"] = list(np.asarray(eps, dtype=float))
         return columns
+
+
+def _within(totals: dict[str, np.ndarray], repeats: Sequence[int], budget: float) -> tuple[int, str] | None:
+    """The largest k drawn whose total fits ``budget`` under the accountant that allows most,
+    with that accountant's name (None when not even one release fits)."""
+    best: tuple[int, str] | None = None
+    for method in COMPARE_METHODS:
+        values = np.asarray(totals[method], dtype=float)
+        fitting = [k for k, v in zip(repeats, values, strict=True) if np.isfinite(v) and v <= budget]
+        if fitting and (best is None or max(fitting) > best[0]):
+            best = (max(fitting), METHOD_NAMES[method])
+    return best
+
+
+def _not_drawn(values: np.ndarray) -> str:
+    """Why a curve of k releases is not drawn: no accountant value, or only k = 1's."""
+    return "does not apply" if not np.any(np.isfinite(values)) else "only at k = 1"
+
+
+def _fits_text(result: RepeatsResult) -> str:
+    """How many releases of each side fit the budget, e.g. "Gaussian: none; pinned Laplace: up
+    to k = 1 (basic)"."""
+    request = result.request
+    parts = []
+    for prefix, side, totals in (
+        ("", request.current, result.current),
+        ("pinned ", request.pinned, result.pinned),
+    ):
+        within = _within(totals, result.repeats, request.budget_epsilon)
+        if within is None:
+            parts.append(f"{prefix}{side.label}: none")
+        else:
+            k, name = within
+            more = " or more" if k == result.repeats[-1] else ""
+            parts.append(f"{prefix}{side.label}: up to k = {k}{more} ({name})")
+    return (
+        f"<b>Releases within the budget ε = {request.budget_epsilon:g}, δ = {request.budget_delta:g}</b> "
+        f"(of the k drawn): {'; '.join(parts)}."
+    )
 
 
 def _positive(text: str) -> float:
