@@ -88,6 +88,21 @@ def compare_shot(window: MainWindow, out: Path) -> None:
     window.comparison.stop()
 
 
+def compare_budget_shot(window: MainWindow, out: Path) -> None:
+    """Compare mode on the budget tab (issue 34): Laplace pinned against the Gaussian on the mean
+    age, the total ε of k releases of each under four accountants, at 1440 x 900."""
+    window.resize(1440, 900)
+    window.query_panel.select_kind("mean", "age")
+    wait(window)
+    window.mechanism_panel.select("laplace")
+    wait(window)
+    window.comparison.pin()
+    window.mechanism_panel.select("gaussian")
+    wait(window)
+    shoot(window, "Budget", out / "compare_budget.png")
+    window.comparison.stop()
+
+
 def release_card_shots(window: MainWindow, out: Path) -> None:
     """Issue 28: the group-by neighbours view (clamped masses at the bounds, labels clear of each
     other) and a result card, released through the dialog into a throwaway ledger and folder
@@ -206,6 +221,7 @@ def main() -> None:
     window.teaching_action.setChecked(False)
     appearance_shots(window, out)
     compare_shot(window, out)
+    compare_budget_shot(window, out)
     release_card_shots(window, out)
     tour_shots(window, out)
     window.close()
