@@ -4,6 +4,7 @@ is labelled as such, since bounds taken from the data are themselves not private
 
 from __future__ import annotations
 
+import html
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -47,6 +48,7 @@ QUERY_KINDS: dict[str, str] = {
     "argmax": "Most common category",
     "top_k": "Top-k categories",
     "workload": "Workload: marginals of columns (BLR, PMW)",
+    "marginals": "Synthetic data: marginals of columns (MST, AIM)",
     "group_count": "Count by group",
     "group_sum": "Sum of a column by group",
     "group_mean": "Mean of a column by group",
@@ -267,6 +269,17 @@ class QueryPanel(QGroupBox):
         self.take_all.clicked.connect(self._take_all_categories)
         self.category_note = QLabel()
         self.category_note.setWordWrap(True)  # beside the count and the button at teaching fonts
+        self.marginal_columns = QLineEdit()
+        self.marginal_columns.setToolTip(
+            "The synthetic table's columns, separated by commas. Numeric columns are cut into "
+            "'Bins' equal bins over the data's range (prefill: not private; on Adult, documented "
+            "public bins), other columns keep their most common values plus 'other' (on Adult, "
+            "the documented categories)."
+        )
+        self.ways = QSpinBox()
+        self.ways.setRange(1, 3)
+        self.ways.setValue(2)
+        self.ways.setToolTip("The workload: every 1-, 2- or 3-way marginal of the columns")
         self._group_widgets()
         self.conditions = [ConditionRow(), ConditionRow()]
         self.joiner = QComboBox()
@@ -351,6 +364,8 @@ class QueryPanel(QGroupBox):
         self.form.addRow("Statistic", self.kind)
         self.form.addRow("Column", self.column)
         self.form.addRow("Second column", self.columns2)
+        self.form.addRow("Columns", self.marginal_columns)
+        self.form.addRow("Marginals of", self.ways)
         self.form.addRow("Lower bound", self.lower_bound)
         self.form.addRow("Upper bound", self.upper_bound)
         self.form.addRow("Quantile q", self.q_value)
@@ -410,6 +425,8 @@ class QueryPanel(QGroupBox):
             self.max_rows.valueChanged,
             self.key_epsilon.valueChanged,
             self.key_delta.currentIndexChanged,
+            self.marginal_columns.editingFinished,
+            self.ways.valueChanged,
         ):
             signal.connect(self.emit_query)
         self.group1.currentTextChanged.connect(self._group_changed)
@@ -442,6 +459,7 @@ class QueryPanel(QGroupBox):
             combo.clear()
             combo.addItems(items)
             combo.blockSignals(False)
+        self.marginal_columns.setText(", ".join(self._default_marginal_columns()))
         self._group_changed()
         self._kind_changed()
 
@@ -484,6 +502,8 @@ class QueryPanel(QGroupBox):
             "key_origin": str(self.key_origin.currentData()),
             "key_epsilon": self.key_epsilon.value(),
             "key_delta": self.key_delta.currentText(),
+            "marginal_columns": self.marginal_columns.text(),
+            "ways": self.ways.value(),
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -500,6 +520,8 @@ class QueryPanel(QGroupBox):
             self.key_origin,
             self.key_epsilon,
             self.key_delta,
+            self.marginal_columns,
+            self.ways,
         ]
         for w in widgets:
             w.blockSignals(True)
@@ -530,6 +552,8 @@ class QueryPanel(QGroupBox):
             )
             self.key_epsilon.setValue(state.get("key_epsilon", 0.5))
             self.key_delta.setCurrentText(state.get("key_delta", "1e-6"))
+            self.marginal_columns.setText(state.get("marginal_columns", self.marginal_columns.text()))
+            self.ways.setValue(state.get("ways", 2))
             for row, (negate, column, op, value) in zip(self.conditions, state["conditions"], strict=True):
                 row.negate.setChecked(negate)
                 row.column.setCurrentText(column)
@@ -650,14 +674,17 @@ class QueryPanel(QGroupBox):
         kind = self.current_kind()
         numeric_column = self.kinds.get(self.column.currentText()) == "numeric"
         show = {
-            self.column: kind not in ("count", "predicate_count"),
+            self.column: kind not in ("count", "predicate_count", "marginals"),
+            self.marginal_columns: kind == "marginals",
+            self.ways: kind == "marginals",
             self.columns2: kind == "workload",
             self.lower_bound: kind in NUMERIC_KINDS or (kind in ("histogram", "workload") and numeric_column),
             self.upper_bound: kind in NUMERIC_KINDS or (kind in ("histogram", "workload") and numeric_column),
             self.q_value: kind in ("quantile", "group_quantile"),
             self.trim: kind == "trimmed_mean",
             self.k: kind == "top_k",
-            self.bins: (kind in ("histogram", "workload") and numeric_column) or kind == "group_histogram",
+            self.bins: (kind in ("histogram", "workload") and numeric_column)
+            or kind in ("group_histogram", "marginals"),
             self.categories: kind in CATEGORY_KINDS
             or (kind in ("histogram", "workload") and not numeric_column),
             self.category_row: kind in CATEGORY_KINDS,
@@ -677,6 +704,9 @@ class QueryPanel(QGroupBox):
             show[widget] = grouped and private
         for widget in (self.max_groups, self.max_rows):
             show[widget] = grouped and self.unit.currentText() not in ("", EACH_ROW)
+        if kind == "marginals":  # a person keeps at most max_rows rows (one group: the table)
+            show[self.unit] = True
+            show[self.max_rows] = self.unit.currentText() not in ("", EACH_ROW)
         for widget, visible in show.items():
             self.form.setRowVisible(widget, visible)
 
@@ -740,9 +770,52 @@ class QueryPanel(QGroupBox):
             return self._group_histogram(column)
         if kind in GROUP_KINDS:
             return self._group_by(GROUP_KINDS[kind], column, low, high)
+        if kind == "marginals":
+            return self._marginals()
         second = self.columns2.currentText()
         axes = [self._axis(column)] + ([self._axis(second)] if second not in ("(none)", column, "") else [])
         return q.marginal_workload(axes, ways=(1, 2) if len(axes) == 2 else (1,))
+
+    def _default_marginal_columns(self) -> list[str]:
+        """Adult's documented columns when the data has them all, else the first four."""
+        from dpexplorer.data.marginals import adult_marginals
+
+        adult = [a.column for a in adult_marginals().axes]
+        return adult if all(c in self.kinds for c in adult) else list(self.kinds)[:4]
+
+    def _marginal_axis(self, column: str) -> q.Axis:
+        """A synthetic table's column on a public domain: Adult's documented axis when the
+        column is one of them with the same kind, else ``bins`` equal bins over the prefilled
+        range (numeric) or the most common values (others; the rest is 'other')."""
+        from dpexplorer.data.marginals import adult_marginals
+
+        documented = {a.column: a for a in adult_marginals().axes}
+        numeric = self.kinds.get(column) == "numeric"
+        axis = documented.get(column)
+        if axis is not None and (axis.edges is not None) == numeric:
+            return axis
+        if numeric:
+            if column not in self.ranges:
+                raise DPExplorerError(f"{column!r} has no range to bin over: declare other columns")
+            low, high = self.ranges[column]
+            n = self.bins.value()
+            return q.Axis(column, edges=tuple(low + (high - low) * i / n for i in range(n + 1)))
+        return q.Axis(column, categories=tuple(self.top_values.get(column, [])[:MAX_CATEGORIES]))
+
+    def _marginals(self) -> q.Marginals:
+        """The synthetic-data query: the declared columns, every ``ways``-way marginal, the
+        privacy unit's rows per person."""
+        columns = [c.strip() for c in self.marginal_columns.text().split(",") if c.strip()]
+        unknown = [c for c in columns if c not in self.kinds]
+        if unknown:
+            raise DPExplorerError(f"no column {unknown[0]!r} in the data: list columns separated by commas")
+        if len(columns) < 2:
+            raise DPExplorerError("list at least two columns for a synthetic table")
+        unit = None
+        if self.unit.currentText() not in ("", EACH_ROW):
+            unit = q.PrivacyUnit(self.unit.currentText(), 1, self.max_rows.value())
+        axes = tuple(self._marginal_axis(c) for c in dict.fromkeys(columns))
+        return q.Marginals(axes, ways=min(self.ways.value(), len(axes)), unit=unit)
 
     def _group_by(self, statistic: str, column: str, low: float, high: float) -> q.GroupBy:
         """The statistic by the groups (declared, every category, or selected privately), with
@@ -816,5 +889,5 @@ class QueryPanel(QGroupBox):
             self.error.show()
             return
         self.error.hide()
-        self.description.setText(f"<i>Releasing {query.describe()}.</i>")
+        self.description.setText(f"<i>Releasing {html.escape(query.describe())}.</i>")  # "<=50K" is text
         self.changed.emit(query, str(self.relation.currentData()))

@@ -75,8 +75,9 @@ class TheoryViews(QObject):
     def update(self, mechanism: Mechanism, params: dict[str, Any], query: QueryInput, seed: int) -> None:
         self.current = (mechanism, params, query, seed)
         if self.error_k_view is not None:  # marked on its k axis
-            workload = getattr(query, "workload", None)
-            self.error_k_view.current_k = int(workload.shape[0]) if workload is not None else None
+            workload = getattr(query, "workload", None)  # a matrix; a marginals query's are cliques
+            shape = getattr(workload, "shape", None)
+            self.error_k_view.current_k = int(shape[0]) if shape else None
         for name in INPUT_JOBS:
             self.window.compute.cancel(name)
             self._stale.add(name)
