@@ -135,6 +135,12 @@ def test_the_budget_view_composes_the_pinned_laplace_beside_the_current_gaussian
     _, after = _releases_curves(view)["Gaussian, zCDP"]
     assert after[-1] < before
 
+    # teaching mode: the bars make way for the comparison (1280 x 720 projector), and come back
+    window.teaching_action.setChecked(True)
+    assert view.releases.isVisible() and not view.bars.isVisible()
+    window.teaching_action.setChecked(False)
+    assert view.bars.isVisible()
+
     window.comparison.stop()
     assert not view.releases.isVisible() and not _releases_curves(view)
-    assert view.profiles.isVisible()
+    assert view.profiles.isVisible() and view.bars.isVisible()
