@@ -213,3 +213,22 @@ def test_the_provenance_lists_domain_workload_selection_estimator_and_seed_polic
     assert (
         "PCG64" in policy["records"] and "person" in policy["privacy_unit"] and "2" in policy["privacy_unit"]
     )
+
+
+def test_the_report_built_at_release_time_equals_the_rebuilt_one(dataset: Any, tmp_path: Path) -> None:
+    """build_report from the TableRelease and TableResult (the release's own objects) shows the
+    same quality table as report_of_run from the files."""
+    from dpexplorer.release.report import build_report
+
+    built = marginal_input(dataset, Marginals(AXES, ways=2), bounding_seed=3)
+    prepared = prepare_table(built, "aim", PARAMS, fingerprint=KEY, query=Marginals(AXES).to_dict())
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        ledger.set_budget(KEY, 10.0, 1e-6, "zcdp")
+        result = release_table(prepared, ledger=ledger, out_dir=tmp_path / "out", bits=SeededBitSource(7))
+        live = build_report(
+            dataset="d", fingerprint=KEY, released=[(prepared, result)], ledger=ledger, before=[]
+        )
+        rebuilt = report_of_run(ledger, result.row_id)
+    assert live.items[0].marginals == rebuilt.items[0].marginals and live.items[0].marginals
+    assert live.items[0].sampler == rebuilt.items[0].sampler != ""
+    assert "Quality: the measured marginals" in render_html(live)
