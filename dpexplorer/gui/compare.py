@@ -268,6 +268,8 @@ class Comparison(QObject):
             return text + "."
         text += f". {mine.ci_level:.0%} interval ±{mine.ci_halfwidth:.3g}"
         current = shown.report if shown is not None and shown.report.ci_level == mine.ci_level else None
+        if shown is not None and not self._is_current(shown):
+            current = None  # the accuracy tab still shows an earlier mechanism's (it is drawn when shown)
         if current is not None and np.isfinite(current.ci_halfwidth) and current.ci_halfwidth > 0:
             ratio = mine.ci_halfwidth / current.ci_halfwidth
             times = ratio if ratio >= 1 else 1 / ratio
@@ -276,6 +278,16 @@ class Comparison(QObject):
             )
             text += f" against ±{current.ci_halfwidth:.3g} now: {factor}"
         return text + "."
+
+    def _is_current(self, shown: jobs.AccuracyResult) -> bool:
+        """Whether ``shown`` is the mechanism on screen at its parameters."""
+        explorer = self.window.explorer
+        if explorer.mechanism is None or shown.mechanism != explorer.mechanism.label:
+            return False
+        try:
+            return shown.params == explorer.mechanism.validate(explorer.params)
+        except DPExplorerError:
+            return False
 
     def _draw(self) -> None:
         if self.pinned is None:

@@ -3,6 +3,8 @@ the neighbours and accuracy views, on the same query, with one legend."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pyqtgraph as pg
 from conftest import wait_idle
@@ -144,3 +146,22 @@ def test_the_budget_view_composes_the_pinned_laplace_beside_the_current_gaussian
     window.comparison.stop()
     assert not view.releases.isVisible() and not _releases_curves(view)
     assert view.profiles.isVisible() and view.bars.isVisible()
+
+
+def test_the_status_bar_compares_only_with_the_mechanism_on_screen(qtbot, window):
+    """The accuracy tab draws when shown: while it still holds an earlier mechanism's result
+    (a lesson step that switches mechanism on another tab), the bar gives no ratio against it."""
+    window.query_panel.select_kind("mean", "age")
+    wait_idle(qtbot, window)
+    window.mechanism_panel.select("laplace")
+    wait_idle(qtbot, window)
+    window.comparison.pin()
+    window.mechanism_panel.select("noisy_mean")
+    window.tabs.setCurrentWidget(window.accuracy_view)
+    wait_idle(qtbot, window)
+    assert "now:" in window.comparison._headline()
+    shown = window.accuracy_view.result
+    window.accuracy_view.result = dataclasses.replace(shown, mechanism="an earlier mechanism")
+    assert "now:" not in window.comparison._headline()
+    window.accuracy_view.result = dataclasses.replace(shown, params={**shown.params, "epsilon": 0.5})
+    assert "now:" not in window.comparison._headline()
