@@ -38,7 +38,7 @@ TABS: dict[str, str] = {
 QUERY_KINDS = (
     "count", "predicate_count", "sum", "mean", "median", "quantile", "trimmed_mean", "variance",
     "std", "histogram", "argmax", "top_k", "workload", "group_count", "group_sum", "group_mean",
-    "group_quantile", "group_histogram",
+    "group_quantile", "group_histogram", "marginals",
 )  # fmt: skip
 """The query panel's kinds (dpexplorer.gui.query_panel.QUERY_KINDS, not imported: no widgets
 are needed to read a lesson)."""
@@ -65,6 +65,8 @@ QUERY_DEFAULTS: dict[str, Any] = {
     "key_origin": "declared",
     "key_epsilon": 0.5,
     "key_delta": "1e-6",
+    "marginal_columns": "",
+    "ways": 2,
 }
 """A complete query-panel state (QueryPanel.state()); a lesson's query overrides some keys."""
 NUMERIC_KINDS = {
@@ -180,7 +182,7 @@ def _query(raw: Any, where: str) -> dict[str, Any]:
         state[key] = _typed(state[key], float, f"{where}, '{key}'")
     if kind in GROUP_KINDS and "group1" not in raw:
         raise LessonError(f"{where}: a {kind} needs 'group1' (the column that defines the groups)")
-    for key in ("k", "bins", "max_groups", "max_rows"):
+    for key in ("k", "bins", "max_groups", "max_rows", "ways"):
         state[key] = _typed(state[key], int, f"{where}, '{key}'")
     for key in ("categories", "group_categories"):
         if isinstance(state[key], list):

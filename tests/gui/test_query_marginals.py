@@ -4,14 +4,22 @@ unit's rows per person; bad input is a message, never a traceback; sessions rest
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
+from dpexplorer.core.marginals import DENSE_LIMIT
 from dpexplorer.data import queries as q
 from dpexplorer.data.default import default_dataset_path
 from dpexplorer.data.engine import POLARS
 from dpexplorer.data.load import load_dataset
 from dpexplorer.data.marginals import adult_marginals
-from dpexplorer.gui.query_panel import QueryPanel
+from dpexplorer.gui.query_panel import ADULT_SYNTHETIC_COLUMNS, QueryPanel
+
+
+def _documented(columns: tuple[str, ...]) -> tuple[q.Axis, ...]:
+    axes = {a.column: a for a in adult_marginals().axes}
+    return tuple(axes[c] for c in columns)
 
 
 @pytest.fixture(scope="module")
@@ -30,14 +38,16 @@ def panel(qtbot, adult):
     return widget
 
 
-def test_the_default_on_adult_is_its_documented_marginals_query(panel, qtbot) -> None:
+def test_the_default_on_adult_is_five_documented_columns_that_the_dense_estimator_fits(panel, qtbot) -> None:
     with qtbot.waitSignal(panel.changed) as signal:
         panel.ways.setValue(3)
     query, relation = signal.args
-    assert query == q.Marginals(adult_marginals().axes, ways=3) and relation == "add_remove"
+    assert query == q.Marginals(_documented(ADULT_SYNTHETIC_COLUMNS), ways=3) and relation == "add_remove"
     assert panel.form.isRowVisible(panel.marginal_columns) and panel.form.isRowVisible(panel.ways)
     assert not panel.form.isRowVisible(panel.column) and not panel.form.isRowVisible(panel.max_groups)
     assert "synthetic table" in panel.description.text()
+    cells = math.prod(len(a.categories) + 1 if a.categories else len(a.edges or ()) for a in query.axes)
+    assert cells == 8568 <= DENSE_LIMIT
 
 
 def test_other_columns_are_binned_or_take_their_common_values_and_a_unit_bounds_rows(panel, adult) -> None:
@@ -99,3 +109,10 @@ def test_the_window_runs_mst_on_a_marginals_query_without_a_traceback(qtbot, win
     window.mechanism_panel.select("mst")
     wait_idle(qtbot, window)
     assert window.query_panel.error.isHidden()
+
+
+def test_a_lesson_state_without_columns_keeps_adult_s_documented_ones(panel) -> None:
+    from dpexplorer.gui.lesson_files import QUERY_DEFAULTS
+
+    panel.set_state({**QUERY_DEFAULTS, "kind": "marginals", "ways": 3})
+    assert panel.build() == q.Marginals(_documented(ADULT_SYNTHETIC_COLUMNS), ways=3)
