@@ -127,6 +127,9 @@ def test_the_budget_view_composes_the_pinned_laplace_beside_the_current_gaussian
     _, gauss_basic = curves["Gaussian, basic"]
     assert gauss_zcdp[-1] < gauss_basic[-1] / 10
     assert "pinned Laplace" in view.comparison_note.text() and "Gaussian" in view.comparison_note.text()
+    # Save plot… > CSV holds what is drawn
+    assert list(view.columns["compare_releases_k"]) == list(k)
+    np.testing.assert_array_equal(view.columns["compare_pinned_basic_epsilon"], laplace_basic)
 
     # a new budget δ recomposes at that δ
     before = gauss_zcdp[-1]
@@ -146,6 +149,7 @@ def test_the_budget_view_composes_the_pinned_laplace_beside_the_current_gaussian
     window.comparison.stop()
     assert not view.releases.isVisible() and not _releases_curves(view)
     assert view.profiles.isVisible() and view.bars.isVisible()
+    assert not any(name.startswith("compare_") for name in view.columns)
 
 
 def test_the_status_bar_compares_only_with_the_mechanism_on_screen(qtbot, window):

@@ -720,7 +720,7 @@ class BudgetView(View):
         self._draw_remaining(report)
         self._draw_bars(report)
         self._draw_profiles(result)
-        self.columns = self._csv(result)
+        self.columns = {**self._csv(result), **_comparison_columns(self.comparison)}
         self.plan_changed.emit(self._plan)
         self.plan_total_changed.emit(result.guarantees, report.budget_delta)
 
@@ -853,6 +853,8 @@ class BudgetView(View):
         dashed: pinned. The legend names the accountants once and the two mechanisms by their
         line style; every curve keeps its full name (``item.name()``). None: back to the profiles."""
         self.comparison = result
+        base = self._csv(self.result) if self.result is not None else {}
+        self.columns = {**base, **_comparison_columns(result)}  # Save plot… > CSV: what is drawn
         plot = self.releases.getPlotItem()
         plot.clear()
         self.comparison_curves = {}
@@ -969,6 +971,19 @@ def _within(totals: dict[str, np.ndarray], repeats: Sequence[int], budget: float
         if fitting and (best is None or max(fitting) > best[0]):
             best = (max(fitting), METHOD_NAMES[method])
     return best
+
+
+def _comparison_columns(result: RepeatsResult | None) -> dict[str, Column]:
+    """The comparison's curves for the CSV export: k, then ε per side and accountant (NaN where
+    the accountant does not apply); nothing when no mechanism is pinned."""
+    if result is None:
+        return {}
+    columns: dict[str, Column] = {"compare_releases_k": list(result.repeats)}
+    for side, totals in (("current", result.current), ("pinned", result.pinned)):
+        for method in COMPARE_METHODS:
+            columns[f"compare_{side}_{method}_epsilon"] = list(np.asarray(totals[method], dtype=float))
+    columns["compare_mechanisms"] = [result.request.current.label, result.request.pinned.label]
+    return columns
 
 
 def _not_drawn(values: np.ndarray) -> str:
