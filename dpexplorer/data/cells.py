@@ -17,19 +17,26 @@ from __future__ import annotations
 import polars as pl
 
 
-def text_number(text: pl.Expr) -> pl.Expr:
-    """The number each cell of the text expression ``text`` reads as (module docstring): Float64,
-    null where the cell is not a finite number, ``true`` or ``false``."""
+def text_value(text: pl.Expr) -> pl.Expr:
+    """The value each cell of the text expression ``text`` reads as, infinities and NaN kept:
+    Float64, null where the cell is neither a number nor ``true``/``false``. Whether a cell is a
+    number at all (the loader's numeric share counts ``inf`` as one) is ``text_value(...)
+    .is_not_null()``."""
     stripped = text.str.strip_chars()
     lowered = stripped.str.to_lowercase()
-    number = (
+    return (
         pl.when(lowered == "true")
         .then(pl.lit(1.0))
         .when(lowered == "false")
         .then(pl.lit(0.0))
         .otherwise(stripped.cast(pl.Float64, strict=False))
     )
-    return finite(number)
+
+
+def text_number(text: pl.Expr) -> pl.Expr:
+    """The number each cell of the text expression ``text`` reads as (module docstring): Float64,
+    null where the cell is not a finite number, ``true`` or ``false``."""
+    return finite(text_value(text))
 
 
 def finite(number: pl.Expr) -> pl.Expr:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal
 import polars as pl
 
 from dpexplorer.core.cancel import CancelToken, ProgressFn, checkpoint
-from dpexplorer.data.cells import text_number
+from dpexplorer.data.cells import text_value
 from dpexplorer.data.errors import DataError
 
 if TYPE_CHECKING:
@@ -661,8 +661,9 @@ def _read(
 
 def _numeric_text(frame: pl.DataFrame | pl.LazyFrame, notes: list[str]) -> pl.DataFrame | pl.LazyFrame:
     """Text columns whose values are (almost all: :data:`NUMERIC_SHARE`) numbers become Float64,
-    each cell by :func:`dpexplorer.data.cells.text_number` (``true``/``false`` 1/0; NaN,
-    infinities and text that is not a number missing, counted in a warning).
+    each cell by :func:`dpexplorer.data.cells.text_value` (``true``/``false`` 1/0; text that is
+    not a number missing, counted in a warning; NaN and infinities then made missing by
+    :func:`_non_finite`, as :func:`dpexplorer.data.cells.text_number` reads them).
 
     The share is of ALL the column's values, not of a sample of the first rows: a sample makes
     the type depend on the rows' order, and the type is part of the dataset's identity in the
@@ -673,12 +674,9 @@ def _numeric_text(frame: pl.DataFrame | pl.LazyFrame, notes: list[str]) -> pl.Da
     if not texts:
         return frame
     present = [pl.col(c).is_not_null().sum().alias(f"{c}\x00n") for c in texts]
-    numbers = [text_number(pl.col(c)).is_not_null().sum().alias(f"{c}\x00num") for c in texts]
+    numbers = [text_value(pl.col(c)).is_not_null().sum().alias(f"{c}\x00num") for c in texts]
     example = [
-        pl.col(c)
-        .filter(pl.col(c).is_not_null() & text_number(pl.col(c)).is_null())
-        .first()
-        .alias(f"{c}\x00v")
+        pl.col(c).filter(pl.col(c).is_not_null() & text_value(pl.col(c)).is_null()).first().alias(f"{c}\x00v")
         for c in texts
     ]
     counts = _collect(frame.select(*present, *numbers, *example))
@@ -694,7 +692,8 @@ def _numeric_text(frame: pl.DataFrame | pl.LazyFrame, notes: list[str]) -> pl.Da
                 f"column {name!r}: text that is not a number (e.g. {example_value!r}) in "
                 f"{_rows(n - num)} of this numeric column; those values are treated as missing"
             )
-    return frame.with_columns(text_number(pl.col(c)).alias(c) for c in converted) if converted else frame
+    # infinities stay for _non_finite, which makes them missing with its own note
+    return frame.with_columns(text_value(pl.col(c)).alias(c) for c in converted) if converted else frame
 
 
 def _iso_dates(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
