@@ -77,13 +77,17 @@ def messages(root: QWidget) -> list[str]:
     return [plain(label.text()) for label in root.findChildren(QLabel) if _visible(label) and label.text()]
 
 
+COLOURED = re.compile(r"(?<![-\w])color:\s*(rgb|#)")
+"""A label's style sheet that colours its text (gui/palette.css writes #rrggbb; rgb(...) before)."""
+
+
 def _says_why(root: QWidget, plot: pg.PlotItem) -> bool:
     """A sentence inside the plot, or a visible coloured message label (a refusal or error)."""
     for item in plot.items:
         if isinstance(item, pg.TextItem) and item.isVisible() and len(item.toPlainText()) >= 20:
             return True
     for label in root.findChildren(QLabel):
-        if _visible(label) and label.text() and "color: rgb" in label.styleSheet():
+        if _visible(label) and label.text() and COLOURED.search(label.styleSheet()):
             return True
     return False
 

@@ -9,7 +9,15 @@ from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QWidget
 
 from dpexplorer.gui import palette
 from dpexplorer.gui.jobs import AccuracyResult
-from dpexplorer.gui.views.base import RED, CurveSet, View, curve_columns, dashed_line, new_plot
+from dpexplorer.gui.views.base import (
+    RED,
+    CurveSet,
+    View,
+    curve_columns,
+    dashed_line,
+    keep_line_labels_inside,
+    new_plot,
+)
 from dpexplorer.gui.views.live_text import LiveText
 
 INVISIBLE_NOISE = 1e-9
@@ -54,6 +62,10 @@ class AccuracyView(View):
         self.curves = {plot: CurveSet(plot) for plot in (self.vs_epsilon, self.tail, self.vs_n)}
         self.now_line = self._marker(self.vs_epsilon, 0.08)  # below the legend
         self.interval_line = self._marker(self.tail, 0.55)
+        for plot in (self.vs_epsilon, self.tail):  # a label near the right edge goes left of its line
+            box = plot.getViewBox()
+            box.sigResized.connect(lambda *_args, p=plot: keep_line_labels_inside(p))
+            box.sigRangeChanged.connect(lambda *_args, p=plot: keep_line_labels_inside(p))
 
     @staticmethod
     def _marker(plot: pg.PlotWidget, position: float) -> pg.InfiniteLine:

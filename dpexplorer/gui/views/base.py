@@ -351,6 +351,8 @@ class CurveSet:
             self.items[name].setData(np.asarray(curve.x, dtype=float), np.asarray(curve.y, dtype=float))
         for name in [n for n in self.items if n not in names]:
             self.plot.removeItem(self.items.pop(name))
+        if curves:  # an empty draw fixed the range at [0, 1], which turned auto-range off
+            self.plot.enableAutoRange()
         self._fit_log_ranges(curves, log_x, log_y)
         if not curves:  # no axes to name either: the note says what is missing
             set_axis_label(self.plot, "bottom", "")
