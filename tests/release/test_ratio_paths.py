@@ -155,7 +155,12 @@ def test_group_mean_with_a_privacy_unit_from_the_cli(tmp_path) -> None:
     assert header == ["department", "label", "value", "ci_low", "ci_high", "interval"]
     means = [r for r in rows if r[1] == "mean"]
     assert [r[0] for r in means] == ["GP", "Cardiology", "Orthopaedics", "Dermatology", "other"]
-    assert all(0 <= float(r[2]) <= 500 and float(r[3]) <= float(r[2]) <= float(r[4]) for r in means)
+    for key, _label, value, low, high, _kind in means:
+        if value == "empty":  # the group's noisy count fell below one row (empty_groups, the default)
+            assert (low, high) == ("", ""), key
+            continue
+        assert 0 <= float(value) <= 500 and float(low) <= float(value) <= float(high), key
+    assert any(r[2] != "empty" for r in means[:4])  # the declared groups hold hundreds of visits
     assert sidecar["epsilon"] <= 1.0
 
 
