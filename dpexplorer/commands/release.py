@@ -3,7 +3,7 @@
 every statistic of a plan through the exact samplers, charged to the dataset's budget in the
 ledger. With ``--engine spark`` the true answers are computed on Spark (dpexplorer.data.engine);
 noise, accounting, ledger and export stay in this process. The plan format is documented in
-``dpexplorer/release/PLAN_FORMAT.md`` and the README (Releasing statistics).
+``dpexplorer/release/PLAN_FORMAT.md`` and the user guide (docs/guide/cli.md, Releasing statistics).
 
 The whole plan is validated first (file, every query, mechanism and parameter, an exact release
 path for each, the output directory, and the plan's total against the remaining budget);
