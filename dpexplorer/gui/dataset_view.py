@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from dpexplorer.data.load import Dataset
 
 PREVIEW_ROWS = 200
+SIZED_ROWS = 40
+"""Rows the preview's column widths are fitted to (besides the visible ones)."""
 
 SAMPLE_TIP = (
     "Tick this only if it is true: the people in this file were drawn from a larger population, "
@@ -92,6 +94,8 @@ class DatasetView(QWidget):
         self.schema.setTabKeyNavigation(False)
         self.preview.setModel(self.preview_model)
         self.preview.setAlternatingRowColors(True)
+        # columns sized from the first rows, not all 200 (on Adult both fits took 0.17 s of the start)
+        self.preview.horizontalHeader().setResizeContentsPrecision(SIZED_ROWS)
         split = QSplitter()
         split.addWidget(self.schema)
         split.addWidget(self.preview)
