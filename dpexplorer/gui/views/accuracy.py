@@ -42,9 +42,12 @@ class AccuracyView(View):
         level_row.addWidget(QLabel("Confidence level 1 − β:"))
         level_row.addWidget(self.ci_level)
         level_row.addStretch(1)
-        self.summary = LiveText()
-        level_row.addWidget(self.summary, 4)
         self.body.addLayout(level_row)
+        # the summary on a line of its own, across the view: beside the level control it had a
+        # third of the width, and a long summary (noisy sum / noisy count's notes) took 315 px of
+        # a 1280 x 720 teaching window, leaving 97 px to each plot
+        self.summary = LiveText()
+        self.body.addWidget(self.summary)
         self.error = QLabel()
         self.error.setWordWrap(True)
         self.error.setStyleSheet(f"color: {palette.css(RED)}")
