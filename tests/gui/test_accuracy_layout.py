@@ -28,5 +28,6 @@ def test_a_long_summary_runs_across_the_view_and_the_plots_keep_their_height(qap
         for plot in (view.vs_epsilon, view.tail, view.vs_n):
             assert plot.height() >= 140, (plot.getPlotItem().titleLabel.text, plot.height())
     finally:
+        window.teaching_action.setChecked(False)  # teaching mode's font is the application's
         window.close()
         window.compute.wait_for_workers(30.0)
