@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import dpexplorer
 from dpexplorer.core.accounting.guarantees import (
@@ -56,6 +56,7 @@ from dpexplorer.release.samplers import BitSource, default_bit_source
 
 ZCDP_INCAPABLE = frozenset({"pld", "optimal"})
 """Accountant methods of ``compose`` that take no zCDP guarantee."""
+ResultT = TypeVar("ResultT")
 
 
 class ReleaseFailedError(DPExplorerError):
@@ -579,24 +580,14 @@ def execute(
     charged = charged_guarantee(prepared, ledger)
     _check_sidecar(prepared, charged, ledger)
     _consistent_with(prepared)  # a declared total must be known before the charge
-    if not directory_checked:
-        ledger.check(prepared.fingerprint, [charged])  # a refusal leaves no trace, not even a directory
-        check_output_dir(out_dir, [prepared.token])
-        remove_partial_files(out_dir)
-    row_id = ledger.charge(
-        prepared.fingerprint,
-        query=prepared.query,
-        mechanism=prepared.mechanism,
-        parameters=prepared.parameters,
-        guarantee=charged,
+    row_id, result = charge_and_run(
+        prepared,
+        charged,
+        ledger=ledger,
+        out_dir=out_dir,
+        directory_checked=directory_checked,
+        run=lambda row: _draw_and_write(prepared, ledger, out_dir, bits, row, charged),
     )
-    try:
-        result = _draw_and_write(prepared, ledger, out_dir, bits, row_id, charged)
-    except BaseException as exc:
-        failure = _failed(prepared, ledger, row_id, exc)
-        if failure is exc:
-            raise
-        raise failure from exc
     try:
         ledger.mark_released(row_id, result.files["provenance"])
     except LedgerError as exc:
@@ -611,7 +602,60 @@ def execute(
     return result
 
 
-def _failed(prepared: PreparedRelease, ledger: Ledger, row_id: int, exc: BaseException) -> BaseException:
+class Chargeable(Protocol):
+    """What the ledger files a release under and what a failure after the charge reports: a
+    statistic's :class:`PreparedRelease` or a synthetic table's release."""
+
+    @property
+    def fingerprint(self) -> str: ...
+    @property
+    def token(self) -> str: ...
+    @property
+    def query(self) -> dict[str, Any]: ...
+    @property
+    def mechanism(self) -> str: ...
+    @property
+    def parameters(self) -> dict[str, Any]: ...
+    @property
+    def exact(self) -> Any: ...
+
+
+def charge_and_run(
+    prepared: Chargeable,
+    charged: Guarantee,
+    *,
+    ledger: Ledger,
+    out_dir: str | os.PathLike[str],
+    directory_checked: bool,
+    run: Callable[[int], ResultT],
+) -> tuple[int, ResultT]:
+    """Check the budget and the output directory (unless ``directory_checked``: a plan run
+    checked its total and the directory once), charge ``charged`` to the ledger, then ``run`` the
+    release with its ledger row id. Nothing is charged when a check refuses; after the charge any
+    failure (KeyboardInterrupt included) marks the row failed and raises
+    :class:`ReleaseFailedError`. Returns the row id and what ``run`` returned; marking the row
+    released is the caller's."""
+    if not directory_checked:
+        ledger.check(prepared.fingerprint, [charged])  # a refusal leaves no trace, not even a directory
+        check_output_dir(out_dir, [prepared.token])
+        remove_partial_files(out_dir)
+    row_id = ledger.charge(
+        prepared.fingerprint,
+        query=prepared.query,
+        mechanism=prepared.mechanism,
+        parameters=prepared.parameters,
+        guarantee=charged,
+    )
+    try:
+        return row_id, run(row_id)
+    except BaseException as exc:
+        failure = _failed(prepared, ledger, row_id, exc)
+        if failure is exc:
+            raise
+        raise failure from exc
+
+
+def _failed(prepared: Chargeable, ledger: Ledger, row_id: int, exc: BaseException) -> BaseException:
     """Mark the row failed (when the ledger still can) and say what was spent for nothing, as a
     ReleaseFailedError (``interrupted`` for Ctrl+C). SystemExit passes through, the row marked."""
     if isinstance(exc, KeyboardInterrupt):

@@ -57,9 +57,7 @@ from dpexplorer.release.exact import ExactRelease, Value
 from dpexplorer.release.export import (
     _directory_lock,
     atomic_write,
-    check_output_dir,
     release_paths,
-    remove_partial_files,
     remove_release,
 )
 from dpexplorer.release.ledger import Ledger, LedgerError, guarantee_to_dict
@@ -358,7 +356,7 @@ def release_table(
     exact samplers, fit the model, draw the records and write them (CSV), the measurements (JSON)
     and the sidecar. A failure after the charge marks the ledger row failed and raises
     :class:`~dpexplorer.release.release.ReleaseFailedError` (nothing is left half-written)."""
-    from dpexplorer.release.release import _failed, charged_for
+    from dpexplorer.release.release import charge_and_run, charged_for
 
     budget = ledger.budget(prepared.fingerprint)
     charged = charged_for(prepared.exact, budget.method if budget else None)
@@ -366,24 +364,14 @@ def release_table(
         json.dumps(_sidecar(prepared, 0, charged, ledger, "", 0), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidParameterError(f"the release's provenance cannot be written: {exc}") from None
-    if not directory_checked:
-        ledger.check(prepared.fingerprint, [charged])
-        check_output_dir(out_dir, [prepared.token])
-        remove_partial_files(out_dir)
-    row_id = ledger.charge(
-        prepared.fingerprint,
-        query=prepared.query,
-        mechanism=prepared.mechanism,
-        parameters=prepared.parameters,
-        guarantee=charged,
+    row_id, result = charge_and_run(
+        prepared,
+        charged,
+        ledger=ledger,
+        out_dir=out_dir,
+        directory_checked=directory_checked,
+        run=lambda row: _run_and_write(prepared, ledger, out_dir, bits, row, charged),
     )
-    try:
-        result = _run_and_write(prepared, ledger, out_dir, bits, row_id, charged)
-    except BaseException as exc:
-        failure = _failed(prepared, ledger, row_id, exc)  # type: ignore[arg-type]
-        if failure is exc:
-            raise
-        raise failure from exc
     with contextlib.suppress(LedgerError):  # the row then still says 'charged': the budget is counted
         ledger.mark_released(row_id, result.files["provenance"])
     return result
