@@ -578,8 +578,8 @@ class SparkEngine(Engine):
         self.session = session
 
     def as_numbers(self, dataset: SparkDataset, column: str) -> SparkDataset:
-        """As the polars engine's (:meth:`Engine.as_numbers`): text parsed as a number, anything
-        else missing."""
+        """As the polars engine's (:meth:`Engine.as_numbers`), by the rule of
+        :mod:`dpexplorer.data.cells` (:func:`_text_number` for text)."""
         import dataclasses
 
         dtype = dataset.schema.get(column)
