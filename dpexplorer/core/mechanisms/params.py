@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -44,6 +44,11 @@ class Param:
             raise ValueError(f"{self.name}: default {self.default!r} is not among the choices")
         if self.log_scale and (self.slider is None or self.slider[0] <= 0):
             raise ValueError(f"{self.name}: a log-scale parameter needs a positive slider span")
+
+    def with_note(self, note: str) -> Param:
+        """This parameter with ``note`` appended to its help: the same ε or δ, explained for one
+        mechanism (what it spends it on)."""
+        return replace(self, help=f"{self.help} {note}")
 
     def slider_span(self) -> tuple[float, float]:
         """The (low, high) a slider covers: ``slider`` if declared, else the range itself."""
@@ -123,16 +128,73 @@ def validate_params(declared: tuple[Param, ...], values: Mapping[str, Any]) -> d
     return {p.name: p.validate(values.get(p.name, p.default)) for p in declared}
 
 
+# The kinds of parameter the mechanisms declare: each factory fixes what its kind has in common
+# (type, open ends, slider scale), so a declaration states only what differs.
+
+
+def log_float(
+    name: str,
+    label: str,
+    *,
+    default: float,
+    help: str,
+    slider: tuple[float, float],
+    low: float = 0.0,
+    high: float | None = None,
+    unit: str = "",
+) -> Param:
+    """A positive float on a logarithmic slider, in [low, high] (no upper bound when ``high`` is
+    None). A log scale never reaches 0, so a ``low`` of 0 is excluded: the value is > 0."""
+    return Param(
+        name=name,
+        label=label,
+        type="float",
+        default=default,
+        low=low,
+        high=high,
+        low_open=low == 0.0,
+        log_scale=True,
+        slider=slider,
+        unit=unit,
+        help=help,
+    )
+
+
+def probability(
+    name: str, label: str, *, default: float, help: str, slider: tuple[float, float], log_scale: bool = True
+) -> Param:
+    """A float strictly between 0 and 1 (a δ, a failure probability, a share of ε)."""
+    return Param(
+        name=name,
+        label=label,
+        type="float",
+        default=default,
+        low=0.0,
+        high=1.0,
+        low_open=True,
+        high_open=True,
+        log_scale=log_scale,
+        slider=slider,
+        help=help,
+    )
+
+
+def whole_number(name: str, label: str, *, default: int, low: int, high: int, help: str) -> Param:
+    """An int in [low, high] (a count of rounds, picks, rows or steps) on a linear slider."""
+    return Param(name=name, label=label, type="int", default=default, low=low, high=high, help=help)
+
+
+def choice(name: str, label: str, *, default: str, choices: tuple[str, ...], help: str) -> Param:
+    """One of ``choices`` (a method or estimator): no effect on privacy unless its help says so."""
+    return Param(name=name, label=label, type="choice", default=default, choices=choices, help=help)
+
+
 # Parameters shared by many mechanisms, declared once.
-EPSILON = Param(
-    name="epsilon",
-    label="ε (epsilon)",
-    type="float",
+EPSILON = log_float(
+    "epsilon",
+    "ε (epsilon)",
     default=1.0,
-    low=0.0,
     high=20.0,
-    low_open=True,
-    log_scale=True,
     slider=(0.01, 10.0),
     help=(
         "Privacy loss bound. Smaller ε means stronger privacy and more noise: an attacker's "
@@ -141,16 +203,10 @@ EPSILON = Param(
     ),
 )
 
-DELTA = Param(
-    name="delta",
-    label="δ (delta)",
-    type="float",
+DELTA = probability(
+    "delta",
+    "δ (delta)",
     default=1e-6,
-    low=0.0,
-    high=1.0,
-    low_open=True,
-    high_open=True,
-    log_scale=True,
     slider=(1e-12, 0.1),
     help=(
         "The probability mass allowed to exceed the ε bound. Keep it well below 1/n "
