@@ -40,13 +40,12 @@ from dpexplorer.core.mechanisms.base import (
     with_key_selection,
 )
 from dpexplorer.core.mechanisms.exponential import error_quantile, error_tail, sample_pmf
-from dpexplorer.core.mechanisms.params import EPSILON, Param
+from dpexplorer.core.mechanisms.params import EPSILON, Param, whole_number
 from dpexplorer.core.mechanisms.registry import register
 
-BINS = Param(
-    name="bins",
-    label="Grid steps over the declared range",
-    type="int",
+BINS = whole_number(
+    "bins",
+    "Grid steps over the declared range",
     default=100,
     low=1,
     high=10_000,

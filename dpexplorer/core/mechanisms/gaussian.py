@@ -14,7 +14,6 @@ seed 001, there OCR'd without the 1/t; Dwork & Roth 2014, Appendix A)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -24,7 +23,7 @@ from dpexplorer.core import accuracy as acc
 from dpexplorer.core.accounting.guarantees import ApproxDP, GaussianNoise
 from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.core.mechanisms.base import AccuracyReport, NumericInput, QueryInput, with_key_selection
-from dpexplorer.core.mechanisms.params import DELTA, EPSILON, Param
+from dpexplorer.core.mechanisms.params import DELTA, EPSILON, Param, choice
 from dpexplorer.core.mechanisms.registry import register
 
 
@@ -72,10 +71,9 @@ def gaussian_sigma_analytic(epsilon: float, delta: float, sensitivity_l2: float)
     return float(np.exp(root) * (1 + 1e-12) * sensitivity_l2)
 
 
-CALIBRATION = Param(
-    name="calibration",
-    label="Calibration",
-    type="choice",
+CALIBRATION = choice(
+    "calibration",
+    "Calibration",
     default="analytic",
     choices=("analytic", "classical"),
     help=(
@@ -85,7 +83,7 @@ CALIBRATION = Param(
     ),
 )
 
-GAUSSIAN_EPSILON = replace(EPSILON, help=EPSILON.help + " With the classical calibration keep ε below 1.")
+GAUSSIAN_EPSILON = EPSILON.with_note("With the classical calibration keep ε below 1.")
 
 
 @register

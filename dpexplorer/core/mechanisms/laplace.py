@@ -8,7 +8,6 @@ P(|Y| > ln(1/beta) b) = beta for one coordinate, and P(max_i |Y_i| >= ln(d/beta)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -85,10 +84,7 @@ def vector_laplace_delta(epsilon: np.ndarray | float, shifts: np.ndarray) -> np.
     return np.array([np.sum(pmf * np.maximum(0.0, -np.expm1(e - losses))) for e in eps])
 
 
-LAPLACE_EPSILON = replace(
-    EPSILON,
-    help=EPSILON.help + " Laplace noise of scale b = sensitivity / ε gives exactly ε-DP (δ = 0).",
-)
+LAPLACE_EPSILON = EPSILON.with_note("Laplace noise of scale b = sensitivity / ε gives exactly ε-DP (δ = 0).")
 
 
 @register

@@ -39,13 +39,12 @@ from dpexplorer.core.mechanisms.exponential import (
     standard_gumbel,
     union_bound_alpha,
 )
-from dpexplorer.core.mechanisms.params import EPSILON, Param
+from dpexplorer.core.mechanisms.params import EPSILON, Param, choice
 from dpexplorer.core.mechanisms.registry import register
 
-NOISE = Param(
-    name="noise",
-    label="Noise",
-    type="choice",
+NOISE = choice(
+    "noise",
+    "Noise",
     default="gumbel",
     choices=("gumbel", "exponential", "laplace"),
     help=(

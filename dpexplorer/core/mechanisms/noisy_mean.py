@@ -49,18 +49,14 @@ from dpexplorer.core.mechanisms.base import (
     with_key_selection,
 )
 from dpexplorer.core.mechanisms.laplace import LAPLACE_EPSILON, vector_laplace_delta
-from dpexplorer.core.mechanisms.params import Param
+from dpexplorer.core.mechanisms.params import Param, probability
 from dpexplorer.core.mechanisms.registry import register
 
-SUM_SHARE = Param(
-    name="sum_share",
-    label="share of ε for the sum",
-    type="float",
+SUM_SHARE = probability(
+    "sum_share",
+    "share of ε for the sum",
     default=0.5,
-    low=0.0,
-    high=1.0,
-    low_open=True,
-    high_open=True,
+    log_scale=False,
     slider=(0.05, 0.95),
     help=(
         "How ε is split between the noisy sum (this share) and the noisy count (the rest), under "

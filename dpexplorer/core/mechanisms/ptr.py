@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -37,7 +36,7 @@ from dpexplorer.core.mechanisms.base import (
     QueryInput,
     SelectionInput,
 )
-from dpexplorer.core.mechanisms.params import DELTA, EPSILON, Param
+from dpexplorer.core.mechanisms.params import DELTA, EPSILON, Param, log_float
 from dpexplorer.core.mechanisms.registry import register
 from dpexplorer.core.mechanisms.smooth import check_data_query, resampled, sizes_up_to
 from dpexplorer.core.memo import cached
@@ -61,24 +60,14 @@ def bottom_probability(distance: float, epsilon: float, delta: float) -> float:
     return float(stats.laplace.cdf(pass_threshold(epsilon, delta) - distance, scale=1.0 / epsilon))
 
 
-TEST_EPSILON = replace(
-    EPSILON,
-    help=EPSILON.help + " Spent twice by propose-test-release: once on the test, once on the answer.",
-)
+TEST_EPSILON = EPSILON.with_note("Spent twice by propose-test-release: once on the test, once on the answer.")
 
-TEST_DELTA = replace(
-    DELTA,
-    help=DELTA.help + " The test answers only if the noisy distance exceeds ln(1/δ)/ε.",
-)
+TEST_DELTA = DELTA.with_note("The test answers only if the noisy distance exceeds ln(1/δ)/ε.")
 
-PROPOSED_BOUND = Param(
-    name="bound",
-    label="Proposed sensitivity bound",
-    type="float",
+PROPOSED_BOUND = log_float(
+    "bound",
+    "Proposed sensitivity bound",
     default=1.0,
-    low=0.0,
-    low_open=True,
-    log_scale=True,
     slider=(1e-3, 1e3),
     unit="units of the statistic",
     help=(

@@ -35,7 +35,7 @@ from dpexplorer.core import accuracy as acc
 from dpexplorer.core.accounting.guarantees import ZCDP, Guarantee, PureDP
 from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms.base import AccuracyReport, NumericInput, QueryInput
-from dpexplorer.core.mechanisms.params import DELTA, EPSILON, Param
+from dpexplorer.core.mechanisms.params import DELTA, EPSILON, Param, log_float, whole_number
 from dpexplorer.core.mechanisms.registry import register
 from dpexplorer.core.memo import cached
 from dpexplorer.core.sensitivity import smooth_sensitivity
@@ -338,10 +338,9 @@ def student_t_epsilon(t: float, s: float, dof: float) -> float:
     return (dof + 1) * t + s * (dof + 1) / (2 * np.sqrt(dof))
 
 
-DEGREES = Param(
-    name="dof",
-    label="degrees of freedom",
-    type="int",
+DEGREES = whole_number(
+    "dof",
+    "degrees of freedom",
     default=3,
     low=1,
     high=100,
@@ -351,9 +350,8 @@ DEGREES = Param(
     ),
 )
 
-SMOOTH_EPSILON = replace(
-    EPSILON,
-    help=EPSILON.help + " Half of ε pays for the noise, half for letting the noise scale follow the data.",
+SMOOTH_EPSILON = EPSILON.with_note(
+    "Half of ε pays for the noise, half for letting the noise scale follow the data."
 )
 
 
@@ -420,14 +418,12 @@ CDP_EPSILON = replace(
     ),
 )
 
-LLN_SIGMA = Param(
-    name="sigma",
-    label="σ (log-normal spread)",
-    type="float",
+LLN_SIGMA = log_float(
+    "sigma",
+    "σ (log-normal spread)",
     default=0.5,
     low=0.05,
     high=2.0,
-    log_scale=True,
     slider=(0.1, 2.0),
     help=(
         "Spread of the log-normal factor of the noise. Larger σ lets the noise scale follow the "

@@ -38,7 +38,7 @@ from dpexplorer.core.mechanisms.exponential import (
     selection_accuracy,
 )
 from dpexplorer.core.mechanisms.noisy_max import _laplace_logcdf
-from dpexplorer.core.mechanisms.params import EPSILON, Param
+from dpexplorer.core.mechanisms.params import EPSILON, Param, whole_number
 from dpexplorer.core.mechanisms.registry import register
 from dpexplorer.core.quadrature import log_integrals
 from dpexplorer.core.row_count import COUNT_SHARE, denominator_note, noisy_row_counts, split_epsilon
@@ -62,10 +62,9 @@ THRESHOLD = Param(
     ),
 )
 
-MAX_POSITIVES = Param(
-    name="c",
-    label="c (stop after this many ⊤)",
-    type="int",
+MAX_POSITIVES = whole_number(
+    "c",
+    "c (stop after this many ⊤)",
     default=1,
     low=1,
     high=100,

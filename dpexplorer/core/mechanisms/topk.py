@@ -43,7 +43,7 @@ from dpexplorer.core.mechanisms.exponential import (
     union_bound_alpha,
     union_bound_tail,
 )
-from dpexplorer.core.mechanisms.params import EPSILON, Param
+from dpexplorer.core.mechanisms.params import EPSILON, Param, choice, whole_number
 from dpexplorer.core.mechanisms.registry import register
 
 MAX_OUTCOMES = 200_000
@@ -52,10 +52,9 @@ MAX_RANKED = 2**62
 """Ordered k-tuples beyond this have no int64 outcome index: :meth:`TopK.simulate` refuses
 (the lists themselves come from :meth:`TopK.sample_lists`, at any size)."""
 
-K = Param(
-    name="k",
-    label="k (how many to report)",
-    type="int",
+K = whole_number(
+    "k",
+    "k (how many to report)",
     default=3,
     low=1,
     high=100,
@@ -65,10 +64,9 @@ K = Param(
     ),
 )
 
-METHOD = Param(
-    name="method",
-    label="Method",
-    type="choice",
+METHOD = choice(
+    "method",
+    "Method",
     default="peeling",
     choices=("peeling", "gumbel"),
     help=(
