@@ -94,6 +94,38 @@ class CategoricalPureMechanism(PureEpsilonMechanism):
         return categorical_delta(out.pmf_d, out.pmf_d_prime, epsilon)
 
 
+class NoisyArgmaxMechanism(CategoricalPureMechanism):
+    """A selection that reports the candidate whose noisy score is highest (the exponential
+    mechanism by the Gumbel-max trick, report-noisy-max): one noise scale for every candidate,
+    Delta_u / epsilon for monotone scores when the user allows it, else 2 Delta_u / epsilon."""
+
+    def scale(self, params: Mapping[str, Any], query: SelectionInput) -> float:
+        """The noise scale: sigma of exp(u / sigma), b of report-noisy-max."""
+        monotone = bool(query.monotone and params["use_monotone"])
+        return selection_scale(params["epsilon"], query.sensitivity, monotone)
+
+    def noisy_scores(
+        self, params: Mapping[str, Any], scores: np.ndarray, scale: float, rng: np.random.Generator, size: int
+    ) -> np.ndarray:
+        """``size`` rows of noisy ``scores`` whose argmax has this mechanism's law exactly."""
+        raise NotImplementedError
+
+    def simulate(
+        self,
+        params: Mapping[str, Any],
+        query: QueryInput,
+        rng: np.random.Generator,
+        size: int,
+        on: Literal["D", "D'"] = "D",
+    ) -> np.ndarray:
+        """Candidate indices: the argmax of each row of :meth:`noisy_scores`, drawn literally."""
+        assert isinstance(query, SelectionInput)
+        check_selection(query)
+        scores = np.asarray(query.scores_d if on == "D" else query.scores_d_prime, dtype=float)
+        noisy = self.noisy_scores(params, scores, self.scale(params, query), rng, size)
+        return np.argmax(noisy, axis=1).astype(np.int64)
+
+
 def max_abs_loss(output: CategoricalOutput) -> float:
     """max over outcomes of |ln p_D(o)/p_D'(o)| (exact; the smallest epsilon for delta = 0)."""
     return float(np.nanmax(np.abs(output.privacy_loss)))
@@ -227,7 +259,7 @@ def standard_gumbel(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndar
 
 
 @register
-class ExponentialMechanism(CategoricalPureMechanism):
+class ExponentialMechanism(NoisyArgmaxMechanism):
     """Select a candidate with probability proportional to exp(epsilon u / (2 Delta_u)), or
     exp(epsilon u / Delta_u) for a monotone utility. Pure epsilon-DP (exact claim)."""
 
@@ -241,11 +273,6 @@ class ExponentialMechanism(CategoricalPureMechanism):
     output_kind: ClassVar[Literal["categorical"]] = "categorical"
     params: ClassVar[tuple[Param, ...]] = (EPSILON, USE_MONOTONE)
     order: ClassVar[int] = 40
-
-    def scale(self, params: Mapping[str, Any], query: SelectionInput) -> float:
-        """sigma of exp(u / sigma) for these parameters."""
-        monotone = bool(query.monotone and params["use_monotone"])
-        return selection_scale(params["epsilon"], query.sensitivity, monotone)
 
     def log_pmfs(self, params: Mapping[str, Any], query: SelectionInput) -> tuple[np.ndarray, np.ndarray]:
         """Exact log selection probabilities on D and on D'."""
@@ -284,20 +311,11 @@ class ExponentialMechanism(CategoricalPureMechanism):
             notes=("error = OPT − u(chosen), exact; bound: Dwork & Roth 2014, Theorem 3.11",),
         )
 
-    def simulate(
-        self,
-        params: Mapping[str, Any],
-        query: QueryInput,
-        rng: np.random.Generator,
-        size: int,
-        on: Literal["D", "D'"] = "D",
+    def noisy_scores(
+        self, params: Mapping[str, Any], scores: np.ndarray, scale: float, rng: np.random.Generator, size: int
     ) -> np.ndarray:
-        """Candidate indices by the Gumbel-max trick: argmax(u / sigma + Gumbel), exact in law."""
-        assert isinstance(query, SelectionInput)
-        check_selection(query)
-        scores = np.asarray(query.scores_d if on == "D" else query.scores_d_prime, dtype=float)
-        noisy = scores / self.scale(params, query) + standard_gumbel(rng, (size, scores.size))
-        return np.argmax(noisy, axis=1).astype(np.int64)
+        """The Gumbel-max trick: argmax(u / sigma + Gumbel) has the exponential mechanism's law."""
+        return scores / scale + standard_gumbel(rng, (size, scores.size))
 
 
 # ---------------------------------------------------------------- example inputs

@@ -30,12 +30,11 @@ from dpexplorer.core.mechanisms.base import (
 )
 from dpexplorer.core.mechanisms.exponential import (
     USE_MONOTONE,
-    CategoricalPureMechanism,
+    NoisyArgmaxMechanism,
     categorical_output,
     check_selection,
     exponential_log_pmf,
     score_selection_accuracy,
-    selection_scale,
     standard_gumbel,
     union_bound_alpha,
 )
@@ -183,7 +182,7 @@ def noisy_max_bound_alpha(noise: str, scale: float, n_outcomes: int, beta: float
 
 # ---------------------------------------------------------------- the mechanism
 @register
-class ReportNoisyMax(CategoricalPureMechanism):
+class ReportNoisyMax(NoisyArgmaxMechanism):
     """argmax_r u(D, r) + noise_r with noise of scale b = 2 Delta_u / epsilon (Delta_u / epsilon
     for monotone scores): pure epsilon-DP for all three noises (exact claim)."""
 
@@ -194,11 +193,6 @@ class ReportNoisyMax(CategoricalPureMechanism):
     output_kind: ClassVar[Literal["categorical"]] = "categorical"
     params: ClassVar[tuple[Param, ...]] = (EPSILON, NOISE, USE_MONOTONE)
     order: ClassVar[int] = 41
-
-    def scale(self, params: Mapping[str, Any], query: SelectionInput) -> float:
-        """The noise scale b."""
-        monotone = bool(query.monotone and params["use_monotone"])
-        return selection_scale(params["epsilon"], query.sensitivity, monotone)
 
     def output_distribution(self, params: Mapping[str, Any], query: QueryInput) -> CategoricalOutput:
         assert isinstance(query, SelectionInput)
@@ -234,17 +228,8 @@ class ReportNoisyMax(CategoricalPureMechanism):
             notes=tuple(notes),
         )
 
-    def simulate(
-        self,
-        params: Mapping[str, Any],
-        query: QueryInput,
-        rng: np.random.Generator,
-        size: int,
-        on: Literal["D", "D'"] = "D",
+    def noisy_scores(
+        self, params: Mapping[str, Any], scores: np.ndarray, scale: float, rng: np.random.Generator, size: int
     ) -> np.ndarray:
-        """Candidate indices: the argmax of the noisy scores, drawn literally."""
-        assert isinstance(query, SelectionInput)
-        check_selection(query)
-        scores = np.asarray(query.scores_d if on == "D" else query.scores_d_prime, dtype=float)
-        noise = draw_noise(params["noise"], rng, (size, scores.size), self.scale(params, query))
-        return np.argmax(scores + noise, axis=1).astype(np.int64)
+        """The scores plus literal noise of the chosen kind and scale b."""
+        return scores + draw_noise(params["noise"], rng, (size, scores.size), scale)
