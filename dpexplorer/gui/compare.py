@@ -7,7 +7,7 @@ views' own), and draws them over the current ones with one legend: its M(D) and 
 in the colours of M(D) and M(D') on the neighbouring-datasets plot, its exact accuracy curves
 dash-dotted on the accuracy plots; on the budget tab, the total ε of k releases of the current
 and of the pinned mechanism under basic, advanced, zCDP and tight composition (job "budget-pinned",
-:func:`dpexplorer.gui.views.budget.repeats_job`, the math in :mod:`dpexplorer.core.planning`).
+:func:`dpexplorer.gui.views.budget_jobs.repeats_job`, the math in :mod:`dpexplorer.core.planning`).
 A line in the status bar says what is pinned and stops it.
 
 Guarantee: the overlay is always the pinned mechanism's on the query shown (a result for an
@@ -162,7 +162,7 @@ class Comparison(QObject):
     def _submit_budget(self) -> None:
         """Ask for k releases of the current and the pinned mechanism at the budget view's budget
         (again whenever that budget changes: its every change asks for a new plan total)."""
-        from dpexplorer.gui.views.budget import Contender, RepeatsRequest, repeats_job
+        from dpexplorer.gui.views.budget_jobs import Contender, RepeatsRequest, repeats_job
 
         view, pinned = self._budget_view(), self.pinned
         explorer = self.window.explorer

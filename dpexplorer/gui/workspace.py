@@ -19,11 +19,17 @@ from dpexplorer.core.planning import PlannedMeasurement
 from dpexplorer.gui.compute import ComputeService
 from dpexplorer.gui.views import blr, pmw, ptr, selection, synthetic
 from dpexplorer.gui.views.base import View
-from dpexplorer.gui.views.budget import BudgetView, budget_job
+from dpexplorer.gui.views.budget import BudgetView
+from dpexplorer.gui.views.budget_jobs import budget_job
 from dpexplorer.gui.views.risk import RiskView, risk_job
 
 SPECIFIC_JOB = "specific"
 BLR_RUN_JOB = "blr_run"
+SYNTHETIC_RUN_JOB = "synthetic_run"
+RUN_JOBS = {BLR_RUN_JOB: "blr", SYNTHETIC_RUN_JOB: "mst"}
+"""The long jobs a view runs on request (its module's ``run_job``, with progress and Cancel),
+by a mechanism that view serves. The view has ``run_requested``, ``cancel_requested``,
+``run_started``, ``run_cancelled``, ``set_progress``, ``show_result`` and ``run_failed``."""
 BUDGET_JOB = "budget"
 RISK_JOB = "risk"
 
@@ -60,8 +66,10 @@ class Workspace(QObject):
         self.budget_view.job_requested.connect(lambda req: self.compute.submit(BUDGET_JOB, budget_job, req))
         self.budget_view.plan_total_changed.connect(self.risk_view.set_plan)
         self.risk_view.job_requested.connect(lambda req: self.compute.submit(RISK_JOB, risk_job, req))
-        self.blr_view.run_requested.connect(self._run_blr)
-        self.blr_view.cancel_requested.connect(lambda: self.compute.cancel(BLR_RUN_JOB))
+        for job in RUN_JOBS:
+            view = self._runner(job)
+            view.run_requested.connect(lambda job=job: self._run(job))  # type: ignore[attr-defined]
+            view.cancel_requested.connect(lambda job=job: self.compute.cancel(job))  # type: ignore[attr-defined]
         self.compute.progress.connect(self._on_progress)
         self.compute.finished.connect(self._on_result)
         self.compute.failed.connect(self._on_failure)
@@ -69,9 +77,10 @@ class Workspace(QObject):
     # ------------------------------------------------------------------ the current mechanism
     def update(self, mechanism: Mechanism, params: dict[str, Any], query: QueryInput, seed: int) -> None:
         """The explorer's mechanism, parameters or query changed: refresh what depends on it."""
-        if BLR_RUN_JOB in self.compute.pending_views():
-            self.compute.cancel(BLR_RUN_JOB)
-            self.blr_view.run_cancelled()
+        for job in RUN_JOBS:
+            if job in self.compute.pending_views():
+                self.compute.cancel(job)
+                self._runner(job).run_cancelled()  # type: ignore[attr-defined]
         self.current = (mechanism, params, query, seed)
         self._show_specific(mechanism.name)
         self.compute.cancel(SPECIFIC_JOB)
@@ -108,25 +117,29 @@ class Workspace(QObject):
         if view is not None and entry is not None:
             self.tabs.insertTab(2, view, entry[2])
 
-    def _run_blr(self) -> None:
+    def _runner(self, job: str) -> View:
+        return self.specific[RUN_JOBS[job]][1]
+
+    def _run(self, job: str) -> None:
         if self.current is None:
             return
-        self.blr_view.run_started()
-        self.compute.submit(BLR_RUN_JOB, blr.run_job, *self.current)
+        self._runner(job).run_started()  # type: ignore[attr-defined]
+        self.compute.submit(job, self.specific[RUN_JOBS[job]][0].run_job, *self.current)
 
     def stop(self) -> None:
-        self.compute.cancel(BLR_RUN_JOB)
+        for job in RUN_JOBS:
+            self.compute.cancel(job)
 
     # ------------------------------------------------------------------ results
     def _on_progress(self, view: str, fraction: float) -> None:
-        if view == BLR_RUN_JOB:
-            self.blr_view.set_progress(fraction)
+        if view in RUN_JOBS:
+            self._runner(view).set_progress(fraction)  # type: ignore[attr-defined]
 
     def _on_result(self, view: str, generation: int, result: object) -> None:
         if view == SPECIFIC_JOB and self.shown_specific is not None:
             self.shown_specific.deliver(result)
-        elif view == BLR_RUN_JOB:
-            self.blr_view.show_result(result)  # type: ignore[arg-type]
+        elif view in RUN_JOBS:
+            self._runner(view).show_result(result)  # type: ignore[attr-defined]
         elif view == BUDGET_JOB:
             self.budget_view.deliver(result)
         elif view == RISK_JOB:
@@ -135,8 +148,8 @@ class Workspace(QObject):
     def _on_failure(self, view: str, generation: int, message: str) -> None:
         if view == SPECIFIC_JOB and self.shown_specific is not None:
             self.shown_specific.show_error(message)  # type: ignore[attr-defined]
-        elif view == BLR_RUN_JOB:
-            self.blr_view.run_failed(message)
+        elif view in RUN_JOBS:
+            self._runner(view).run_failed(message)  # type: ignore[attr-defined]
         elif view == BUDGET_JOB:
             self.budget_view.show_error(message)
         elif view == RISK_JOB:

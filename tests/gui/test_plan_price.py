@@ -24,7 +24,7 @@ from dpexplorer.data.answers import query_input
 from dpexplorer.data.default import default_dataset_path
 from dpexplorer.data.load import load_dataset
 from dpexplorer.data.queries import query_from_dict
-from dpexplorer.gui.views.budget import BudgetRequest, budget_job, release_charge
+from dpexplorer.gui.views.budget_jobs import BudgetRequest, budget_job, release_charge
 from dpexplorer.release.ledger import FLOAT_MARGIN, Ledger, total_epsilon
 from dpexplorer.release.release import execute, prepare, price
 from dpexplorer.release.samplers import SeededBitSource

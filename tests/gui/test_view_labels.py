@@ -159,7 +159,8 @@ def test_the_budget_table_names_released_rows_in_words_shows_the_note_and_rounds
     from types import SimpleNamespace
 
     from dpexplorer.core.accounting.guarantees import PureDP
-    from dpexplorer.gui.views.budget import BudgetView, Row, _number
+    from dpexplorer.gui.views.budget import BudgetView, _number
+    from dpexplorer.gui.views.budget_jobs import Row
 
     query = {"type": "mean", "column": "body_mass_g", "lower": 2700.0, "upper": 6300.0}
     row = SimpleNamespace(id=1, query=query, mechanism="laplace", guarantee=PureDP(0.5))

@@ -8,7 +8,7 @@ from conftest import wait_idle
 
 from dpexplorer.core import planning
 from dpexplorer.core.accounting.compose import compose
-from dpexplorer.gui.views.budget import release_charge
+from dpexplorer.gui.views.budget_jobs import release_charge
 
 
 def _plan_three(qtbot, window) -> None:

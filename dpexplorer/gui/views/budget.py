@@ -6,15 +6,14 @@ The view holds the plan (immutable :class:`PlannedMeasurement` values). Every ch
 statistic added or removed, a hold, an epsilon or a target error typed, the budget, sharing)
 emits :attr:`BudgetView.job_requested` with a :class:`BudgetRequest`; the window runs
 :func:`budget_job` on it through the compute service and hands the result to
-:meth:`BudgetView.show_result`, which only draws."""
+:meth:`BudgetView.show_result`, which only draws. The requests, results and jobs are in
+:mod:`budget_jobs`; compare mode's plot is in :mod:`budget_compare`."""
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 import pyqtgraph as pg
@@ -38,9 +37,6 @@ from PySide6.QtWidgets import (
 
 from dpexplorer.core import planning
 from dpexplorer.core.accounting.compose import METHODS
-from dpexplorer.core.accounting.guarantees import Guarantee, Subsampled, poisson_subsampled
-from dpexplorer.core.errors import DPExplorerError
-from dpexplorer.core.mechanisms.base import QueryInput
 from dpexplorer.core.planning import (
     BudgetReport,
     ErrorTarget,
@@ -53,17 +49,24 @@ from dpexplorer.gui.views.base import (
     GREEN,
     GREY,
     ORANGE,
-    PALETTE,
     RED,
     View,
     dashed_line,
-    log_ticks,
     new_plot,
 )
-
-PROFILE_DELTAS = np.geomspace(1e-12, 1e-1, 12)
-"""The deltas at which the privacy profiles are drawn (one per decade: the tight accountant
-takes tens of milliseconds per delta when Gaussian noise is in the plan)."""
+from dpexplorer.gui.views.budget_compare import (
+    COMPARISON_TIP,
+    comparison_columns,
+    draw_comparison,
+    method_colour,
+)
+from dpexplorer.gui.views.budget_jobs import (
+    BudgetRequest,
+    BudgetResult,
+    RepeatsResult,
+    Row,
+    released_from_ledger,
+)
 
 METHOD_NAMES = planning.METHOD_LABELS
 COLUMNS = (
@@ -78,253 +81,8 @@ COLUMNS = (
     "Note",
 )
 TABLE_HEIGHT = 120
-LEGEND_ROOM = 0.6
-"""Decades left empty above the comparison's curves, per decade they span: the legend's room."""
 """The plan table's minimum height in pixels (half of it while two mechanisms are compared)."""
 EPSILON_COLUMN, CHARGED_COLUMN, HOLD_COLUMN, TARGET_COLUMN, LEVEL_COLUMN = 2, 4, 5, 6, 7
-
-
-# ------------------------------------------------------------------ the job
-@dataclass(frozen=True, eq=False)
-class BudgetRequest:
-    """Everything :func:`budget_job` needs, captured on the main thread.
-
-    ``share_method``: when set, the statistics not held share what is left of the budget under
-    that accountant (:func:`planning.share_budget`). ``ledger_method``: the accountant the ledger
-    charges with (None when the budget is not the ledger's)."""
-
-    plan: tuple[PlannedMeasurement, ...]
-    released: tuple[ReleasedMeasurement, ...]
-    budget_epsilon: float
-    budget_delta: float
-    share_method: str | None = None
-    ledger_method: str | None = None
-    sampling_rate: float | None = None
-    """The steward's claim that the file is a secret Poisson sample (None: no claim)."""
-
-
-@dataclass(frozen=True)
-class Row:
-    """One line of the table: epsilon and delta as the mechanism claims them (released
-    measurements: their guarantee's pair, or its epsilon at the budget's delta); ``charged``:
-    the epsilon its release is (or was) charged, at the budget's delta."""
-
-    label: str
-    mechanism: str
-    epsilon: float
-    delta: float
-    held: bool
-    released: bool
-    charged: float = math.nan
-    target: ErrorTarget | None = None
-    note: str = ""
-
-
-@dataclass(frozen=True, eq=False)
-class BudgetResult:
-    """What the budget view draws. ``plan`` is the request's plan with target errors solved and
-    the budget shared; ``guarantees`` are those of released + planned (for the risk view)."""
-
-    request: BudgetRequest
-    plan: tuple[PlannedMeasurement, ...]
-    rows: tuple[Row, ...]
-    report: BudgetReport
-    profiles: dict[str, planning.Profile]
-    guarantees: tuple[Guarantee, ...]
-    notes: tuple[str, ...] = field(default_factory=tuple)
-
-
-def _solve_targets(plan: Sequence[PlannedMeasurement]) -> tuple[list[PlannedMeasurement], dict[int, str]]:
-    solved, notes = [], {}
-    for i, item in enumerate(plan):
-        try:
-            solved.append(planning.apply_target(item))
-        except DPExplorerError as exc:
-            solved.append(item)
-            notes[i] = str(exc)
-    return solved, notes
-
-
-def release_charge(
-    item: PlannedMeasurement, method: str | None, sampling_rate: float | None = None
-) -> Guarantee:
-    """What releasing ``item`` would charge under ``method`` (``release.planned_charge``: the
-    release path's own guarantee; with the steward's ``sampling_rate`` claim, that guarantee
-    amplified, under every accountant, as a release with the claim is charged); the mechanism's
-    claim where it has no exact release (the row's note then says why)."""
-    from dpexplorer.release.release import planned_charge
-
-    relation = item.query.relation
-    try:
-        if sampling_rate is not None and sampling_rate < 1:
-            own = planned_charge(item.mechanism, item.params, item.query, None)
-            return poisson_subsampled(own, sampling_rate, relation)
-        return planned_charge(item.mechanism, item.params, item.query, method)
-    except DPExplorerError:
-        return poisson_subsampled(planning.claimed_guarantee(item, method), sampling_rate, relation)
-
-
-def _release_refusal(item: PlannedMeasurement) -> str:
-    """Why ``item`` cannot be released exactly ("" when it can)."""
-    from dpexplorer.release.release import planned_charge
-
-    try:
-        planned_charge(item.mechanism, item.params, item.query, None)
-    except DPExplorerError as exc:
-        return f"cannot be released as planned ({exc}); priced at the mechanism's claim"
-    return ""
-
-
-def _rows(
-    plan: Sequence[PlannedMeasurement],
-    released: Sequence[ReleasedMeasurement],
-    delta: float,
-    notes: dict[int, str],
-    amplified: Sequence[Guarantee | None],
-    charges: Sequence[Guarantee],
-) -> tuple[Row, ...]:
-    """The table: ε and δ as the mechanism claims them (the parameters typed; ``amplified[i]``,
-    the plan's i-th guarantee when the sampling claim amplifies it, else None), and the ε its
-    release is charged (``charges[i]``, under the ledger's accountant) at the budget's δ, as
-    released rows show theirs (the same :func:`planning.guarantee_epsilon_delta`)."""
-    rows = []
-    pairs = planning.guarantees_epsilon_delta([item.guarantee for item in released], delta)
-    for item, (eps, dlt) in zip(released, pairs, strict=True):
-        rows.append(
-            Row(item.label, item.mechanism, eps, dlt, True, True, eps, note="released (in the ledger)")
-        )
-    for i, step in enumerate(plan):
-        note = notes.get(i, "")
-        amplified_guarantee = amplified[i]
-        if amplified_guarantee is not None:
-            eps, dlt = planning.guarantee_epsilon_delta(amplified_guarantee, delta)
-            note = note or "amplified: the file is declared a secret sample"
-        else:
-            eps, dlt = planning.claimed_epsilon_delta(step)
-        charged, _ = planning.guarantee_epsilon_delta(charges[i], delta)
-        note = "; ".join(t for t in (note, _release_refusal(step)) if t)
-        rows.append(Row(step.label, step.mechanism, eps, dlt, step.held, False, charged, step.target, note))
-    return tuple(rows)
-
-
-def budget_job(request: BudgetRequest) -> BudgetResult:
-    """Solve target errors, share the budget if asked, compose under every accountant and
-    compute the profiles (everything from :mod:`dpexplorer.core.planning`). A target that cannot
-    be met or a budget that cannot be shared becomes a note; the plan is then left as it was."""
-    plan, row_notes = _solve_targets(request.plan)
-    notes = [f"{plan[i].label}: {text}" for i, text in row_notes.items()]
-    pricing = functools.partial(release_charge, sampling_rate=request.sampling_rate)
-    released = [item.guarantee for item in request.released]
-    if request.share_method is not None and plan:
-        try:
-            plan = list(
-                planning.share_budget(
-                    plan,
-                    request.budget_epsilon,
-                    request.budget_delta,
-                    request.share_method,
-                    released=released,
-                    guarantee_of=pricing,
-                )
-            )
-        except DPExplorerError as exc:
-            notes.append(f"Cannot share the budget: {exc}.")
-    by_method = planning.guarantees_by_method(plan, pricing)
-    everything = {method: released + planned for method, planned in by_method.items()}
-    charges = planning.plan_guarantees(plan, method=request.ledger_method, guarantee_of=pricing)
-    claimed = planning.plan_guarantees(plan, request.sampling_rate)
-    amplified = [g if isinstance(g, Subsampled) else None for g in claimed]
-    return BudgetResult(
-        request=request,
-        plan=tuple(plan),
-        rows=_rows(plan, request.released, request.budget_delta, row_notes, amplified, charges),
-        report=planning.budget_report(by_method, released, request.budget_epsilon, request.budget_delta),
-        profiles=planning.privacy_profiles(everything, PROFILE_DELTAS),
-        guarantees=tuple(released + charges),
-        notes=tuple(notes),
-    )
-
-
-COMPARE_METHODS = ("basic", "advanced", "zcdp", "pld")
-"""The accountants the comparison of two mechanisms over many releases draws (four per
-mechanism keep the legend readable; the bars name all six). zCDP is among them because the
-exact Gaussian release (discrete Gaussian) is charged its zCDP guarantee under basic, advanced
-and zCDP composition, and an (ε, δ) pair under the tight accountant."""
-
-
-@dataclass(frozen=True)
-class Contender:
-    """One side of a comparison: a mechanism (registry name) at ``params``, named ``label``."""
-
-    label: str
-    mechanism: str
-    params: dict[str, Any]
-    short: str = ""
-    """The mechanism's name alone (the legend's), ``label`` when empty."""
-
-    def __post_init__(self) -> None:
-        if not self.short:
-            object.__setattr__(self, "short", self.label)
-
-
-@dataclass(frozen=True, eq=False)
-class RepeatsRequest:
-    """Two mechanisms on one query, composed over k releases at the budget's delta
-    (:func:`repeats_job`); captured on the main thread."""
-
-    current: Contender
-    pinned: Contender
-    query: QueryInput
-    budget_epsilon: float
-    budget_delta: float
-    sampling_rate: float | None = None
-
-
-@dataclass(frozen=True, eq=False)
-class RepeatsResult:
-    """epsilon of k releases of each side under each of :data:`COMPARE_METHODS` (NaN where the
-    accountant does not apply), at ``request.budget_delta``."""
-
-    request: RepeatsRequest
-    repeats: tuple[int, ...]
-    current: dict[str, np.ndarray]
-    pinned: dict[str, np.ndarray]
-
-
-def repeats_job(request: RepeatsRequest) -> RepeatsResult:
-    """Price one release of each side as the planner does (:func:`release_charge`: what the
-    release would be charged under each accountant, with the steward's sampling claim) and
-    compose k of them (:func:`planning.repeated_totals`, upper bounds)."""
-    pricing = functools.partial(release_charge, sampling_rate=request.sampling_rate)
-
-    def totals(side: Contender) -> dict[str, np.ndarray]:
-        item = PlannedMeasurement(side.label, side.mechanism, side.params, request.query)
-        priced = planning.guarantees_by_method([item], pricing, COMPARE_METHODS)
-        one = {method: guarantees[0] for method, guarantees in priced.items()}
-        return planning.repeated_totals(one, planning.REPEATS, request.budget_delta, COMPARE_METHODS)
-
-    return RepeatsResult(request, planning.REPEATS, totals(request.current), totals(request.pinned))
-
-
-def released_from_ledger(ledger: object, fingerprint: str) -> tuple[ReleasedMeasurement, ...]:
-    """The measurements the ledger (a :class:`dpexplorer.release.ledger.Ledger`) holds for the
-    dataset, labelled by their query."""
-    out = []
-    for m in ledger.measurements(fingerprint):  # type: ignore[attr-defined]
-        out.append(ReleasedMeasurement(f"released #{m.id}: {_described(m.query)}", m.mechanism, m.guarantee))
-    return tuple(out)
-
-
-def _described(query: dict) -> str:
-    """A ledger row's query in words, as the query panel says it ("the mean of age, clipped to
-    [17, 90]"); its fields when the query cannot be rebuilt (an older or foreign row)."""
-    from dpexplorer.data.queries import query_from_dict
-
-    try:
-        return str(query_from_dict(query).describe())
-    except Exception:  # any row the ledger holds must still be listed
-        fields = ", ".join(f"{k}={v}" for k, v in query.items() if isinstance(v, str | int | float))
-        return fields[:80]
 
 
 # ------------------------------------------------------------------ the widget
@@ -720,7 +478,7 @@ class BudgetView(View):
         self._draw_remaining(report)
         self._draw_bars(report)
         self._draw_profiles(result)
-        self.columns = {**self._csv(result), **_comparison_columns(self.comparison)}
+        self.columns = {**self._csv(result), **comparison_columns(self.comparison)}
         self.plan_changed.emit(self._plan)
         self.plan_total_changed.emit(result.guarantees, report.budget_delta)
 
@@ -822,13 +580,13 @@ class BudgetView(View):
         plot = self.profiles
         plot.clear()
         plot.setLogMode(x=True, y=False)
-        for i, method in enumerate(METHODS):
+        for method in METHODS:
             if method not in result.profiles:
                 continue
             deltas, eps = (np.asarray(a, dtype=float) for a in result.profiles[method])
             if np.any(np.isfinite(eps)):
                 style = Qt.PenStyle.DashLine if method == "advanced" else Qt.PenStyle.SolidLine
-                pen = palette.pen(PALETTE[i % len(PALETTE)], width=2, style=style)
+                pen = palette.pen(method_colour(method), width=2, style=style)
                 plot.plot(deltas, eps, pen=pen, connect="finite", name=METHOD_NAMES[method])
         report = result.report
         # from 3% of the line rightwards, above it, clear of the legend: centred at 90% it ran
@@ -854,7 +612,7 @@ class BudgetView(View):
         line style; every curve keeps its full name (``item.name()``). None: back to the profiles."""
         self.comparison = result
         base = self._csv(self.result) if self.result is not None else {}
-        self.columns = {**base, **_comparison_columns(result)}  # Save plot… > CSV: what is drawn
+        self.columns = {**base, **comparison_columns(result)}  # Save plot… > CSV: what is drawn
         plot = self.releases.getPlotItem()
         plot.clear()
         self.comparison_curves = {}
@@ -862,59 +620,9 @@ class BudgetView(View):
             self.comparison_note.hide()
             self._arrange()
             return
-        request = result.request
-        plot.setLogMode(x=True, y=True)
-        ks = np.asarray(result.repeats, dtype=float)
-        drawn: list[np.ndarray] = []
-        missing: list[str] = []
-        for prefix, side, totals, style in (
-            ("", request.current, result.current, Qt.PenStyle.SolidLine),
-            ("pinned ", request.pinned, result.pinned, Qt.PenStyle.DashLine),
-        ):
-            sample = pg.PlotDataItem([], [], pen=palette.pen(palette.PLOT_FOREGROUND, 2, style))
-            plot.addItem(sample)
-            plot.legend.addItem(sample, f"{prefix}{side.short} ({'dashed' if prefix else 'solid'})")
-            for method in COMPARE_METHODS:
-                values = np.asarray(totals[method], dtype=float)
-                finite = np.isfinite(values)
-                name = f"{prefix}{side.short}, {METHOD_NAMES[method]}"
-                if np.count_nonzero(finite) < 2:  # a point or nothing: said, not drawn
-                    missing.append(f"{name}: {_not_drawn(values)}")
-                    continue
-                colour = PALETTE[METHODS.index(method) % len(PALETTE)]
-                item = pg.PlotDataItem(
-                    ks, values, pen=palette.pen(colour, width=2, style=style), connect="finite"
-                )
-                plot.addItem(item)
-                item.opts["name"] = name  # after addItem: the legend names accountants and styles once
-                self.comparison_curves[name] = item
-                drawn.append(values[finite])
-        for method in COMPARE_METHODS:
-            colour = PALETTE[METHODS.index(method) % len(PALETTE)]
-            sample = pg.PlotDataItem([], [], pen=palette.pen(colour, width=2))
-            plot.addItem(sample)
-            plot.legend.addItem(sample, METHOD_NAMES[method])
-        budget = request.budget_epsilon
-        plot.addItem(
-            dashed_line(RED, f"budget ε = {budget:g}", 0.97, pos=math.log10(budget), angle=0, anchor=(1, 1))
-        )
-        if drawn:
-            values = np.concatenate(drawn)
-            low = math.log10(max(min(float(np.min(values)), budget), 1e-12))
-            high = math.log10(max(float(np.max(values)), budget))
-            # room above the curves for the legend (top left): they rise to the right
-            plot.setYRange(low, high + LEGEND_ROOM * max(high - low, 1.0), padding=0.05)
-        plot.setXRange(0.0, math.log10(float(ks[-1])), padding=0.02)
-        plot.getAxis("bottom").setTicks(log_ticks([ks]))  # powers of ten (pyqtgraph labels 2..9 too)
-        plot.getAxis("left").setTicks(log_ticks([*drawn, [budget]]))
-        note = _fits_text(result)
-        if missing:
-            note += " Not drawn: " + "; ".join(missing) + "."
+        self.comparison_curves, note = draw_comparison(plot, result)
         self.comparison_note.setText(note)
-        self.comparison_note.setToolTip(
-            "Each release is priced as the ledger would charge it (the exact release path's own "
-            "guarantee, e.g. a discrete Gaussian's zCDP); every total is an upper bound."
-        )
+        self.comparison_note.setToolTip(COMPARISON_TIP)
         self.comparison_note.show()
         self._arrange()
 
@@ -959,58 +667,6 @@ class BudgetView(View):
             columns[f"profile_{method}_delta"] = list(np.asarray(deltas, dtype=float))
             columns[f"profile_{method}_epsilon"] = list(np.asarray(eps, dtype=float))
         return columns
-
-
-def _within(totals: dict[str, np.ndarray], repeats: Sequence[int], budget: float) -> tuple[int, str] | None:
-    """The largest k drawn whose total fits ``budget`` under the accountant that allows most,
-    with that accountant's name (None when not even one release fits)."""
-    best: tuple[int, str] | None = None
-    for method in COMPARE_METHODS:
-        values = np.asarray(totals[method], dtype=float)
-        fitting = [k for k, v in zip(repeats, values, strict=True) if np.isfinite(v) and v <= budget]
-        if fitting and (best is None or max(fitting) > best[0]):
-            best = (max(fitting), METHOD_NAMES[method])
-    return best
-
-
-def _comparison_columns(result: RepeatsResult | None) -> dict[str, Column]:
-    """The comparison's curves for the CSV export: k, then ε per side and accountant (NaN where
-    the accountant does not apply); nothing when no mechanism is pinned."""
-    if result is None:
-        return {}
-    columns: dict[str, Column] = {"compare_releases_k": list(result.repeats)}
-    for side, totals in (("current", result.current), ("pinned", result.pinned)):
-        for method in COMPARE_METHODS:
-            columns[f"compare_{side}_{method}_epsilon"] = list(np.asarray(totals[method], dtype=float))
-    columns["compare_mechanisms"] = [result.request.current.label, result.request.pinned.label]
-    return columns
-
-
-def _not_drawn(values: np.ndarray) -> str:
-    """Why a curve of k releases is not drawn: no accountant value, or only k = 1's."""
-    return "does not apply" if not np.any(np.isfinite(values)) else "only at k = 1"
-
-
-def _fits_text(result: RepeatsResult) -> str:
-    """How many releases of each side fit the budget, e.g. "Gaussian: none; pinned Laplace: up
-    to k = 1 (basic)"."""
-    request = result.request
-    parts = []
-    for prefix, side, totals in (
-        ("", request.current, result.current),
-        ("pinned ", request.pinned, result.pinned),
-    ):
-        within = _within(totals, result.repeats, request.budget_epsilon)
-        if within is None:
-            parts.append(f"{prefix}{side.label}: none")
-        else:
-            k, name = within
-            more = " or more" if k == result.repeats[-1] else ""
-            parts.append(f"{prefix}{side.label}: up to k = {k}{more} ({name})")
-    return (
-        f"<b>Releases within the budget ε = {request.budget_epsilon:g}, δ = {request.budget_delta:g}</b> "
-        f"(of the k drawn): {'; '.join(parts)}."
-    )
 
 
 def _positive(text: str) -> float:
