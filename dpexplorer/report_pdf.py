@@ -28,7 +28,9 @@ from PySide6.QtGui import (
 from PySide6.QtSvg import QSvgRenderer
 
 from dpexplorer.release.export import ExportError
-from dpexplorer.release.report import Report, render_html
+from dpexplorer.release.report import render_html
+from dpexplorer.release.report_model import Report
+from dpexplorer.release.report_plots import plots
 
 SCALE = 3
 """Pixels per SVG unit in the plot images."""
@@ -81,7 +83,7 @@ def check_renderer() -> None:
 
 def _document(report: Report) -> QTextDocument:
     document = QTextDocument()
-    for name, svg in report.plots().items():
+    for name, svg in plots(report).items():
         image = _image(svg)
         image.setDevicePixelRatio(SCALE)
         document.addResource(QTextDocument.ResourceType.ImageResource, QUrl(name), image)

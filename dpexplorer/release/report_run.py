@@ -26,7 +26,7 @@ from typing import Any
 
 from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.release.ledger import Ledger, Measurement, guarantee_from_dict
-from dpexplorer.release.report import SYNTHETIC, Report, ReportItem, budget_lines, report_item
+from dpexplorer.release.report_model import SYNTHETIC, Report, ReportItem, budget_lines, report_item
 
 PUBLIC_FACT_KEYS = (
     "statistic",

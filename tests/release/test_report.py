@@ -22,14 +22,9 @@ from dpexplorer.data.queries import query_from_dict
 from dpexplorer.release.ledger import Ledger
 from dpexplorer.release.presentation import privacy_number, show
 from dpexplorer.release.release import execute, prepare
-from dpexplorer.release.report import (
-    Report,
-    build_report,
-    render_html,
-    svg_plot,
-    value_text,
-    write_html,
-)
+from dpexplorer.release.report import render_html, value_text, write_html
+from dpexplorer.release.report_model import Report, build_report
+from dpexplorer.release.report_plots import svg_plot
 from dpexplorer.release.samplers import SeededBitSource
 
 N = 4321
@@ -269,7 +264,8 @@ def test_a_mean_plots_only_the_mean_not_its_helper_sums_and_counts() -> None:
     """A noisy_mean release also publishes its noisy count and centred sum; on one axis with the
     mean (38) they squashed it against -700,000 (the user guide's example report, looked at)."""
     from dpexplorer.core.accounting.guarantees import PureDP
-    from dpexplorer.release.report import ReportItem, _plotted
+    from dpexplorer.release.report_model import ReportItem
+    from dpexplorer.release.report_plots import _plotted
 
     item = ReportItem(
         1, "mean", {"type": "mean"}, "mean", "noisy_mean", {},
@@ -286,7 +282,8 @@ def test_group_by_values_are_a_dot_plot_and_helpers_go_to_an_appendix() -> None:
     (noisy count, centred sum) are listed in Appendix B, not beside the means; an empty group
     is said, not drawn."""
     from dpexplorer.core.accounting.guarantees import PureDP
-    from dpexplorer.release.report import ReportItem, _helpers_appendix, _item_section
+    from dpexplorer.release.report import _helpers_appendix, _item_section
+    from dpexplorer.release.report_model import ReportItem
 
     counts = ReportItem(
         1, "count by city", {"type": "group_by", "statistic": "count"}, "histogram", "laplace", {},

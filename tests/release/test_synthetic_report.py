@@ -21,7 +21,8 @@ from dpexplorer.data.marginals import marginal_input
 from dpexplorer.data.queries import Axis, Marginals, PrivacyUnit
 from dpexplorer.release.export import remove_partial_files
 from dpexplorer.release.ledger import Ledger
-from dpexplorer.release.report import SYNTHETIC, marginal_rows, render_html
+from dpexplorer.release.report import render_html
+from dpexplorer.release.report_model import SYNTHETIC, marginal_rows
 from dpexplorer.release.report_run import report_of_run
 from dpexplorer.release.samplers import SeededBitSource
 from dpexplorer.release.synthetic_tables import prepare_table, release_table, table_formats
@@ -218,7 +219,7 @@ def test_the_provenance_lists_domain_workload_selection_estimator_and_seed_polic
 def test_the_report_built_at_release_time_equals_the_rebuilt_one(dataset: Any, tmp_path: Path) -> None:
     """build_report from the TableRelease and TableResult (the release's own objects) shows the
     same quality table as report_of_run from the files."""
-    from dpexplorer.release.report import build_report
+    from dpexplorer.release.report_model import build_report
 
     built = marginal_input(dataset, Marginals(AXES, ways=2), bounding_seed=3)
     prepared = prepare_table(built, "aim", PARAMS, fingerprint=KEY, query=Marginals(AXES).to_dict())
