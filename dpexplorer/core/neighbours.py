@@ -15,7 +15,7 @@ never by recomputing f on all n neighbours.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,10 +107,19 @@ def worst_case_neighbour(
     returned difference IS the local sensitivity LS_f(D) (NRS 2007, definition 2.2). Ties go to
     the first candidate (adding ``upper`` first). (None, f(D), 0.0) when D has no neighbour."""
     x = np.asarray(sorted_values, dtype=float)
-    f_d = statistic(x)
+    changes = candidate_changes(x, lower, upper, relation)
+    return largest_change(statistic(x), changes, lambda change: statistic(change.apply(x)))
+
+
+def largest_change(
+    f_d: float, changes: Iterable[NeighbourChange], f_after: Callable[[NeighbourChange], float]
+) -> tuple[NeighbourChange | None, float, float]:
+    """(change, f(D'), |f(D) - f(D')|) for the change among ``changes`` that moves f most, where
+    ``f_after(change)`` is f(D') for D' = change applied to D. Ties go to the first change;
+    (None, f(D), 0.0) when there is none."""
     best: tuple[NeighbourChange | None, float, float] = (None, f_d, 0.0)
-    for change in candidate_changes(x, lower, upper, relation):
-        f_dp = statistic(change.apply(x))
+    for change in changes:
+        f_dp = f_after(change)
         if best[0] is None or abs(f_dp - f_d) > best[2]:
             best = (change, f_dp, abs(f_dp - f_d))
     return best

@@ -29,7 +29,13 @@ import numpy as np
 
 from dpexplorer.core.errors import InvalidParameterError, NotApplicableError
 from dpexplorer.core.mechanisms.base import Relation
-from dpexplorer.core.neighbours import NeighbourChange, SortedWindow, candidate_changes, worst_case_neighbour
+from dpexplorer.core.neighbours import (
+    NeighbourChange,
+    SortedWindow,
+    candidate_changes,
+    largest_change,
+    worst_case_neighbour,
+)
 
 STATISTICS = ("median", "quantile", "trimmed_mean")
 NO_SUCH_DISTANCE = sys.maxsize
@@ -104,14 +110,9 @@ def worst_case_quantile_neighbour(
     def f(w: SortedWindow) -> float:
         return quantile_of_window(w, q, lower)
 
-    f_d = f(window)
-    best: tuple[NeighbourChange | None, float, float] = (None, f_d, 0.0)
     x = np.array(ends if ends is not None else (), dtype=float)
-    for change in candidate_changes(x, lower, upper, relation):
-        f_dp = f(window.apply(change))
-        if best[0] is None or abs(f_dp - f_d) > best[2]:
-            best = (change, f_dp, abs(f_dp - f_d))
-    return best
+    changes = candidate_changes(x, lower, upper, relation)
+    return largest_change(f(window), changes, lambda change: f(window.apply(change)))
 
 
 def trimmed_mean_of_sorted(
