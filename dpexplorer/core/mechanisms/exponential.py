@@ -10,6 +10,7 @@ seed 002's "most popular exam day"): P[u(D, M(D)) <= OPT - sigma (ln|R| + t)] <=
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal
 
@@ -104,11 +105,11 @@ class NoisyArgmaxMechanism(CategoricalPureMechanism):
         monotone = bool(query.monotone and params["use_monotone"])
         return selection_scale(params["epsilon"], query.sensitivity, monotone)
 
+    @abstractmethod
     def noisy_scores(
         self, params: Mapping[str, Any], scores: np.ndarray, scale: float, rng: np.random.Generator, size: int
     ) -> np.ndarray:
         """``size`` rows of noisy ``scores`` whose argmax has this mechanism's law exactly."""
-        raise NotImplementedError
 
     def simulate(
         self,
