@@ -181,7 +181,7 @@ def _release_all(args: argparse.Namespace, progress: dict[str, Any]) -> int:
 
         def shown(number: int, item: Any, result: Any) -> None:
             progress["released"] = number
-            values = _values_line(item, result)
+            values = result.text(MAX_VALUES_SHOWN)
             print(f"[{number}/{len(prepared)}] {result.files['provenance'].name}: {values}", flush=True)
 
         released = release_prepared(prepared, ledger, os.path.abspath(args.out), shown)
@@ -190,24 +190,6 @@ def _release_all(args: argparse.Namespace, progress: dict[str, Any]) -> int:
             _write_report(args, ledger, released[0][1].row_id, prepared[0].run["token"])
     print(f"epsilon left for this dataset: {privacy_number(left)}")
     return 0
-
-
-def _values_line(item: Any, result: Any) -> str:
-    """The released values as a person reads them: rounded by the one rule, with their
-    intervals (dpexplorer/release/presentation.py); the JSON keeps full precision."""
-    from dpexplorer.release.presentation import values_line
-    from dpexplorer.release.published import integral_flags
-
-    facts = getattr(item, "public_facts", None) or {}  # a synthetic table has none
-    return values_line(
-        result.labels,
-        result.values,
-        getattr(result, "confidence_intervals", None),
-        getattr(result, "ci_level", 0.95),
-        kinds=getattr(result, "interval_kinds", ()),
-        integral=integral_flags(str(facts.get("statistic", "")), result.labels),
-        limit=MAX_VALUES_SHOWN,
-    )
 
 
 def _in_run(args: argparse.Namespace, prepared: list[Any]) -> list[Any]:

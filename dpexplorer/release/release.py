@@ -56,7 +56,6 @@ from dpexplorer.release.samplers import BitSource, default_bit_source
 
 ZCDP_INCAPABLE = frozenset({"pld", "optimal"})
 """Accountant methods of ``compose`` that take no zCDP guarantee."""
-ResultT = TypeVar("ResultT")
 
 
 class ReleaseFailedError(DPExplorerError):
@@ -479,9 +478,12 @@ def _consistent_with(
     return prepared.total[0], prepared.total[1], prepared.exact.ci_at
 
 
-def _sidecar(
-    prepared: PreparedRelease, row_id: int, charged: Guarantee, result: dict[str, Any]
+def provenance(
+    prepared: Chargeable, charged: Guarantee, row_id: int, ledger_path: str, body: Mapping[str, Any]
 ) -> dict[str, Any]:
+    """A release's provenance (its sidecar JSON), the same frame for a statistic and a synthetic
+    table: what was declared and charged, then ``body`` (what this kind of release adds), then
+    the software, the dataset's ledger key, the ledger row and path, and the time."""
     exact = prepared.exact
     return {
         "mechanism": prepared.mechanism,
@@ -492,6 +494,29 @@ def _sidecar(
         "delta": exact.delta,
         "rho": exact.rho,
         "guarantee_charged": guarantee_to_dict(charged),
+        **body,
+        "software": f"dpexplorer {dpexplorer.__version__}",
+        "dataset_fingerprint": prepared.fingerprint,
+        "ledger_row_id": row_id,
+        "ledger_path": ledger_path,
+        "time": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def check_provenance(trial: Mapping[str, Any]) -> None:
+    """InvalidParameterError unless ``trial`` (a release's provenance built before the charge
+    with stand-in values) can be written as JSON: finite numbers only."""
+    try:
+        json.dumps(trial, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameterError(f"the release's provenance cannot be written: {exc}") from None
+
+
+def _sidecar(
+    prepared: PreparedRelease, row_id: int, charged: Guarantee, result: dict[str, Any]
+) -> dict[str, Any]:
+    exact = prepared.exact
+    body = {
         "sampling_claim": None
         if prepared.sampling_rate is None
         else {
@@ -522,23 +547,9 @@ def _sidecar(
         "randomness": result["bits"],
         "discretisation": exact.provenance,
         "dp_outputs": exact.dp_outputs,
-        "software": f"dpexplorer {dpexplorer.__version__}",
-        "dataset_fingerprint": prepared.fingerprint,
-        "ledger_row_id": row_id,
-        "ledger_path": result["ledger"],
-        "time": datetime.now(UTC).isoformat(timespec="seconds"),
-        **({"run": dict(prepared.run)} if prepared.run else {}),
     }
-
-
-def _check_sidecar(prepared: PreparedRelease, charged: Guarantee, ledger: Ledger) -> None:
-    """InvalidParameterError unless the provenance can be written as JSON (finite numbers only),
-    checked before the charge with a stand-in row id and interval."""
-    trial = {"ci": [[0.0, 0.0]], "bits": "", "ledger": str(ledger.path)}
-    try:
-        json.dumps(_sidecar(prepared, 0, charged, trial), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidParameterError(f"the release's provenance cannot be written: {exc}") from None
+    run = {"run": dict(prepared.run)} if prepared.run else {}
+    return {**provenance(prepared, charged, row_id, result["ledger"], body), **run}
 
 
 def _table(prepared: PreparedRelease, labels: tuple[str, ...], published: Published) -> Table:
@@ -578,9 +589,10 @@ def execute(
     Charged under the dataset's key in ``ledger``, legacy keys moved first (:func:`filed`)."""
     prepared = filed(prepared, ledger)
     charged = charged_guarantee(prepared, ledger)
-    _check_sidecar(prepared, charged, ledger)
+    trial = {"ci": [[0.0, 0.0]], "bits": "", "ledger": str(ledger.path)}  # stand-ins
+    check_provenance(_sidecar(prepared, 0, charged, trial))
     _consistent_with(prepared)  # a declared total must be known before the charge
-    row_id, result = charge_and_run(
+    _, result = charge_and_run(
         prepared,
         charged,
         ledger=ledger,
@@ -588,17 +600,6 @@ def execute(
         directory_checked=directory_checked,
         run=lambda row: _draw_and_write(prepared, ledger, out_dir, bits, row, charged),
     )
-    try:
-        ledger.mark_released(row_id, result.files["provenance"])
-    except LedgerError as exc:
-        raise ReleaseFailedError(
-            f"released to {result.files['provenance']}, but the ledger could not record it (its "
-            f"row {row_id} still says 'charged', so the budget is counted): {exc}",
-            row_id=row_id,
-            epsilon=prepared.exact.epsilon,
-            delta=prepared.exact.delta,
-            files_written=True,
-        ) from exc
     return result
 
 
@@ -617,7 +618,19 @@ class Chargeable(Protocol):
     @property
     def parameters(self) -> dict[str, Any]: ...
     @property
+    def relation(self) -> str: ...
+    @property
     def exact(self) -> Any: ...
+
+
+class Written(Protocol):
+    """What a release wrote: its files by kind, the provenance among them."""
+
+    @property
+    def files(self) -> dict[str, Path]: ...
+
+
+WrittenT = TypeVar("WrittenT", bound=Written)
 
 
 def charge_and_run(
@@ -627,14 +640,15 @@ def charge_and_run(
     ledger: Ledger,
     out_dir: str | os.PathLike[str],
     directory_checked: bool,
-    run: Callable[[int], ResultT],
-) -> tuple[int, ResultT]:
+    run: Callable[[int], WrittenT],
+) -> tuple[int, WrittenT]:
     """Check the budget and the output directory (unless ``directory_checked``: a plan run
     checked its total and the directory once), charge ``charged`` to the ledger, then ``run`` the
-    release with its ledger row id. Nothing is charged when a check refuses; after the charge any
-    failure (KeyboardInterrupt included) marks the row failed and raises
-    :class:`ReleaseFailedError`. Returns the row id and what ``run`` returned; marking the row
-    released is the caller's."""
+    release with its ledger row id, then mark the row released with its provenance file. Nothing
+    is charged when a check refuses; after the charge any failure (KeyboardInterrupt included)
+    marks the row failed and raises :class:`ReleaseFailedError`; a ledger that cannot record the
+    files written raises it too (``files_written``; the row still says 'charged', so the budget
+    is counted). Returns the row id and what ``run`` returned."""
     if not directory_checked:
         ledger.check(prepared.fingerprint, [charged])  # a refusal leaves no trace, not even a directory
         check_output_dir(out_dir, [prepared.token])
@@ -647,12 +661,24 @@ def charge_and_run(
         guarantee=charged,
     )
     try:
-        return row_id, run(row_id)
+        result = run(row_id)
     except BaseException as exc:
         failure = _failed(prepared, ledger, row_id, exc)
         if failure is exc:
             raise
         raise failure from exc
+    try:
+        ledger.mark_released(row_id, result.files["provenance"])
+    except LedgerError as exc:
+        raise ReleaseFailedError(
+            f"released to {result.files['provenance']}, but the ledger could not record it (its "
+            f"row {row_id} still says 'charged', so the budget is counted): {exc}",
+            row_id=row_id,
+            epsilon=prepared.exact.epsilon,
+            delta=prepared.exact.delta,
+            files_written=True,
+        ) from exc
+    return row_id, result
 
 
 def _failed(prepared: Chargeable, ledger: Ledger, row_id: int, exc: BaseException) -> BaseException:

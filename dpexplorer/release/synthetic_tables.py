@@ -37,14 +37,12 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-import dpexplorer
 from dpexplorer.core.accounting.guarantees import ZCDP, Guarantee
 from dpexplorer.core.accounting.single import zcdp_to_epsilon
 from dpexplorer.core.errors import InvalidParameterError, NotApplicableError
@@ -60,7 +58,7 @@ from dpexplorer.release.export import (
     release_paths,
     remove_release,
 )
-from dpexplorer.release.ledger import Ledger, LedgerError, guarantee_to_dict
+from dpexplorer.release.ledger import Ledger
 from dpexplorer.release.rational import ceil_fraction, floor_log2
 from dpexplorer.release.samplers import BitSource, default_bit_source
 from dpexplorer.release.selection_paths import exponential_pick, gaps
@@ -221,6 +219,13 @@ class TableResult:
     ci_level: float = 0.95
     interval_kinds: tuple[str, ...] = ()
 
+    def text(self, limit: int = 0) -> str:
+        """What was written, as :meth:`~dpexplorer.release.release.ReleaseResult.text` says a
+        statistic's values: the number of records and of measured marginals (whole numbers)."""
+        from dpexplorer.release.presentation import values_line
+
+        return values_line(self.labels, self.values, None, self.ci_level, integral=(True, True), limit=limit)
+
 
 def prepare_table(
     query_input: MarginalInput,
@@ -315,16 +320,10 @@ def seed_policy(unit: Any, bits: str) -> dict[str, str]:
 def _sidecar(
     prepared: TableRelease, row_id: int, charged: Guarantee, ledger: Ledger, bits: str, rows: int | None
 ) -> dict[str, Any]:
+    from dpexplorer.release.release import provenance
+
     exact = prepared.exact
-    return {
-        "mechanism": prepared.mechanism,
-        "parameters": prepared.parameters,
-        "query": prepared.query,
-        "relation": prepared.relation,
-        "epsilon": exact.epsilon,
-        "delta": exact.delta,
-        "rho": exact.rho,
-        "guarantee_charged": guarantee_to_dict(charged),
+    body = {
         "statistic": "synthetic table over marginals",
         "sampler": exact.sampler,
         "randomness": bits,
@@ -335,12 +334,8 @@ def _sidecar(
         "discretisation": exact.provenance,
         "dp_outputs": {**exact.dp_outputs, "synthetic_rows": rows},
         "run": dict(prepared.run) if prepared.run is not None else None,
-        "software": f"dpexplorer {dpexplorer.__version__}",
-        "dataset_fingerprint": prepared.fingerprint,
-        "ledger_row_id": row_id,
-        "ledger_path": str(ledger.path),
-        "time": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+    return provenance(prepared, charged, row_id, str(ledger.path), body)
 
 
 def release_table(
@@ -356,15 +351,12 @@ def release_table(
     exact samplers, fit the model, draw the records and write them (CSV), the measurements (JSON)
     and the sidecar. A failure after the charge marks the ledger row failed and raises
     :class:`~dpexplorer.release.release.ReleaseFailedError` (nothing is left half-written)."""
-    from dpexplorer.release.release import charge_and_run, charged_for
+    from dpexplorer.release.release import charge_and_run, charged_for, check_provenance
 
     budget = ledger.budget(prepared.fingerprint)
     charged = charged_for(prepared.exact, budget.method if budget else None)
-    try:
-        json.dumps(_sidecar(prepared, 0, charged, ledger, "", 0), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidParameterError(f"the release's provenance cannot be written: {exc}") from None
-    row_id, result = charge_and_run(
+    check_provenance(_sidecar(prepared, 0, charged, ledger, "", 0))
+    _, result = charge_and_run(
         prepared,
         charged,
         ledger=ledger,
@@ -372,8 +364,6 @@ def release_table(
         directory_checked=directory_checked,
         run=lambda row: _run_and_write(prepared, ledger, out_dir, bits, row, charged),
     )
-    with contextlib.suppress(LedgerError):  # the row then still says 'charged': the budget is counted
-        ledger.mark_released(row_id, result.files["provenance"])
     return result
 
 

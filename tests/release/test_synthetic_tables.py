@@ -5,6 +5,7 @@ estimator (no JAX compile)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from fractions import Fraction
 from pathlib import Path
@@ -202,6 +203,38 @@ def test_a_failure_after_the_charge_marks_the_row_failed_and_leaves_no_file(
     assert row.status == "failed"
     assert isinstance(row.guarantee, ApproxDP) and row.guarantee.epsilon <= 2.0  # pld: rho converted
     assert not any(p.suffix in {".csv", ".json"} for p in out.iterdir())
+
+
+@pytest.mark.parametrize("kind", ["statistic", "synthetic"])
+def test_a_ledger_that_cannot_record_the_files_fails_a_table_as_a_statistic(
+    dataset: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """Nothing fails silently after the charge (issue 32): when the ledger cannot mark the row
+    released, a synthetic table raises ReleaseFailedError with its files written, as a
+    statistic does; the row still says 'charged', so the budget is counted."""
+    from dpexplorer.release.ledger import LedgerError
+    from dpexplorer.release.release import execute, prepare
+
+    def read_only(self: Ledger, row_id: int, path: object) -> None:
+        raise LedgerError("attempt to write a readonly database")
+
+    monkeypatch.setattr(Ledger, "mark_released", read_only)
+    if kind == "synthetic":
+        built = marginal_input(dataset, Marginals(AXES), bounding_seed=3)
+        prepared: Any = prepare_table(built, "mst", PARAMS, fingerprint="f" * 32, query={})
+    else:
+        count = query_from_dict({"type": "count"})
+        prepared = dataclasses.replace(
+            prepare(dataset, count, "laplace", {"epsilon": 0.5}), fingerprint="f" * 32
+        )
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        ledger.set_budget("f" * 32, 5.0, 1e-6, "zcdp")
+        release = release_table if kind == "synthetic" else execute
+        with pytest.raises(ReleaseFailedError, match="could not record it") as raised:
+            release(prepared, ledger=ledger, out_dir=tmp_path / "out", bits=SeededBitSource(1))
+        (row,) = ledger.measurements("f" * 32)
+    assert raised.value.files_written and row.status == "charged"
+    assert list((tmp_path / "out").glob("*.provenance.json"))
 
 
 @pytest.mark.parametrize("sigma2", [Fraction(1, 3), Fraction(2), Fraction(12345, 7), Fraction(10**9, 3)])
