@@ -38,7 +38,12 @@ from dpexplorer.core.mechanisms.base import (
 )
 from dpexplorer.core.mechanisms.params import DELTA, EPSILON, Param, log_float
 from dpexplorer.core.mechanisms.registry import register
-from dpexplorer.core.mechanisms.smooth import check_data_query, resampled, sizes_up_to
+from dpexplorer.core.mechanisms.smooth import (
+    DataStatisticMechanism,
+    check_data_query,
+    resampled,
+    sizes_up_to,
+)
 from dpexplorer.core.memo import cached
 from dpexplorer.core.sensitivity import (
     NO_SUCH_DISTANCE,
@@ -80,7 +85,7 @@ PROPOSED_BOUND = log_float(
 
 # ---------------------------------------------------------------- propose-test-release
 @register
-class ProposeTestRelease(acc.NoisyReleaseMechanism):
+class ProposeTestRelease(DataStatisticMechanism):
     """PTR for a median, quantile or trimmed mean: (2 epsilon, delta)-DP."""
 
     name: ClassVar[str] = "ptr"
@@ -89,17 +94,8 @@ class ProposeTestRelease(acc.NoisyReleaseMechanism):
         "Propose a bound on one person's influence, test privately that the data are far from "
         "violating it, then answer with Laplace noise scaled to the bound, or ⊥. (2ε, δ)-DP."
     )
-    input_type: ClassVar[type] = NumericInput
-    output_kind: ClassVar[Literal["numeric"]] = "numeric"
     params: ClassVar[tuple[Param, ...]] = (TEST_EPSILON, TEST_DELTA, PROPOSED_BOUND)
     order: ClassVar[int] = 50
-
-    def accepts(self, query: QueryInput) -> str | None:
-        try:
-            check_data_query(query, self.label)
-        except NotApplicableError as error:
-            return str(error)
-        return None
 
     def distance(self, params: Mapping[str, Any], query: NumericInput, on: Literal["D", "D'"]) -> int:
         """Exact distance to the nearest dataset with local sensitivity above the bound."""
@@ -161,29 +157,12 @@ class ProposeTestRelease(acc.NoisyReleaseMechanism):
         self, params: Mapping[str, Any], query: QueryInput, ci_level: float = 0.95
     ) -> AccuracyReport:
         """Exact error law ("⊥" counts as an error); curves of P(answer within the CI)."""
-        query = check_data_query(query, self.label)
-        pair = self.releases(params, query)
-
-        def halfwidth(q: NumericInput, p: Mapping[str, Any]) -> float:
-            release = self.releases(p, q).d
-            return acc.ci_halfwidth(release, release.loc, ci_level)
-
-        vs_epsilon = acc.curve_over(
-            acc.EPSILON_SWEEP[::3],
-            lambda e: halfwidth(query, {**params, "epsilon": e}),
-            x_label="ε",
+        return self.halfwidth_accuracy(
+            params,
+            check_data_query(query, self.label),
+            ci_level,
+            sweep=acc.EPSILON_SWEEP[::3],
             y_label=f"error bound at {ci_level:.0%} (inf: ⊥ too likely)",
-            name="CI half-width",
-        )
-        vs_n = acc.curve_over(
-            sizes_up_to(query.n),
-            lambda n: halfwidth(resampled(query, int(n)), params),
-            x_label="n (people)",
-            y_label=f"error bound at {ci_level:.0%} (inf: ⊥ too likely)",
-            name="CI half-width (data resampled to size n)",
-        )
-        return acc.release_accuracy(
-            pair.d, pair.d.loc, ci_level, curves_vs_epsilon=(vs_epsilon,), curves_vs_n=(vs_n,)
         )
 
 

@@ -253,11 +253,68 @@ def sizes_up_to(n: int, count: int = 8) -> np.ndarray:
     return np.unique(np.geomspace(max(10, n // 100), max(n, 11), count).astype(int))
 
 
-class SmoothSensitivityMechanism(acc.NoisyReleaseMechanism):
-    """Base of the smooth-sensitivity mechanisms: f(x) + S_t(x)/s * Z for a standard noise Z."""
+class DataStatisticMechanism(acc.NoisyReleaseMechanism):
+    """Base of the releases of a median, quantile or trimmed mean whose noise follows the data
+    (smooth sensitivity, propose-test-release): they need the column's values and bounds."""
 
     input_type: ClassVar[type] = NumericInput
     output_kind: ClassVar[Literal["numeric"]] = "numeric"
+
+    def accepts(self, query: QueryInput) -> str | None:
+        try:
+            check_data_query(query, self.label)
+        except NotApplicableError as error:
+            return str(error)
+        return None
+
+    def release_d(self, params: Mapping[str, Any], query: NumericInput) -> acc.NoisyRelease:
+        """The output law on D (the one the accuracy report describes)."""
+        return self.releases(params, query).d
+
+    def halfwidth_accuracy(
+        self,
+        params: Mapping[str, Any],
+        query: NumericInput,
+        ci_level: float,
+        *,
+        sweep: np.ndarray,
+        y_label: str,
+        notes: tuple[str, ...] = (),
+    ) -> AccuracyReport:
+        """The exact error law on D, with the CI half-width at ``ci_level`` against ε (over
+        ``sweep``) and against n (the column resampled to n rows, :func:`resampled`)."""
+        release = self.release_d(params, query)
+
+        def halfwidth(p: Mapping[str, Any], q: NumericInput) -> float:
+            at = self.release_d(p, q)
+            return acc.ci_halfwidth(at, at.loc, ci_level)
+
+        vs_epsilon = acc.curve_over(
+            sweep,
+            lambda e: halfwidth({**params, "epsilon": e}, query),
+            x_label="ε",
+            y_label=y_label,
+            name="CI half-width",
+        )
+        vs_n = acc.curve_over(
+            sizes_up_to(query.n),
+            lambda n: halfwidth(params, resampled(query, int(n))),
+            x_label="n (people)",
+            y_label=y_label,
+            name="CI half-width (data resampled to size n)",
+        )
+        return acc.release_accuracy(
+            release,
+            release.loc,
+            ci_level,
+            curves_vs_epsilon=(vs_epsilon,),
+            curves_vs_n=(vs_n,),
+            notes=notes,
+        )
+
+
+class SmoothSensitivityMechanism(DataStatisticMechanism):
+    """Base of the smooth-sensitivity mechanisms: f(x) + S_t(x)/s * Z for a standard noise Z."""
 
     @abstractmethod
     def noise(self, params: Mapping[str, Any]) -> Any:
@@ -266,13 +323,6 @@ class SmoothSensitivityMechanism(acc.NoisyReleaseMechanism):
     @abstractmethod
     def smoothing(self, params: Mapping[str, Any]) -> tuple[float, float]:
         """(t, s): the smoothing parameter beta = t and the noise divisor s."""
-
-    def accepts(self, query: QueryInput) -> str | None:
-        try:
-            check_data_query(query, self.label)
-        except NotApplicableError as error:
-            return str(error)
-        return None
 
     def noise_scale(self, params: Mapping[str, Any], query: QueryInput) -> float:
         """S_t(D) / s, the scale of the noise on D."""
@@ -296,38 +346,19 @@ class SmoothSensitivityMechanism(acc.NoisyReleaseMechanism):
             self.release_on(params, query, "D"), self.release_on(params, query, "D'"), 0, note
         )
 
-    def _typical_error(self, params: Mapping[str, Any], query: NumericInput, ci_level: float) -> float:
-        release = self.release_on(params, query, "D")
-        return acc.ci_halfwidth(release, release.loc, ci_level)
+    def release_d(self, params: Mapping[str, Any], query: NumericInput) -> acc.NoisyRelease:
+        return self.release_on(params, query, "D")
 
     def accuracy(
         self, params: Mapping[str, Any], query: QueryInput, ci_level: float = 0.95
     ) -> AccuracyReport:
         """Exact error law of the noise at S_t(D); no proven tail bound in the seed."""
-        query = check_data_query(query, self.label)
-        pair = self.releases(params, query)
-        epsilons = acc.EPSILON_SWEEP[::5]
-        vs_epsilon = acc.curve_over(
-            epsilons,
-            lambda e: self._typical_error({**params, "epsilon": e}, query, ci_level),
-            x_label="ε",
-            y_label=f"error bound at {ci_level:.0%} confidence",
-            name="CI half-width",
-        )
-        sizes = sizes_up_to(query.n)
-        vs_n = acc.curve_over(
-            sizes,
-            lambda n: self._typical_error(params, resampled(query, int(n)), ci_level),
-            x_label="n (people)",
-            y_label=f"error bound at {ci_level:.0%} confidence",
-            name="CI half-width (data resampled to size n)",
-        )
-        return acc.release_accuracy(
-            pair.d,
-            pair.d.loc,
+        return self.halfwidth_accuracy(
+            params,
+            check_data_query(query, self.label),
             ci_level,
-            curves_vs_epsilon=(vs_epsilon,),
-            curves_vs_n=(vs_n,),
+            sweep=acc.EPSILON_SWEEP[::5],
+            y_label=f"error bound at {ci_level:.0%} confidence",
             notes=("Error against n: the column's distribution resampled to n rows.",),
         )
 
