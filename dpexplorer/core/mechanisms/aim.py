@@ -62,7 +62,7 @@ from dpexplorer.core.mechanisms.mst import (
     MarginalMechanism,
     check_input,
 )
-from dpexplorer.core.mechanisms.params import EPSILON, Param
+from dpexplorer.core.mechanisms.params import EPSILON, Param, log_float, whole_number
 from dpexplorer.core.mechanisms.registry import register
 
 ALPHA = Fraction(9, 10)
@@ -73,24 +73,21 @@ least this many, never more than declared)."""
 BIAS = math.sqrt(2 / math.pi)
 """E|Z| / sigma for Z ~ N(0, sigma^2): the expected l1 error per cell of a measurement."""
 
-MAX_MODEL_SIZE = Param(
-    name="max_model_size",
-    label="Largest model (MB)",
-    type="float",
+MAX_MODEL_SIZE = log_float(
+    "max_model_size",
+    "Largest model (MB)",
     default=80.0,
     low=1.0,
     high=4096.0,
-    log_scale=True,
     slider=(1.0, 1024.0),
     help=(
         "AIM only measures marginals whose graphical model stays under this size (it grows "
         "with the budget spent). Larger models can fit more structure but take longer to fit."
     ),
 )
-PLANNED_ROUNDS = Param(
-    name="rounds",
-    label="Planned rounds T",
-    type="int",
+PLANNED_ROUNDS = whole_number(
+    "rounds",
+    "Planned rounds T",
     default=0,
     low=0,
     high=10_000,

@@ -48,7 +48,7 @@ from dpexplorer.core.mechanisms.base import (
     WorkloadInput,
 )
 from dpexplorer.core.mechanisms.exponential import error_quantile, selection_accuracy
-from dpexplorer.core.mechanisms.params import EPSILON, Param
+from dpexplorer.core.mechanisms.params import EPSILON, Param, log_float, probability, whole_number
 from dpexplorer.core.mechanisms.registry import register
 from dpexplorer.core.mechanisms.sparse_vector import check_workload, normalised_answers
 
@@ -63,51 +63,38 @@ MWEM_HINT = (
     "or lower m (raise the target accuracy α) or use fewer cells"
 )
 
-ALPHA = Param(
-    name="alpha",
-    label="Target accuracy α",
-    type="float",
+ALPHA = log_float(
+    "alpha",
+    "Target accuracy α",
     default=0.5,
-    low=0.0,
     high=1.0,
-    low_open=True,
-    log_scale=True,
     slider=(0.05, 1.0),
     help=(
         "Sets the synthetic dataset's size m = ⌈2 ln(2k)/α²⌉: a smaller α allows a more faithful "
         "synthetic dataset but the number of candidates (and the run time) explodes."
     ),
 )
-SIZE = Param(
-    name="m",
-    label="Synthetic rows m (0 = from α)",
-    type="int",
+SIZE = whole_number(
+    "m",
+    "Synthetic rows m (0 = from α)",
     default=0,
     low=0,
     high=10_000,
     help="The number of rows of the synthetic dataset; 0 derives it from the target accuracy α.",
 )
-BETA = Param(
-    name="beta",
-    label="Failure probability β of the bound",
-    type="float",
+BETA = probability(
+    "beta",
+    "Failure probability β of the bound",
     default=0.05,
-    low=0.0,
-    high=1.0,
-    low_open=True,
-    high_open=True,
-    log_scale=True,
     slider=(1e-4, 0.5),
     help="The accuracy bound shown beside the measured error holds with probability 1 − β.",
 )
-MAX_CANDIDATES = Param(
-    name="max_candidates",
-    label="Largest number of candidates",
-    type="float",
+MAX_CANDIDATES = log_float(
+    "max_candidates",
+    "Largest number of candidates",
     default=1e9,
     low=1.0,
     high=1e12,
-    log_scale=True,
     slider=(1e3, 1e12),
     help=(
         "BLR looks at every possible synthetic dataset. It refuses to start when there are more "

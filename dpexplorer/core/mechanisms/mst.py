@@ -59,14 +59,13 @@ from dpexplorer.core.mechanisms.base import (
     OutputDistribution,
     QueryInput,
 )
-from dpexplorer.core.mechanisms.params import DELTA, EPSILON, Param
+from dpexplorer.core.mechanisms.params import DELTA, EPSILON, Param, choice, whole_number
 from dpexplorer.core.mechanisms.registry import register
 
 SYNTH_DELTA = dataclasses.replace(DELTA, default=1e-9)
-ESTIMATOR = Param(
-    name="estimator",
-    label="Estimator",
-    type="choice",
+ESTIMATOR = choice(
+    "estimator",
+    "Estimator",
     default="auto",
     choices=("auto", "pgm", "dense"),
     help=(
@@ -75,19 +74,17 @@ ESTIMATOR = Param(
         "dense: the whole joint table (small domains only, no JAX); auto: dense when it fits."
     ),
 )
-ITERATIONS = Param(
-    name="iterations",
-    label="Estimation iterations",
-    type="int",
+ITERATIONS = whole_number(
+    "iterations",
+    "Estimation iterations",
     default=500,
     low=10,
     high=100_000,
     help="Optimisation steps of each model fit: more fit the noisy marginals better and take longer.",
 )
-ROWS = Param(
-    name="rows",
-    label="Synthetic rows",
-    type="int",
+ROWS = whole_number(
+    "rows",
+    "Synthetic rows",
     default=0,
     low=0,
     high=100_000_000,

@@ -33,7 +33,7 @@ from dpexplorer.core.mechanisms.base import (
     WorkloadInput,
 )
 from dpexplorer.core.mechanisms.exponential import exponential_log_pmf, sample_pmf
-from dpexplorer.core.mechanisms.params import EPSILON, Param
+from dpexplorer.core.mechanisms.params import EPSILON, Param, whole_number
 from dpexplorer.core.mechanisms.pmw import (
     check_any_workload,
     measured_shares,
@@ -49,10 +49,9 @@ from dpexplorer.core.row_count import COUNT_SHARE, split_epsilon
 MC_RUNS = 150
 """Runs per side of the Monte-Carlo views (each run is T rounds of updates)."""
 
-ROUNDS = Param(
-    name="rounds",
-    label="Rounds T",
-    type="int",
+ROUNDS = whole_number(
+    "rounds",
+    "Rounds T",
     default=10,
     low=1,
     high=1000,

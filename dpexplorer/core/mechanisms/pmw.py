@@ -44,7 +44,7 @@ from dpexplorer.core.mechanisms.base import (
     WorkloadInput,
 )
 from dpexplorer.core.mechanisms.exponential import error_quantile, error_tail
-from dpexplorer.core.mechanisms.params import EPSILON, Param
+from dpexplorer.core.mechanisms.params import EPSILON, Param, log_float, whole_number
 from dpexplorer.core.mechanisms.registry import register
 from dpexplorer.core.mechanisms.sparse_vector import BOTTOM, check_workload
 from dpexplorer.core.row_count import COUNT_SHARE, noisy_row_counts, split_epsilon
@@ -53,25 +53,20 @@ MIN_BATCH, MAX_BATCH = 16, 2048
 MC_RUNS = 400
 LAZY, UPDATE = "lazy", "update"
 
-THRESHOLD = Param(
-    name="threshold",
-    label="Error threshold T (share of rows)",
-    type="float",
+THRESHOLD = log_float(
+    "threshold",
+    "Error threshold T (share of rows)",
     default=0.05,
-    low=0.0,
     high=1.0,
-    low_open=True,
-    log_scale=True,
     slider=(0.001, 0.5),
     help=(
         "Queries that the public synthetic distribution already answers within about this "
         "error are answered from it for free; the others spend budget and teach it."
     ),
 )
-UPDATES = Param(
-    name="updates",
-    label="Update rounds L",
-    type="int",
+UPDATES = whole_number(
+    "updates",
+    "Update rounds L",
     default=20,
     low=1,
     high=10_000,
