@@ -26,43 +26,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import resource
 import time
 
 import numpy as np
 
-from dpexplorer.core.marginals import MarginalInput, record_marginal, tvd
+from dpexplorer.core.marginals import MarginalInput, workload_errors
 from dpexplorer.core.mechanisms import registry
 from dpexplorer.core.mechanisms.mst import rho_for
+from dpexplorer.core.synthetic_error import direct_errors, independent_errors
 from dpexplorer.data.default import default_dataset_path
 from dpexplorer.data.load import load_dataset
 from dpexplorer.data.marginals import adult_marginals, marginal_input
 
 
 def direct(query: MarginalInput, rho: float, rng: np.random.Generator) -> float:
-    sigma = math.sqrt(len(query.workload) / (2 * rho))
-    errors = []
-    for clique in query.workload:
-        noisy = np.maximum(query.counts(clique) + rng.normal(0, sigma, query.size(clique)), 0.0)
-        errors.append(tvd(query.counts(clique), noisy))
-    return float(np.mean(errors))
+    return float(np.mean(direct_errors(query, rho, rng)))
 
 
 def independent(query: MarginalInput, rho: float, rng: np.random.Generator) -> float:
-    d = len(query.columns)
-    sigma = math.sqrt(d / (2 * rho))
-    shares = []
-    for i in range(d):
-        noisy = np.maximum(query.counts((i,)) + rng.normal(0, sigma, query.sizes[i]), 0.0)
-        shares.append(noisy / noisy.sum() if noisy.sum() > 0 else np.full(noisy.size, 1 / noisy.size))
-    errors = []
-    for clique in query.workload:
-        product = shares[clique[0]]
-        for i in clique[1:]:
-            product = np.multiply.outer(product, shares[i])
-        errors.append(tvd(query.counts(clique), product.ravel()))
-    return float(np.mean(errors))
+    return float(np.mean(independent_errors(query, rho, rng)))
 
 
 def synthetic(name: str, query: MarginalInput, params: dict[str, float], seed: int) -> tuple[float, float]:
@@ -70,8 +53,7 @@ def synthetic(name: str, query: MarginalInput, params: dict[str, float], seed: i
     start = time.perf_counter()
     result = mechanism.run(mechanism.validate(params), query, np.random.default_rng(seed))  # type: ignore[attr-defined]
     seconds = time.perf_counter() - start
-    errors = [tvd(query.counts(c), record_marginal(result.records, query.sizes, c)) for c in query.workload]
-    return float(np.mean(errors)), seconds
+    return float(np.mean(list(workload_errors(query, result.records).values()))), seconds
 
 
 def main() -> None:

@@ -1,6 +1,9 @@
-"""The marginal-error view of MST and AIM (issue 30): the job's errors are the true against the
+"""The synthetic-data view of MST and AIM (issue 30): the job's errors are the true against the
 synthetic 2-way marginals, the view draws them and says it reads the true data, a query that is
-not a marginals query is refused with a message, and a run can be cancelled."""
+not a marginals query is refused with a message, and a run can be cancelled; the rounds page
+lists what the run's record measured, the picker shows the true and synthetic shares and says
+it reads the true data; the curve against epsilon runs from the window's workspace with progress
+and Cancel."""
 
 from __future__ import annotations
 
@@ -8,14 +11,17 @@ import itertools
 
 import numpy as np
 import pytest
+from PySide6.QtWidgets import QTabWidget
 
 from dpexplorer.core.cancel import CancelToken
 from dpexplorer.core.errors import CancelledError, NotApplicableError
 from dpexplorer.core.marginals import MarginalInput, candidate_cliques, record_marginal, tvd
 from dpexplorer.core.mechanisms.base import NumericInput
 from dpexplorer.core.mechanisms.registry import get
+from dpexplorer.core.synthetic_error import DEFAULT_EPSILONS
+from dpexplorer.gui.compute import ComputeService
 from dpexplorer.gui.views import synthetic
-from dpexplorer.gui.workspace import SPECIFIC_VIEWS
+from dpexplorer.gui.workspace import SPECIFIC_VIEWS, SYNTHETIC_RUN_JOB, Workspace
 
 SIZES = (3, 4, 2)
 
@@ -74,3 +80,69 @@ def test_a_cancelled_run_stops() -> None:
 def test_the_window_routes_mst_and_aim_to_this_view() -> None:
     served = {name for module, _, _ in SPECIFIC_VIEWS for name in module.MECHANISMS}
     assert {"mst", "aim"} <= served
+
+
+def test_the_rounds_and_the_picker_show_the_runs_record_and_the_true_data(qtbot) -> None:
+    aim = get("aim")
+    params = aim.validate({"epsilon": 1.0, "estimator": "dense", "iterations": 100})
+    query = _query()
+    result = synthetic.job(aim, params, query, seed=2)
+    assert len(result.rounds) >= 2
+    assert result.one_way_rho + sum(r.rho for r in result.rounds) <= result.rho * (1 + 1e-9)
+    view = synthetic.MarginalErrorView()
+    qtbot.addWidget(view)
+    view.show_result(result)
+    rounds = view.rounds_page
+    assert rounds.table.rowCount() == len(result.rounds)
+    assert rounds.table.item(0, 1).text() == result.rounds[0].marginal
+    view.pages.setCurrentWidget(rounds)
+    assert view.columns["rho"] == [r.rho for r in result.rounds]  # the CSV follows the page
+    picker = view.picker_page
+    assert picker.picker.count() == 3 + 3  # 1-way and 2-way (the workload is the 2-ways)
+    picker.picker.setCurrentText("a × b")
+    view.pages.setCurrentWidget(picker)
+    true = query.counts((0, 1)) / query.n
+    assert view.columns["true_share"] == pytest.approx(list(true))
+    synthetic_share = np.asarray(view.columns["synthetic_share"])
+    assert synthetic_share.sum() == pytest.approx(1.0)
+    assert "TRUE data" in picker.warning.text()
+    assert "total-variation distance" in picker.plot.getPlotItem().titleLabel.text
+
+
+@pytest.fixture
+def workspace(qtbot):
+    compute = ComputeService()
+    tabs = QTabWidget()
+    qtbot.addWidget(tabs)
+    space = Workspace(compute, tabs)
+    yield space
+    compute.shutdown()
+
+
+def test_the_curve_runs_from_the_workspace_and_can_be_cancelled(qtbot, workspace) -> None:
+    mst = get("mst")
+    params = mst.validate({"epsilon": 1.0, "estimator": "dense", "iterations": 100})
+    workspace.update(mst, params, _query(), 1)
+    view = workspace.specific["mst"][1]
+    workspace.tabs.show()
+    workspace.tabs.setCurrentWidget(view)
+    workspace.submit_visible()
+    qtbot.waitUntil(lambda: view.result is not None, timeout=20_000)
+    page = view.curve_page
+    assert page.run_button.isEnabled()
+    page.run_button.click()
+    assert page.cancel_button.isEnabled() and SYNTHETIC_RUN_JOB in workspace.compute.pending_views()
+    page.cancel_button.click()  # cancelled at once: the job's result is dropped
+    assert page.run_button.isEnabled() and page.curve is None
+    qtbot.waitUntil(lambda: not workspace.compute.busy, timeout=20_000)
+    assert page.curve is None
+    page.run_button.click()
+    qtbot.waitUntil(lambda: page.curve is not None, timeout=20_000)
+    assert page.curve.epsilons == DEFAULT_EPSILONS
+    view.pages.setCurrentWidget(page)
+    assert set(view.columns) == {
+        "epsilon", "rho", "mst_workload_tvd", "aim_workload_tvd", "direct_workload_tvd",
+        "independent_workload_tvd",
+    }  # fmt: skip
+    names = {item.name() for item in page.plot.getPlotItem().listDataItems()}
+    assert names == {"MST", "AIM", "every marginal with Gaussian noise", "independent columns"}

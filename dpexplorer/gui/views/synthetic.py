@@ -1,10 +1,14 @@
-"""The marginal-error view of MST and AIM: for every 2-way marginal of the chosen columns, the
-total-variation distance between the true marginal and the synthetic table's, beside the
-independent-columns baseline (the product of the true 1-way marginals).
+"""The synthetic-data view of MST and AIM, in four pages: the error of every 2-way marginal
+(total-variation distance between the true marginal and the synthetic table's, beside the
+independent-columns baseline, the product of the true 1-way marginals); the workload error
+against epsilon with the direct and independent baselines (a long job run on request:
+:func:`~dpexplorer.gui.views.synthetic_pages.run_job`); the run's selection rounds (which
+marginal at what budget); a true-against-synthetic marginal picker.
 
-EXPLORATION ONLY: the errors compare with the true data, and the run draws its noise from the
-seeded exploration generator (never a release). :func:`job` runs the mechanism once (selection,
-measurement, estimation, records; cancellable between steps and fits); the view only draws."""
+EXPLORATION ONLY: the errors and the picker compare with the true data, and the runs draw their
+noise from the seeded exploration generator (never a release). :func:`job` runs the mechanism
+once (selection, measurement, estimation, records; cancellable between steps and fits); the view
+only draws."""
 
 from __future__ import annotations
 
@@ -13,13 +17,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from PySide6.QtWidgets import QWidget
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QTabWidget, QWidget
 
 from dpexplorer.core.cancel import CancelToken, ProgressFn
 from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.marginals import Clique, MarginalInput, record_marginal, tvd
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
 from dpexplorer.core.mechanisms.mst import MarginalMechanism
+from dpexplorer.core.synthetic_error import ErrorCurve, RoundCost, round_costs
 from dpexplorer.gui import palette
 from dpexplorer.gui.views.base import GREY, PURPLE, View
 from dpexplorer.gui.views.selection import (
@@ -31,6 +37,9 @@ from dpexplorer.gui.views.selection import (
     label_rows,
     rich_label,
 )
+from dpexplorer.gui.views.synthetic_pages import CurvePage, MarginalPair, PickerPage, RoundsPage, run_job
+
+__all__ = ["MECHANISMS", "MarginalErrorView", "MarginalErrors", "job", "run_job"]
 
 MECHANISMS = ("mst", "aim")
 """The mechanisms (registry names) this view serves."""
@@ -39,7 +48,9 @@ MECHANISMS = ("mst", "aim")
 @dataclass(frozen=True, eq=False)
 class MarginalErrors:
     """One run: per 2-way marginal (``labels``), the synthetic table's TVD to the true marginal,
-    the independent baseline's, and whether the run measured that marginal."""
+    the independent baseline's, and whether the run measured that marginal; the run's rounds
+    (:func:`~dpexplorer.core.synthetic_error.round_costs`) and the true and synthetic counts of
+    every 1-way, 2-way and workload marginal (``marginals``, for the picker)."""
 
     mechanism: str
     labels: tuple[str, ...]
@@ -51,6 +62,10 @@ class MarginalErrors:
     rho: float
     seconds: float
     seed: int
+    rounds: tuple[RoundCost, ...] = ()
+    one_way_rho: float = 0.0
+    marginals: tuple[MarginalPair, ...] = ()
+    workload: tuple[str, ...] = ()
 
 
 def pair_errors(query: MarginalInput, records: np.ndarray) -> tuple[list[Clique], np.ndarray, np.ndarray]:
@@ -67,6 +82,24 @@ def pair_errors(query: MarginalInput, records: np.ndarray) -> tuple[list[Clique]
     return pairs, np.array(synthetic), np.array(independent)
 
 
+def picked_marginals(query: MarginalInput, records: np.ndarray) -> tuple[MarginalPair, ...]:
+    """The true and synthetic counts of every 1-way and 2-way marginal and of the workload's
+    (exploration: the true counts are private)."""
+    d = len(query.columns)
+    cliques = dict.fromkeys(
+        [*((i,) for i in range(d)), *itertools.combinations(range(d), 2), *query.workload]
+    )
+    return tuple(
+        MarginalPair(
+            query.name(c),
+            tuple(query.cell_labels(c)),
+            np.asarray(query.counts(c), dtype=float),
+            record_marginal(records, query.sizes, c),
+        )
+        for c in cliques
+    )
+
+
 def job(
     mechanism: Mechanism,
     params: dict[str, Any],
@@ -76,7 +109,8 @@ def job(
     cancel: CancelToken | None = None,
     progress: ProgressFn | None = None,
 ) -> MarginalErrors:
-    """One exploration run of MST or AIM on D (seeded) and its 2-way marginal errors."""
+    """One exploration run of MST or AIM on D (seeded): its 2-way marginal errors, its rounds
+    and the marginals the picker shows."""
     if not isinstance(query, MarginalInput) or not isinstance(mechanism, MarginalMechanism):
         raise NotApplicableError(
             f"{mechanism.label} needs a marginals query (columns on public categories or bins)"
@@ -85,6 +119,7 @@ def job(
     pairs, synthetic, independent = pair_errors(query, result.records)
     measured = {m.clique for m in result.transcript.measurements}
     epsilon, _ = mechanism.epsilon_delta(params, query)
+    rounds, one_way = round_costs(query, result.transcript)
     return MarginalErrors(
         mechanism=mechanism.label,
         labels=tuple(query.name(p) for p in pairs),
@@ -96,6 +131,10 @@ def job(
         rho=mechanism.rho(params),
         seconds=result.seconds,
         seed=seed,
+        rounds=tuple(rounds),
+        one_way_rho=one_way,
+        marginals=picked_marginals(query, result.records),
+        workload=tuple(query.name(c) for c in query.workload),
     )
 
 
@@ -104,29 +143,86 @@ def _square(colour: tuple[int, int, int]) -> str:
 
 
 class MarginalErrorView(View):
-    """One row per 2-way marginal: the synthetic table's TVD (purple; marked * when the run
-    measured that marginal) above the independent baseline's (grey)."""
+    """Four pages (module docstring). On the first, one row per 2-way marginal: the synthetic
+    table's TVD (purple; marked * when the run measured that marginal) above the independent
+    baseline's (grey). Signals :attr:`run_requested` and :attr:`cancel_requested` for the curve
+    against epsilon (the workspace submits :func:`run_job`)."""
 
     mechanisms = MECHANISMS
+    run_requested = Signal()
+    cancel_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__("Synthetic data: error of every 2-way marginal", parent)
+        super().__init__("Synthetic data over marginals: how close the synthetic table is", parent)
         self.error = error_label()
         self.summary = rich_label()
         self.plot = category_plot(
             "total-variation distance", "True against synthetic 2-way marginals", "marginal"
         )
+        self.curve_page = CurvePage()
+        self.rounds_page = RoundsPage()
+        self.picker_page = PickerPage()
+        self.pages = QTabWidget()
+        self.pages.setDocumentMode(True)
+        self.pages.addTab(self.plot, "Each 2-way marginal")
+        self.pages.addTab(self.curve_page, "Error against ε")
+        self.pages.addTab(self.rounds_page, "Rounds")
+        self.pages.addTab(self.picker_page, "True vs synthetic")
         self.body.addWidget(self.error)
         self.body.addWidget(self.summary)
-        self.body.addWidget(self.plot, 1)
+        self.body.addWidget(self.pages, 1)
+        self.curve_page.run_requested.connect(self.run_requested)
+        self.curve_page.cancel_requested.connect(self.cancel_requested)
+        self.pages.currentChanged.connect(lambda _index: self._page_columns())
         self.result: MarginalErrors | None = None
+        self._errors_columns: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ the curve's job
+    def run_started(self) -> None:
+        self.curve_page.run_started()
+
+    def run_cancelled(self) -> None:
+        self.curve_page.run_cancelled()
+
+    def run_failed(self, message: str) -> None:
+        self.curve_page.run_failed(message)
+
+    def set_progress(self, fraction: float) -> None:
+        self.curve_page.set_progress(fraction)
+
+    # ------------------------------------------------------------------ results
+    def plot_area(self) -> QWidget:
+        return self.pages.currentWidget() or self
+
+    def _page_columns(self) -> None:
+        page = self.pages.currentWidget()
+        self.columns = (
+            getattr(page, "columns", self._errors_columns) if page is not self.plot else self._errors_columns
+        )
 
     def show_error(self, message: str) -> None:
         clear_and_show_error(self, message, self.plot)
+        self.curve_page.enable(False)
+        self._errors_columns = {}
 
-    def show_result(self, result: MarginalErrors) -> None:
+    def show_result(self, result: MarginalErrors | ErrorCurve) -> None:
+        """Draw a single run (from :func:`job`) or a curve (from :func:`run_job`)."""
+        if isinstance(result, ErrorCurve):
+            self.curve_page.show_curve(result)
+            self._page_columns()
+            return
+        if self.result is not None and self.result.workload != result.workload:
+            self.curve_page.clear()  # drawn for another query
         self.result = result
         self.error.hide()
+        self._draw_errors(result)
+        self.curve_page.enable(True)
+        self.curve_page.set_cost(f"{result.seconds:.1f} s")
+        self.rounds_page.show_rounds(result.mechanism, result.rounds, result.one_way_rho, result.rho)
+        self.picker_page.set_marginals(result.marginals)
+        self._page_columns()
+
+    def _draw_errors(self, result: MarginalErrors) -> None:
         self.plot.clear()
         rows = np.arange(len(result.labels), dtype=float)
         hbars(self.plot, rows - BAR / 2, result.synthetic, PURPLE)
@@ -153,7 +249,7 @@ class MarginalErrorView(View):
             "(0: the same; 1: disjoint). The grey bars assume the columns independent: a synthetic "
             "table worth releasing should beat them where the columns depend on each other."
         )
-        self.columns = {
+        self._errors_columns = {
             "marginal": list(result.labels),
             "measured": [int(m) for m in result.measured],
             "synthetic_tvd": list(result.synthetic),
