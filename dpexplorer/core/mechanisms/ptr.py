@@ -96,6 +96,10 @@ class ProposeTestRelease(DataStatisticMechanism):
     )
     params: ClassVar[tuple[Param, ...]] = (TEST_EPSILON, TEST_DELTA, PROPOSED_BOUND)
     order: ClassVar[int] = 50
+    # The accuracy report (DataStatisticMechanism.accuracy) counts "⊥" as an error.
+    sweep_step: ClassVar[int] = 3
+    halfwidth_caveat: ClassVar[str] = "(inf: ⊥ too likely)"
+    accuracy_notes: ClassVar[tuple[str, ...]] = ()
 
     def distance(self, params: Mapping[str, Any], query: NumericInput, on: Literal["D", "D'"]) -> int:
         """Exact distance to the nearest dataset with local sensitivity above the bound."""
@@ -152,18 +156,6 @@ class ProposeTestRelease(DataStatisticMechanism):
 
     def epsilon_delta(self, params: Mapping[str, Any], query: QueryInput) -> tuple[float, float]:
         return 2.0 * float(params["epsilon"]), float(params["delta"])
-
-    def accuracy(
-        self, params: Mapping[str, Any], query: QueryInput, ci_level: float = 0.95
-    ) -> AccuracyReport:
-        """Exact error law ("⊥" counts as an error); curves of P(answer within the CI)."""
-        return self.halfwidth_accuracy(
-            params,
-            check_data_query(query, self.label),
-            ci_level,
-            sweep=acc.EPSILON_SWEEP[::3],
-            y_label=f"error bound at {ci_level:.0%} (inf: ⊥ too likely)",
-        )
 
 
 # ---------------------------------------------------------------- Dist2Instability

@@ -271,26 +271,29 @@ class DataStatisticMechanism(acc.NoisyReleaseMechanism):
         """The output law on D (the one the accuracy report describes)."""
         return self.releases(params, query).d
 
-    def halfwidth_accuracy(
-        self,
-        params: Mapping[str, Any],
-        query: NumericInput,
-        ci_level: float,
-        *,
-        sweep: np.ndarray,
-        y_label: str,
-        notes: tuple[str, ...] = (),
+    sweep_step: ClassVar[int] = 5
+    """The error-against-ε curve visits every ``sweep_step``-th ε of the sweep."""
+    halfwidth_caveat: ClassVar[str] = "confidence"
+    """Ends the curves' axis label "error bound at 95% ..."."""
+    accuracy_notes: ClassVar[tuple[str, ...]] = (
+        "Error against n: the column's distribution resampled to n rows.",
+    )
+
+    def accuracy(
+        self, params: Mapping[str, Any], query: QueryInput, ci_level: float = 0.95
     ) -> AccuracyReport:
-        """The exact error law on D, with the CI half-width at ``ci_level`` against ε (over
-        ``sweep``) and against n (the column resampled to n rows, :func:`resampled`)."""
+        """The exact error law on D (no proven tail bound in the seeds), with the CI half-width
+        at ``ci_level`` against ε and against n (the column resampled to n rows, :func:`resampled`)."""
+        query = check_data_query(query, self.label)
         release = self.release_d(params, query)
+        y_label = f"error bound at {ci_level:.0%} {self.halfwidth_caveat}"
 
         def halfwidth(p: Mapping[str, Any], q: NumericInput) -> float:
             at = self.release_d(p, q)
             return acc.ci_halfwidth(at, at.loc, ci_level)
 
         vs_epsilon = acc.curve_over(
-            sweep,
+            acc.EPSILON_SWEEP[:: self.sweep_step],
             lambda e: halfwidth({**params, "epsilon": e}, query),
             x_label="ε",
             y_label=y_label,
@@ -309,7 +312,7 @@ class DataStatisticMechanism(acc.NoisyReleaseMechanism):
             ci_level,
             curves_vs_epsilon=(vs_epsilon,),
             curves_vs_n=(vs_n,),
-            notes=notes,
+            notes=self.accuracy_notes,
         )
 
 
@@ -348,19 +351,6 @@ class SmoothSensitivityMechanism(DataStatisticMechanism):
 
     def release_d(self, params: Mapping[str, Any], query: NumericInput) -> acc.NoisyRelease:
         return self.release_on(params, query, "D")
-
-    def accuracy(
-        self, params: Mapping[str, Any], query: QueryInput, ci_level: float = 0.95
-    ) -> AccuracyReport:
-        """Exact error law of the noise at S_t(D); no proven tail bound in the seed."""
-        return self.halfwidth_accuracy(
-            params,
-            check_data_query(query, self.label),
-            ci_level,
-            sweep=acc.EPSILON_SWEEP[::5],
-            y_label=f"error bound at {ci_level:.0%} confidence",
-            notes=("Error against n: the column's distribution resampled to n rows.",),
-        )
 
 
 # ---------------------------------------------------------------- Student's t and Cauchy
