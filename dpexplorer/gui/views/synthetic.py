@@ -25,7 +25,13 @@ from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.marginals import Clique, MarginalInput, record_marginal, tvd
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
 from dpexplorer.core.mechanisms.mst import MarginalMechanism
-from dpexplorer.core.synthetic_error import ErrorCurve, RoundCost, round_costs
+from dpexplorer.core.synthetic_error import (
+    DEFAULT_EPSILONS,
+    ErrorCurve,
+    RoundCost,
+    error_curve,
+    round_costs,
+)
 from dpexplorer.gui import palette
 from dpexplorer.gui.views.base import GREY, PURPLE, View
 from dpexplorer.gui.views.selection import (
@@ -66,6 +72,8 @@ class MarginalErrors:
     one_way_rho: float = 0.0
     marginals: tuple[MarginalPair, ...] = ()
     workload: tuple[str, ...] = ()
+    baselines: ErrorCurve | None = None
+    """The direct and independent baselines' workload error at the curve's epsilons (cheap)."""
 
 
 def pair_errors(query: MarginalInput, records: np.ndarray) -> tuple[list[Clique], np.ndarray, np.ndarray]:
@@ -135,6 +143,7 @@ def job(
         one_way_rho=one_way,
         marginals=picked_marginals(query, result.records),
         workload=tuple(query.name(c) for c in query.workload),
+        baselines=error_curve(query, params, DEFAULT_EPSILONS, seed, methods=("direct", "independent")),
     )
 
 
@@ -218,6 +227,8 @@ class MarginalErrorView(View):
         self._draw_errors(result)
         self.curve_page.enable(True)
         self.curve_page.set_cost(f"{result.seconds:.1f} s")
+        if result.baselines is not None:
+            self.curve_page.show_baselines(result.baselines)
         self.rounds_page.show_rounds(result.mechanism, result.rounds, result.one_way_rho, result.rho)
         self.picker_page.set_marginals(result.marginals)
         self._page_columns()

@@ -200,10 +200,28 @@ class CurvePage(QWidget):
         if not self.running:
             self.status.setText("Press Run to fit MST and AIM at each ε.")
 
+    def show_baselines(self, baselines: ErrorCurve) -> None:
+        """The two baselines of the current query (free: computed with the single run), unless
+        a whole curve of the same workload is already drawn."""
+        if (
+            self.curve is not None
+            and self.curve.workload == baselines.workload
+            and self._complete(self.curve)
+        ):
+            return
+        self.show_curve(baselines)
+
+    @staticmethod
+    def _complete(curve: ErrorCurve) -> bool:
+        return {"mst", "aim"} <= set(curve.errors)
+
     def show_curve(self, curve: ErrorCurve) -> None:
+        """Draw ``curve`` (every method it holds); a curve with MST and AIM ends a run."""
         self.curve = curve
-        total = sum(curve.seconds.values())
-        self._idle(f"Done in {total:.1f} s (seed {curve.seed}).")
+        if self._complete(curve):
+            self._idle(f"Done in {sum(curve.seconds.values()):.1f} s (seed {curve.seed}).")
+        elif not self.running:
+            self.status.setText("The two baselines are drawn; press Run the curve to add MST and AIM.")
         self.plot.clear()
         self.plot.setLogMode(x=True, y=False)
         x = np.asarray(curve.epsilons, dtype=float)
@@ -240,13 +258,14 @@ class RoundsPage(QWidget):
     """The run's selection rounds: the zCDP each round spent (bars, one per round) and a table
     of the marginal each measured, its selection epsilon, measurement sigma and candidates."""
 
-    HEADERS = (
-        "round",
-        "marginal measured",
-        "ε of the selection",
-        "σ of the measurement",
-        "ρ spent",
-        "chosen among",
+    HEADERS = ("round", "marginal measured", "ε select", "σ noise", "ρ spent", "candidates")
+    TIPS = (
+        "The round's number",
+        "The marginal the exponential mechanism chose this round (a DP output)",
+        "The exponential mechanism's ε in this round (its zCDP is ε²/8)",
+        "The standard deviation of the Gaussian noise on each cell of the measured marginal",
+        "The zCDP the round spent: selection plus measurement",
+        "How many marginals the selection chose among",
     )
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -259,10 +278,14 @@ class RoundsPage(QWidget):
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        for j, tip in enumerate(self.TIPS):
+            header = self.table.horizontalHeaderItem(j)
+            if header is not None:
+                header.setToolTip(tip)
         row = QHBoxLayout()
-        row.addWidget(self.plot, 2)
-        row.addWidget(self.table, 3)
+        row.addWidget(self.plot, 1)
+        row.addWidget(self.table, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.summary)
