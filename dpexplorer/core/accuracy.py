@@ -522,7 +522,21 @@ def shown_coordinate(query: NumericInput) -> tuple[int, str]:
     )
 
 
-class NoisyReleaseMechanism(Mechanism):
+class ProfileMechanism(Mechanism):
+    """A mechanism that computes its privacy profile for many epsilons at once: one delta is
+    the profile read at a single epsilon."""
+
+    @abstractmethod
+    def privacy_profile(
+        self, params: Mapping[str, Any], query: QueryInput, epsilons: np.ndarray
+    ) -> np.ndarray:
+        """delta(epsilon) at each epsilon (exact, or an upper bound where the subclass says so)."""
+
+    def delta_at(self, params: Mapping[str, Any], query: QueryInput, epsilon: float) -> float:
+        return float(self.privacy_profile(params, query, np.array([float(epsilon)]))[0])
+
+
+class NoisyReleaseMechanism(ProfileMechanism):
     """Base of the mechanisms whose output on each dataset is a :class:`NoisyRelease`: the views,
     the exact delta (generic :func:`hockey_stick`; subclasses with a closed form override
     :meth:`privacy_profile`) and the simulation all follow from :meth:`releases`. They release
@@ -545,9 +559,6 @@ class NoisyReleaseMechanism(Mechanism):
         """Exact delta(eps) on this pair, both directions (:func:`hockey_stick`)."""
         pair = self.releases(params, query)
         return hockey_stick(pair.d, pair.d_prime, np.asarray(epsilons, dtype=float))
-
-    def delta_at(self, params: Mapping[str, Any], query: QueryInput, epsilon: float) -> float:
-        return float(self.privacy_profile(params, query, np.array([float(epsilon)]))[0])
 
     def simulate(
         self,

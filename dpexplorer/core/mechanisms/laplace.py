@@ -84,6 +84,14 @@ def vector_laplace_delta(epsilon: np.ndarray | float, shifts: np.ndarray) -> np.
     return np.array([np.sum(pmf * np.maximum(0.0, -np.expm1(e - losses))) for e in eps])
 
 
+def pure_laplace_profile(epsilons: np.ndarray, shifts: np.ndarray, epsilon: float) -> np.ndarray:
+    """delta at each of ``epsilons`` of Laplace coordinates whose means differ by ``shifts``
+    (in units of their scales) between D and D', for a mechanism that claims pure ``epsilon``-DP:
+    0 at and above it, else :func:`vector_laplace_delta` (an upper bound within ~1e-4)."""
+    eps = np.atleast_1d(np.asarray(epsilons, dtype=float))
+    return np.where(eps >= epsilon, 0.0, vector_laplace_delta(eps, shifts))
+
+
 LAPLACE_EPSILON = EPSILON.with_note("Laplace noise of scale b = sensitivity / ε gives exactly ε-DP (δ = 0).")
 
 

@@ -40,7 +40,6 @@ from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
     CentredMoments,
     Curve,
-    Mechanism,
     NumericInput,
     NumericOutput,
     PointMass,
@@ -48,7 +47,7 @@ from dpexplorer.core.mechanisms.base import (
     key_selection_guarantee,
     with_key_selection,
 )
-from dpexplorer.core.mechanisms.laplace import LAPLACE_EPSILON, vector_laplace_delta
+from dpexplorer.core.mechanisms.laplace import LAPLACE_EPSILON, pure_laplace_profile
 from dpexplorer.core.mechanisms.params import Param, probability
 from dpexplorer.core.mechanisms.registry import register
 
@@ -231,7 +230,7 @@ def _primes(query: NumericInput) -> tuple[CentredMoments, ...]:
 
 
 @register
-class NoisyMeanMechanism(Mechanism):
+class NoisyMeanMechanism(acc.ProfileMechanism):
     """Mean as noisy centred sum over noisy count (module docstring): pure epsilon-DP."""
 
     name: ClassVar[str] = "noisy_mean"
@@ -307,12 +306,7 @@ class NoisyMeanMechanism(Mechanism):
         shifts = []
         for p, q in self.all_laws(params, query):
             shifts += [(p.s - q.s) / p.b1] + ([(p.n - q.n) / p.b2] if p.b2 > 0 else [])
-        eps = np.atleast_1d(np.asarray(epsilons, dtype=float))
-        deltas = vector_laplace_delta(eps, np.array(shifts))
-        return np.where(eps >= float(params["epsilon"]), 0.0, deltas)
-
-    def delta_at(self, params: Mapping[str, Any], query: QueryInput, epsilon: float) -> float:
-        return float(self.privacy_profile(params, query, np.array([epsilon]))[0])
+        return pure_laplace_profile(epsilons, np.array(shifts), float(params["epsilon"]))
 
     def simulate(
         self,

@@ -31,12 +31,11 @@ from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
     CentredMoments,
     Curve,
-    Mechanism,
     NumericInput,
     NumericOutput,
     QueryInput,
 )
-from dpexplorer.core.mechanisms.laplace import LAPLACE_EPSILON, vector_laplace_delta
+from dpexplorer.core.mechanisms.laplace import LAPLACE_EPSILON, pure_laplace_profile
 from dpexplorer.core.mechanisms.params import Param
 from dpexplorer.core.mechanisms.registry import register
 
@@ -77,7 +76,7 @@ def _truth(moments: CentredMoments, lower: float, upper: float, std: bool) -> fl
 
 
 @register
-class NoisyVarianceMechanism(Mechanism):
+class NoisyVarianceMechanism(acc.ProfileMechanism):
     """Variance / standard deviation from three noisy sums (module docstring): pure epsilon-DP."""
 
     name: ClassVar[str] = "noisy_variance"
@@ -172,11 +171,7 @@ class NoisyVarianceMechanism(Mechanism):
         scales = self._scales(float(params["epsilon"]), query)
         diffs = (m.count - mp.count, m.centred_sum - mp.centred_sum, m.centred_squares - mp.centred_squares)
         shifts = np.array([d / b for d, b in zip(diffs, scales, strict=True) if b > 0])
-        eps = np.atleast_1d(np.asarray(epsilons, dtype=float))
-        return np.where(eps >= float(params["epsilon"]), 0.0, vector_laplace_delta(eps, shifts))
-
-    def delta_at(self, params: Mapping[str, Any], query: QueryInput, epsilon: float) -> float:
-        return float(self.privacy_profile(params, query, np.array([epsilon]))[0])
+        return pure_laplace_profile(epsilons, shifts, float(params["epsilon"]))
 
     def accuracy(
         self, params: Mapping[str, Any], query: QueryInput, ci_level: float = 0.95

@@ -28,7 +28,6 @@ from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
     CategoricalOutput,
     Curve,
-    Mechanism,
     NumericInput,
     NumericOutput,
     OutputDistribution,
@@ -159,7 +158,7 @@ class ProposeTestRelease(DataStatisticMechanism):
 
 
 # ---------------------------------------------------------------- Dist2Instability
-class _Dist2Instability(Mechanism):
+class _Dist2Instability(acc.ProfileMechanism):
     """Shared by the median and mode versions: release f(x) exactly or "⊥"; (epsilon, delta)-DP."""
 
     params: ClassVar[tuple[Param, ...]] = (EPSILON, TEST_DELTA)
@@ -197,9 +196,6 @@ class _Dist2Instability(Mechanism):
     ) -> np.ndarray:
         """Exact delta(eps) on this pair (finite outputs: :func:`acc.discrete_hockey_stick`)."""
         return acc.discrete_hockey_stick(*self.pmfs(params, query), np.asarray(epsilons, dtype=float))
-
-    def delta_at(self, params: Mapping[str, Any], query: QueryInput, epsilon: float) -> float:
-        return float(self.privacy_profile(params, query, np.array([float(epsilon)]))[0])
 
     def _bottom_curve(self, xs: np.ndarray, bottom_at: Any, x_label: str) -> Curve:
         return acc.curve_over(xs, bottom_at, x_label=x_label, y_label="P(⊥, no answer)", name="P(⊥)")
