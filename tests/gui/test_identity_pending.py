@@ -16,7 +16,8 @@ import pytest
 from dpexplorer.data import load as load_module
 from dpexplorer.data.default import default_dataset_path
 from dpexplorer.data.load import content_fingerprint, load_dataset
-from dpexplorer.gui.main_window import IDENTITY_PENDING, IDENTITY_VIEW, MainWindow
+from dpexplorer.gui.main_window import MainWindow
+from dpexplorer.gui.window_release import IDENTITY_PENDING, IDENTITY_VIEW
 from dpexplorer.release.ledger import Ledger
 
 WINDOW_S = 0.5

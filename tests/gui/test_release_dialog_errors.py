@@ -65,7 +65,7 @@ def test_bounds_filled_in_from_the_data_are_flagged_before_a_release() -> None:
     """Issue 15: published bounds equal to the column's observed extremes reveal them; the
     release dialog says so (the check reads the steward-only summary the panel already has)."""
     from dpexplorer.data.queries import Count, Mean
-    from dpexplorer.gui.main_window import peeked_bounds_warning
+    from dpexplorer.gui.window_release import peeked_bounds_warning
 
     observed = {"age": (17.0, 90.0)}
     both = peeked_bounds_warning(Mean("age", 17, 90), observed)
