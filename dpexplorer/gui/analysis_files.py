@@ -17,7 +17,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QMenu
 
 from dpexplorer.core.errors import DPExplorerError
-from dpexplorer.gui.query_panel import EACH_ROW
+from dpexplorer.gui.query_groups import EACH_ROW
 
 if TYPE_CHECKING:
     from dpexplorer.release.analysis_export import Analysis

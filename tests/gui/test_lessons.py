@@ -167,7 +167,8 @@ def test_lesson_queries_speak_the_query_panels_language(qtbot):
     """The lesson format's kinds and keys are the query panel's (a new control or kind there
     must be known here, or a lesson would leave it at whatever the user last chose)."""
     from dpexplorer.gui import lesson_files
-    from dpexplorer.gui.query_panel import EACH_ROW, QUERY_KINDS, QueryPanel
+    from dpexplorer.gui.query_groups import EACH_ROW
+    from dpexplorer.gui.query_panel import QUERY_KINDS, QueryPanel
 
     panel = QueryPanel()
     qtbot.addWidget(panel)
