@@ -179,6 +179,11 @@ def probability(
     )
 
 
+def number(name: str, label: str, *, default: float, low: float, high: float, help: str) -> Param:
+    """A float in [low, high] (a share, a threshold) on a linear slider."""
+    return Param(name=name, label=label, type="float", default=default, low=low, high=high, help=help)
+
+
 def whole_number(name: str, label: str, *, default: int, low: int, high: int, help: str) -> Param:
     """An int in [low, high] (a count of rounds, picks, rows or steps) on a linear slider."""
     return Param(name=name, label=label, type="int", default=default, low=low, high=high, help=help)

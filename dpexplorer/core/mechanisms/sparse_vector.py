@@ -38,7 +38,7 @@ from dpexplorer.core.mechanisms.exponential import (
     selection_accuracy,
 )
 from dpexplorer.core.mechanisms.noisy_max import _laplace_logcdf
-from dpexplorer.core.mechanisms.params import EPSILON, Param, whole_number
+from dpexplorer.core.mechanisms.params import EPSILON, Param, number, whole_number
 from dpexplorer.core.mechanisms.registry import register
 from dpexplorer.core.quadrature import log_integrals
 from dpexplorer.core.row_count import COUNT_SHARE, denominator_note, noisy_row_counts, split_epsilon
@@ -49,10 +49,9 @@ the views would freeze the explorer; the transcript view still runs any workload
 MAX_OUTCOMES = 20_000
 TOP, BOTTOM, HALTED = "⊤", "⊥", "—"
 
-THRESHOLD = Param(
-    name="threshold",
-    label="Threshold (share of rows)",
-    type="float",
+THRESHOLD = number(
+    "threshold",
+    "Threshold (share of rows)",
     default=0.1,
     low=0.0,
     high=1.0,
