@@ -11,7 +11,8 @@ import pytest
 
 from dpexplorer.core.mechanisms.base import NumericOutput, PointMass
 from dpexplorer.gui.jobs import NeighboursResult
-from dpexplorer.gui.views.neighbours import LOSS_CLIP, NeighboursView
+from dpexplorer.gui.views.neighbours import NeighboursView
+from dpexplorer.gui.views.neighbours_shapes import LOSS_CLIP
 from dpexplorer.gui.views.spanning import Bands, Rules
 
 
@@ -204,7 +205,7 @@ def test_the_plots_fit_the_visible_densities_and_the_red_bands():
     widened to any output where the loss exceeds ε."""
     from scipy import stats
 
-    from dpexplorer.gui.views.neighbours import INK, shown_span
+    from dpexplorer.gui.views.neighbours_shapes import INK, shown_span
 
     grid = np.concatenate(
         [-np.geomspace(3e9, 40, 300), np.linspace(-40, 40, 801), np.geomspace(40, 3e9, 300)]

@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
-from PySide6.QtGui import QFontMetrics, QPainterPath
+from PySide6.QtCore import QEvent, QRectF, Qt
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (
     QGraphicsPathItem,
     QGraphicsView,
@@ -37,6 +37,18 @@ from dpexplorer.gui.views.base import (
     sticky_range,
 )
 from dpexplorer.gui.views.live_text import LiveText
+from dpexplorer.gui.views.neighbours_labels import place_beside_stems, place_line_labels
+from dpexplorer.gui.views.neighbours_shapes import (
+    LOSS_CLIP,
+    MIN_RUNS_FOR_LOSS,
+    SimulatedBins,
+    clip_loss,
+    excess_area,
+    excess_bands,
+    over_epsilon,
+    shown_span,
+    span_width,
+)
 from dpexplorer.gui.views.outcomes import ShownOutcomes, readable_ticks, span_for_name
 from dpexplorer.gui.views.selection import error_label
 from dpexplorer.gui.views.spanning import Bands, Rules, Spanning
@@ -49,66 +61,20 @@ LEFT_AXIS_WIDTH = 64
 WIDEST_TICK = "0.00012"
 """The widest tick label the left axes must show (a density; pyqtgraph drops a label that does
 not fit): the axes are made wide enough for it in the window's font."""
-STEM_CLEARANCE = 8.0
-"""Pixels between a true answer's line and its label: a point mass's stems may stand on it."""
 TRUE_LABEL_ALONG = {"true_d": 0.95, "true_d_prime": 0.85}
 """Where the true answers' labels sit on their lines (fraction of the plot's height), unless
 that covers the legend or the other label."""
 OUTPUT_AXIS = "output o of the mechanism"
 SCALED_AXIS = "(o − centre of M(D)) ÷ noise scale of M(D)"
 """The x axis when the noise is too small to plot around the value (NumericOutput.unit)."""
-MIN_RUNS_FOR_LOSS = 10
-"""Simulated runs a bin needs on each side before its privacy loss is estimated (below, the
-logarithm of a count is mostly noise)."""
-LOSS_CLIP = 25.0
-"""Losses beyond ±this (including ±inf) are drawn at the clip, and the plot says so."""
 
 
 def _brush(color: tuple[int, int, int], alpha: int) -> pg.QtGui.QBrush:
     return palette.brush(color, alpha)
 
 
-INK = 1e-3
-"""A density below this fraction of the tallest is under half a pixel high on a plot up to
-500 px tall: the x range need not show it (unless the loss exceeds ε there)."""
-
-
-def over_epsilon(loss: np.ndarray, epsilon: float) -> np.ndarray:
-    """Where |loss| > epsilon (NaN, where both densities vanish, is not; nor is rounding noise)."""
-    return np.abs(np.nan_to_num(loss, nan=0.0)) > epsilon * (1 + 1e-9)
-
-
-def shown_span(grid: np.ndarray, p: np.ndarray, q: np.ndarray, over: np.ndarray) -> tuple[float, float]:
-    """The outputs the plots fit: where either density is visible (at least INK of the tallest)
-    or the loss exceeds ε (``over``, the red bands). The grid itself holds all but 1e-10 of
-    each law per side, which for heavy tails (Cauchy: ±3e9 noise scales) would squeeze the
-    densities into a spike; the curves still run over the whole grid, for panning and export."""
-    top = max(float(np.max(p)), float(np.max(q))) if grid.size else 0.0
-    keep = np.flatnonzero((p >= INK * top) | (q >= INK * top) | over)
-    if keep.size == 0 or grid.size < 2:
-        return (float(grid[0]), float(grid[-1])) if grid.size else (0.0, 1.0)
-    return float(grid[keep[0]]), float(grid[keep[-1]])
-
-
-def _width(low: float, high: float) -> float:
-    return high - low if high > low else 1.0
-
-
 def _dashed(color: tuple[int, int, int]) -> pg.QtGui.QPen:
     return palette.pen(color, width=1, style=Qt.PenStyle.DashLine)
-
-
-def covered(rect: QRectF, area: QRectF, taken: list[QRectF]) -> float:
-    """Square pixels of ``rect`` outside ``area`` or over any of ``taken`` (0: a free place)."""
-    inside = rect.intersected(area)
-    outside = rect.width() * rect.height() - inside.width() * inside.height()
-    over = (rect.intersected(r) for r in taken)
-    return outside + sum(max(0.0, r.width()) * max(0.0, r.height()) for r in over)
-
-
-def clip_loss(loss: np.ndarray) -> np.ndarray:
-    """The loss as drawn: NaN (both sides 0) at 0, beyond ±LOSS_CLIP (±inf too) at the clip."""
-    return np.clip(np.nan_to_num(loss, nan=0.0, posinf=LOSS_CLIP, neginf=-LOSS_CLIP), -LOSS_CLIP, LOSS_CLIP)
 
 
 def _error_bars(color: tuple[int, int, int]) -> pg.ErrorBarItem:
@@ -139,16 +105,6 @@ def _curve(
     curve = pg.PlotCurveItem(pen=pen, name=name, connect=connect)
     plot.addItem(curve)
     return curve
-
-
-def excess_area(grid: np.ndarray, p: np.ndarray, scaled_q: np.ndarray) -> QPainterPath:
-    """The region between p_D and min(p_D, e^ε·p_D'), as one closed polygon: its area is
-    ∫ max(0, p_D − e^ε p_D'). Built in numpy: pyqtgraph's FillBetweenItem rebuilds its path
-    from two curves' polygons, 4 ms per curve at each redraw."""
-    floor = np.minimum(p, scaled_q)
-    path = pg.arrayToQPath(np.concatenate((grid, grid[::-1])), np.concatenate((p, floor[::-1])))
-    path.closeSubpath()
-    return path
 
 
 class NeighboursView(View):
@@ -294,27 +250,8 @@ class NeighboursView(View):
             return
         plot = self.outputs.getViewBox().sceneBoundingRect()
         area = QRectF(plot.left(), plot.top() - 1e6, plot.width(), 2e6)  # only its sides bind
-        legend = self.outputs.legend
-        taken = [legend.sceneBoundingRect()] if legend is not None and legend.isVisible() else []
-        taken += [stem.sceneBoundingRect() for stem in self._pools.get("stem", []) if stem.isVisible()]
-        for key, rule in zip(TRUE_LABEL_ALONG, rules, strict=True):
-            assert isinstance(rule, Rules)
-            best: tuple[float, float, tuple[float, float]] | None = None
-            for along in np.arange(TRUE_LABEL_ALONG[key], 0.0, -0.1):
-                clear = STEM_CLEARANCE / max(rule.label_width(), 1.0)  # past a stem on the line
-                for anchor in ((-clear, 0.5), (1.0 + clear, 0.5)):
-                    rule.place_labels(float(along), anchor)
-                    (rect,) = rule.label_rects()
-                    cost = covered(rect, area, taken)
-                    if best is None or cost < best[0]:
-                        best = (cost, float(along), anchor)
-                    if cost == 0:
-                        break
-                if best is not None and best[0] == 0:
-                    break
-            assert best is not None
-            rule.place_labels(best[1], best[2])
-            taken += rule.label_rects()
+        shown = [rule for rule in rules if isinstance(rule, Rules)]  # all of them (checked above)
+        place_line_labels(shown, list(TRUE_LABEL_ALONG.values()), area, self._legend_and_stems())
 
     def _draws_curves(self) -> dict[str, pg.GraphicsObject]:
         dotted = Qt.PenStyle.DotLine
@@ -533,35 +470,24 @@ class NeighboursView(View):
         return items
 
     def _draw_monte_carlo(self, result: NeighboursResult, out: NumericOutput) -> None:
-        """Histograms of ``out.monte_carlo_runs`` runs per side with their sampling error: a
-        bin of c runs in R has standard error sqrt(c (1 - c/R)) runs; the loss ln(c_D / c_D')
-        is estimated where both sides have at least MIN_RUNS_FOR_LOSS runs, with the delta
-        method's standard error sqrt(1/c_D + 1/c_D')."""
+        """Histograms of ``out.monte_carlo_runs`` runs per side with ±2 standard errors, and the
+        loss estimated where both sides have enough runs (:class:`SimulatedBins`)."""
         items = self._use_layout(("monte_carlo",))
         set_axis_label(self.outputs, "left", "estimated density")
         set_axis_label(self.loss, "bottom", out.quantity or OUTPUT_AXIS)
-        grid = np.asarray(out.grid, dtype=float)
-        runs = out.monte_carlo_runs
-        width = float(grid[1] - grid[0]) if grid.size > 1 else 1.0
-        edges = np.append(grid - width / 2, grid[-1] + width / 2)
-        counts = {}
-        for key, density in (("p", out.density_d), ("q", out.density_d_prime)):
-            c = np.round(np.asarray(density, dtype=float) * runs * width)
-            counts[key] = c
-            se = np.sqrt(c * (1 - c / runs)) / (runs * width)
-            items[key].setData(edges, c / (runs * width))
-            items[key + "_bars"].setData(x=grid, y=c / (runs * width), height=4 * se)
-        c_d, c_q = counts["p"], counts["q"]
-        enough = (c_d >= MIN_RUNS_FOR_LOSS) & (c_q >= MIN_RUNS_FOR_LOSS)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            loss = np.where(enough, np.log(c_d) - np.log(c_q), np.nan)
-            se_loss = np.where(enough, np.sqrt(1 / c_d + 1 / c_q), np.nan)
+        bins = SimulatedBins.of(out)
+        grid, enough, loss, se_loss = bins.grid, bins.enough, bins.loss, bins.se_loss
+        runs = bins.runs
+        for key, counts in (("p", bins.counts_d), ("q", bins.counts_d_prime)):
+            density, se = bins.density(counts)
+            items[key].setData(bins.edges, density)
+            items[key + "_bars"].setData(x=grid, y=density, height=4 * se)
         items["loss"].setData(grid[enough], loss[enough])
         items["loss_bars"].setData(x=grid[enough], y=loss[enough], height=4 * se_loss[enough])
         items["epsilon_lines"].set_values((result.epsilon, -result.epsilon))
-        span = (float(edges[0]), float(edges[-1]))
-        top = float(np.max(np.concatenate([c_d, c_q]))) / (runs * width) * 1.15
-        self._fit(self.outputs, x=span, y=(0.0, top))
+        span = (float(bins.edges[0]), float(bins.edges[-1]))
+        tallest = max(float(np.max(bins.counts_d)), float(np.max(bins.counts_d_prime)))
+        self._fit(self.outputs, x=span, y=(0.0, bins.density(np.array(tallest))[0] * 1.15))
         reach = np.concatenate([np.abs(loss[enough]) + 2 * se_loss[enough], [result.epsilon]])
         self._fit(self.loss, y=(-float(reach.max()) * 1.1, float(reach.max()) * 1.1))
         note = items["few_runs"]
@@ -571,8 +497,8 @@ class NeighboursView(View):
             note.setPos((span[0] + span[1]) / 2, 0.0)
         self.columns = {
             "bin centre": grid,
-            "runs on D": c_d,
-            "runs on D'": c_q,
+            "runs on D": bins.counts_d,
+            "runs on D'": bins.counts_d_prime,
             "estimated loss": loss,
             "standard error of the loss": se_loss,
         }
@@ -642,7 +568,7 @@ class NeighboursView(View):
         extra = 0.08 + 0.06 * len(apart) if apart else 0.0
         self._fit(
             self.outputs,
-            x=(low, high + extra * _width(low, high)),
+            x=(low, high + extra * span_width(low, high)),
             y=(0.0, self._mass_top(out, density_top)),
         )
         self._place_mass_labels()
@@ -683,7 +609,7 @@ class NeighboursView(View):
             len(masses),
             lambda: pg.TextItem(color=palette.colour(GREY), anchor=(0, 0)),
         )
-        span = _width(low, high)
+        span = span_width(low, high)
         top = self._mass_top(out, density_top)
         self._mass_spots: list[tuple[float, float]] = []
         apart = 0
@@ -702,18 +628,24 @@ class NeighboursView(View):
             tallest = max(mass.mass_d, mass.mass_d_prime)
             self._mass_spots.append((x, min(tallest, 0.97 * top) if top > 0 else tallest))
 
+    def _stem_rects(self) -> list[QRectF]:
+        """Scene rectangles of the point masses' stems shown (two per mass, D then D')."""
+        return [stem.sceneBoundingRect() for stem in self._pools.get("stem", []) if stem.isVisible()]
+
+    def _legend_and_stems(self) -> list[QRectF]:
+        """Scene rectangles no label may cover: the legend (when shown) and the stems."""
+        legend = self.outputs.legend
+        shown = legend is not None and legend.isVisible()
+        return ([legend.sceneBoundingRect()] if shown else []) + self._stem_rects()
+
     def _label_rects(self) -> list[QRectF]:
         """Scene rectangles of what a mass label must not cover: the legend, the labels of the
         true-answer lines, and the stems."""
-        rects = []
-        legend = self.outputs.legend
-        if legend is not None and legend.isVisible():
-            rects.append(legend.sceneBoundingRect())
+        rects = self._legend_and_stems()
         for key in ("true_d", "true_d_prime"):
             rules = self._items.get(key)
             if isinstance(rules, Rules) and rules.isVisible():
                 rects += rules.label_rects()
-        rects += [stem.sceneBoundingRect() for stem in self._pools.get("stem", []) if stem.isVisible()]
         return rects
 
     def _place_mass_labels(self) -> None:
@@ -723,28 +655,7 @@ class NeighboursView(View):
         spots = getattr(self, "_mass_spots", [])
         if not texts or len(spots) != len(texts):
             return
-        view = self.outputs.getViewBox()
-        area = view.sceneBoundingRect()
-        taken = self._label_rects()
-        stems = [stem.sceneBoundingRect() for stem in self._pools.get("stem", []) if stem.isVisible()]
-        gap = 4.0
-        for k, (text, (x, y)) in enumerate(zip(texts, spots, strict=True)):
-            size = text.textItem.boundingRect()
-            w, h = size.width(), size.height()
-            spot = view.mapViewToScene(QPointF(x, y))
-            own = stems[2 * k : 2 * k + 2]
-            left_edge = min((r.left() for r in own), default=spot.x())
-            right_edge = max((r.right() for r in own), default=spot.x())
-            rows = int(area.height() // max(h, 1.0)) + 1
-            candidates = [
-                QRectF(left, top, w, h)
-                for top in [spot.y() - h / 2 + i * h for i in range(rows)] + [area.top()]
-                for left in (right_edge + gap, left_edge - gap - w)
-            ]
-            # the first free one, else the least covered
-            chosen = min(candidates, key=lambda rect: covered(rect, area, taken))
-            taken.append(chosen)
-            text.setPos(view.mapSceneToView(chosen.topLeft()))
+        place_beside_stems(self.outputs.getViewBox(), texts, spots, self._stem_rects(), self._label_rects())
 
     @staticmethod
     def _mark_true_answers(result: NeighboursResult, items: dict[str, pg.GraphicsObject]) -> None:
@@ -756,9 +667,7 @@ class NeighboursView(View):
 
     def _shade_excess_regions(self, grid: np.ndarray, over: np.ndarray) -> None:
         """Light red bands over the outputs where |loss| > epsilon (``over``), in both plots."""
-        edges = np.flatnonzero(np.diff(np.concatenate(([0], over.astype(int), [0]))))
-        step = float(np.median(np.diff(grid))) / 2 if grid.size > 1 else 0.5
-        bands = [(grid[a] - step, grid[b - 1] + step) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+        bands = excess_bands(grid, over)
         for key in ("bands", "bands_loss"):
             self._items[key].set_spans(bands)
 
