@@ -187,18 +187,15 @@ def checked_seed(query: GroupBy, relation: Relation, bounding_seed: int | None) 
 
 
 def declared_input(
-    dataset: Any,
-    query: GroupBy,
-    relation: Relation,
-    bounding_seed: int | None = None,
-    exact_sums: bool = False,
+    dataset: Any, query: GroupBy, relation: Relation, seed: int | None, exact_sums: bool = False
 ) -> NumericInput:
     """For declared keys: the statistic per group on D and on D' (module docstring), the
     sensitivities, and, for a mean, the per-group moments of D and D' for the noisy sum over
-    noisy count. With a privacy unit, D is the data after bounding (``bounding_seed``: None draws
-    one seed from the OS CSPRNG, used by every aggregate of this input). With ``exact_sums`` (a
-    release), sums come from the engine's exact requests."""
-    steps = bounding_steps(query, checked_seed(query, relation, bounding_seed))
+    noisy count; called as :func:`~dpexplorer.data.private_groups.private_input` is, by
+    :func:`dpexplorer.data.group_by.group_input`, with the input's one bounding ``seed``
+    (:func:`checked_seed`). With ``exact_sums`` (a release), sums come from the engine's exact
+    requests."""
+    steps = bounding_steps(query, checked_seed(query, relation, seed))
     groups = Groups.declared(query)
     if query.statistic == "quantile":
         return quantile_input(dataset, query, relation, steps, group_values(dataset, query, steps), groups)

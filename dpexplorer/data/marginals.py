@@ -134,19 +134,28 @@ def marginal_input(
         source = next(top for top in counted if set(clique) <= set(top))
         marginals[clique] = marginalise(counted[source], sizes, source, clique)
         marginals[clique].flags.writeable = False
-    n = int(aggregate(dataset, RowCount(), steps))
-    l1, l2sq = (rows, rows * rows) if relation == "add_remove" else (2, 2)
-    who = f"one person ({query.unit.column}) with up to {rows} row(s)" if query.unit else "one row"
     return MarginalInput(
         columns=query.columns,
         labels=tuple(a.labels for a in query.axes),
         workload=workload,
         marginals_d=marginals,
-        n=n,
-        sensitivity_l1=l1,
-        sensitivity_l2_squared=l2sq,
-        relation=relation,
-        max_rows=rows,
-        differing_row=f"D' = D {'plus' if relation == 'add_remove' else 'with a change of'} {who}",
+        n=int(aggregate(dataset, RowCount(), steps)),
         bins=tuple(a.to_dict() for a in query.axes),
+        **_neighbours(query, relation, rows),
     )
+
+
+def _neighbours(query: Marginals, relation: Relation, rows: int) -> dict[str, Any]:
+    """What the neighbouring relation makes of one marginal's counts (function docstring of
+    :func:`marginal_input`): add/remove one person of at most ``rows`` rows changes at most
+    ``rows`` cells by one each (l1 = rows, l2^2 = rows^2); replacing one row moves one count
+    from a cell to another (l1 = l2^2 = 2). Public: declared facts only."""
+    l1, l2sq = (rows, rows * rows) if relation == "add_remove" else (2, 2)
+    who = f"one person ({query.unit.column}) with up to {rows} row(s)" if query.unit else "one row"
+    return {
+        "sensitivity_l1": l1,
+        "sensitivity_l2_squared": l2sq,
+        "relation": relation,
+        "max_rows": rows,
+        "differing_row": f"D' = D {'plus' if relation == 'add_remove' else 'with a change of'} {who}",
+    }

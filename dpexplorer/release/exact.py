@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from dpexplorer.core.accounting.guarantees import Guarantee, PureDP
+from dpexplorer.core.accounting.guarantees import ApproxDP, Guarantee, PureDP
 from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.release import samplers
 from dpexplorer.release.rational import ceil_fraction, floor_log2
@@ -107,6 +107,14 @@ class ExactRelease:
     def pure(cls, epsilon: float, **fields: Any) -> ExactRelease:
         """A pure epsilon-DP release: the guarantee and the reported (epsilon, 0) from one number."""
         return cls(guarantee=PureDP(epsilon), epsilon=epsilon, delta=0.0, rho=None, **fields)
+
+    @classmethod
+    def approximate(cls, claimed: Guarantee, **fields: Any) -> ExactRelease:
+        """An (epsilon, delta)-DP release (behind the distance test: PTR, Dist2Instability): the
+        mechanism's claimed guarantee, which must be ApproxDP, and the reported (epsilon, delta)
+        from it."""
+        assert isinstance(claimed, ApproxDP), claimed
+        return cls(guarantee=claimed, epsilon=claimed.epsilon, delta=claimed.delta, rho=None, **fields)
 
 
 def finite_fractions(values: Sequence[float] | np.ndarray, what: str) -> list[Fraction]:
@@ -246,6 +254,17 @@ class DistanceTest:
 
     def passes(self, distance: int, bits: BitSource) -> bool:
         return distance + samplers.discrete_laplace(Fraction(self.t, self.s), bits) >= self.m
+
+    def then(
+        self, distance: int, answer: Callable[[BitSource], list[Value]]
+    ) -> Callable[[BitSource], list[Value]]:
+        """A release's ``draw``: run the test at ``distance``, then ``answer(bits)`` when it
+        passes, else ⊥ (one value)."""
+
+        def draw(bits: BitSource) -> list[Value]:
+            return answer(bits) if self.passes(distance, bits) else [BOTTOM]
+
+        return draw
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from dpexplorer.core.accounting.guarantees import ZCDP, ApproxDP, GaussianNoise, LaplaceNoise
+from dpexplorer.core.accounting.guarantees import ZCDP, GaussianNoise, LaplaceNoise
 from dpexplorer.core.mechanisms.base import Mechanism, NumericInput
 from dpexplorer.release import samplers
 from dpexplorer.release.exact import (
@@ -237,17 +237,6 @@ def gaussian_release(
     )
 
 
-def _tested(
-    test: DistanceTest, distance: int, answer: Callable[[BitSource], list[Value]]
-) -> Callable[[BitSource], list[Value]]:
-    """``draw``: run the test, then ``answer(bits)`` on passing, else ⊥."""
-
-    def draw(bits: BitSource) -> list[Value]:
-        return answer(bits) if test.passes(distance, bits) else [BOTTOM]
-
-    return draw
-
-
 def ptr_release(
     mechanism: Mechanism, params: Mapping[str, Any], query: NumericInput, ci_level: float
 ) -> ExactRelease:
@@ -259,16 +248,11 @@ def ptr_release(
     scale = bound / Fraction(epsilon)
     laplace = _LaplaceOnGrid.calibrated(_numeric_grid(query, scale, bound, "l1"), scale, bound)
     answer = laplace.grid.outputs(laplace.noise)["draw"]
-    claimed = mechanism.guarantee(params, query)
-    assert isinstance(claimed, ApproxDP)
-    return ExactRelease(
-        guarantee=claimed,
-        epsilon=claimed.epsilon,
-        delta=claimed.delta,
-        rho=None,
+    return ExactRelease.approximate(
+        mechanism.guarantee(params, query),
         sampler=f"discrete distance test, then {LAPLACE_SAMPLER}",
         labels=_labels(query)[:1],
-        draw=_tested(test, distance, answer),
+        draw=test.then(distance, answer),
         provenance={**laplace.describe(), **test.describe()},
         ci_halfwidth=laplace.ci_halfwidth(ci_level),
     )
@@ -285,14 +269,9 @@ def d2i_median_release(mechanism: Mechanism, params: Mapping[str, Any], query: N
     else:
         distance = int(mechanism.distances(query)[0])  # type: ignore[attr-defined]
         (median,) = finite_fractions(np.atleast_1d(query.value_d)[:1], "median")
-        draw = _tested(test, distance, lambda bits: [float(median)])
-    claimed = mechanism.guarantee(params, query)
-    assert isinstance(claimed, ApproxDP)
-    return ExactRelease(
-        guarantee=claimed,
-        epsilon=claimed.epsilon,
-        delta=claimed.delta,
-        rho=None,
+        draw = test.then(distance, lambda bits: [float(median)])
+    return ExactRelease.approximate(
+        mechanism.guarantee(params, query),
         sampler="discrete distance test (CKS 2020 discrete Laplace), then the exact median",
         labels=("median",),
         draw=draw,

@@ -146,20 +146,26 @@ def integral_flags(statistic: str, labels: Sequence[str]) -> tuple[bool, ...]:
     return tuple(_is_count(label, statistic) for label in labels)
 
 
-def raw_intervals(
-    *,
-    mechanism: str,
-    public_facts: Mapping[str, Any],
-    provenance: Mapping[str, Any],
-    dp_outputs: Mapping[str, Any],
-    labels: Sequence[str],
-    values: Sequence[float | str],
-    noise: Sequence[tuple[float, float] | None] | None,
-) -> tuple[list[tuple[float, float] | None], list[str | None]]:
-    """Each value's interval and its kind before post-processing (module docstring). ``noise``
-    the noise law's intervals (fixed-width ones), if the path has them."""
-    computed = dp_outputs.get("confidence_intervals")
-    span = _finite_range(public_facts, mechanism)
+@dataclass(frozen=True)
+class Drawn:
+    """A release's drawn values with what their intervals are read from: the mechanism, the
+    public facts, the provenance and DP outputs of its exact path, and ``noise``, the noise
+    law's intervals (fixed-width ones) if the path has them. Public facts and DP outputs only."""
+
+    mechanism: str
+    public_facts: Mapping[str, Any]
+    provenance: Mapping[str, Any]
+    dp_outputs: Mapping[str, Any]
+    labels: Sequence[str]
+    values: Sequence[float | str]
+    noise: Sequence[tuple[float, float] | None] | None
+
+
+def raw_intervals(drawn: Drawn) -> tuple[list[tuple[float, float] | None], list[str | None]]:
+    """Each value's interval and its kind before post-processing (module docstring)."""
+    mechanism, labels, values, noise = drawn.mechanism, drawn.labels, drawn.values, drawn.noise
+    computed = drawn.dp_outputs.get("confidence_intervals")
+    span = _finite_range(drawn.public_facts, mechanism)
     intervals: list[tuple[float, float] | None] = []
     kinds: list[str | None] = []
     for i, value in enumerate(values):
@@ -198,14 +204,8 @@ def _cut(interval: tuple[float, float], low: float, high: float) -> tuple[float,
 
 
 def publish(
+    drawn: Drawn,
     *,
-    mechanism: str,
-    public_facts: Mapping[str, Any],
-    provenance: Mapping[str, Any],
-    dp_outputs: Mapping[str, Any],
-    labels: Sequence[str],
-    values: Sequence[float | str],
-    noise: Sequence[tuple[float, float] | None] | None,
     options: Mapping[str, Any] | None = None,
     groups: int = 0,
     level: float = 0.95,
@@ -217,21 +217,14 @@ def publish(
     another, all of a group's parts together. ``consistent``: (released total, its half-width at
     a level, the bins' half-width at a level) for ``total_from_entry``."""
     chosen = declared(options)
-    statistic = str(public_facts.get("statistic", ""))
-    intervals, kinds = raw_intervals(
-        mechanism=mechanism,
-        public_facts=public_facts,
-        provenance=provenance,
-        dp_outputs=dp_outputs,
-        labels=labels,
-        values=values,
-        noise=noise,
-    )
+    labels, values = drawn.labels, drawn.values
+    statistic = str(drawn.public_facts.get("statistic", ""))
+    intervals, kinds = raw_intervals(drawn)
     out: list[float | str] = list(values)
     if consistent is not None:
         out, intervals = _consistent(out, consistent, level, non_negative=chosen["non_negative"])
         kinds = ["noise"] * len(out)
-    span = _finite_range(public_facts, mechanism)
+    span = _finite_range(drawn.public_facts, drawn.mechanism)
     for i, value in enumerate(out):
         if not isinstance(value, float | int) or isinstance(value, bool):
             continue
@@ -249,7 +242,7 @@ def publish(
         out[i], intervals[i] = v, ci
     if chosen["empty_groups"] and groups:
         _mark_empty(values, out, intervals, kinds, labels, groups)
-    rank = provenance.get("rank_within_rows")
+    rank = drawn.provenance.get("rank_within_rows")
     changed = any(a != b for a, b in zip(out, values, strict=True))
     return Published(tuple(out), tuple(intervals), tuple(kinds), None if rank is None else int(rank), changed)
 

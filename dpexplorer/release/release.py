@@ -50,7 +50,7 @@ from dpexplorer.release.export import (
 )
 from dpexplorer.release.ledger import Budget, Ledger, LedgerError, guarantee_to_dict, total_epsilon
 from dpexplorer.release.plans import exact_release
-from dpexplorer.release.published import Published, declared, integral_flags, publish
+from dpexplorer.release.published import Drawn, Published, declared, integral_flags, publish
 from dpexplorer.release.rational import float_down, float_up
 from dpexplorer.release.samplers import BitSource, default_bit_source
 
@@ -450,14 +450,17 @@ def published_values(prepared: PreparedRelease, labels: tuple[str, ...], values:
     post-processing applied (:func:`dpexplorer.release.published.publish`); public facts and DP
     outputs only."""
     exact = prepared.exact
+    noise = _intervals(exact, values)
     return publish(
-        mechanism=prepared.mechanism,
-        public_facts=prepared.public_facts,
-        provenance=exact.provenance,
-        dp_outputs=exact.dp_outputs,
-        labels=labels,
-        values=values,
-        noise=_intervals(exact, values),
+        Drawn(
+            prepared.mechanism,
+            prepared.public_facts,
+            exact.provenance,
+            exact.dp_outputs,
+            labels,
+            values,
+            noise,
+        ),
         options=prepared.post_processing,
         groups=len(exact.released_groups()) if exact.key_columns else 0,
         level=prepared.ci_level,

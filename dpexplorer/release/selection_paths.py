@@ -29,12 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from dpexplorer.core.accounting.guarantees import ApproxDP
 from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.core.mechanisms.base import Mechanism, SelectionInput
 from dpexplorer.core.mechanisms.dp_quantile import groups_changed, rows_per_group
 from dpexplorer.release import samplers
-from dpexplorer.release.exact import BOTTOM, DistanceTest, ExactRelease, Value, finite_fractions
+from dpexplorer.release.exact import DistanceTest, ExactRelease, Value, finite_fractions
 from dpexplorer.release.samplers import BitSource
 
 Picker = Callable[[list[Fraction], BitSource], int]
@@ -138,20 +137,11 @@ def d2i_mode_release(mechanism: Mechanism, params: Mapping[str, Any], query: Sel
     test = DistanceTest.for_parameters(float(params["epsilon"]), float(params["delta"]))
     distance = int(mechanism.distances(query)[0])  # type: ignore[attr-defined]
     mode = query.candidates[int(np.argmax(np.asarray(query.scores_d)))]
-    claimed = mechanism.guarantee(params, query)
-    assert isinstance(claimed, ApproxDP)  # the distance test's mode: (epsilon, delta)-DP
-
-    def draw(bits: BitSource) -> list[Value]:
-        return [mode] if test.passes(distance, bits) else [BOTTOM]
-
-    return ExactRelease(
-        guarantee=claimed,
-        epsilon=claimed.epsilon,
-        delta=claimed.delta,
-        rho=None,
+    return ExactRelease.approximate(  # the distance test's mode: (epsilon, delta)-DP
+        mechanism.guarantee(params, query),
         sampler="discrete distance test (CKS 2020 discrete Laplace), then the exact mode",
         labels=("most common",),
-        draw=draw,
+        draw=test.then(distance, lambda bits: [mode]),
         provenance={"candidates": list(query.candidates), **test.describe()},
     )
 

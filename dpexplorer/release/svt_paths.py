@@ -27,7 +27,7 @@ the threshold in grid units are built from it after the charge and published und
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -124,9 +124,24 @@ def sparse_vector_release(query: WorkloadInput, params: Mapping[str, Any]) -> Ex
                 out.append(BOTTOM)
         return out
 
+    sampler = "sparse vector with discrete Laplace noises (CKS 2020 Algorithm 2) on a grid"
+    return _over_workload(epsilon, query, rows, sampler, draw, facts)
+
+
+def _over_workload(
+    epsilon: float,
+    query: WorkloadInput,
+    rows: Denominator,
+    sampler: str,
+    draw: Callable[[BitSource], list[Value]],
+    facts: dict[str, Any],
+) -> ExactRelease:
+    """A pure epsilon-DP release of one value per query of the workload (sparse vector, PMW):
+    labelled by the queries, its provenance the noisy denominator's (fixed before the charge),
+    ``facts`` the grid and noise scales ``draw`` fills in after it."""
     return ExactRelease.pure(
         epsilon,
-        sampler="sparse vector with discrete Laplace noises (CKS 2020 Algorithm 2) on a grid",
+        sampler=sampler,
         labels=tuple(query.query_labels),
         draw=draw,
         provenance=rows.describe(),
@@ -161,14 +176,8 @@ def pmw_release(query: WorkloadInput, params: Mapping[str, Any]) -> ExactRelease
         noises = (tests.rho, tests.nu, answer_noise)
         return _pmw_transcript(workload, tests.grid, noises, tests.threshold, eta, limit, bits)
 
-    return ExactRelease.pure(
-        epsilon,
-        sampler="PMW (NumericSparse) with discrete Laplace noises (CKS 2020 Algorithm 2) on a grid",
-        labels=tuple(query.query_labels),
-        draw=draw,
-        provenance=rows.describe(),
-        dp_outputs=facts,
-    )
+    sampler = "PMW (NumericSparse) with discrete Laplace noises (CKS 2020 Algorithm 2) on a grid"
+    return _over_workload(epsilon, query, rows, sampler, draw, facts)
 
 
 def _pmw_transcript(

@@ -23,7 +23,7 @@ from dpexplorer.data.answers import query_input, true_answer
 from dpexplorer.data.load import load_dataset
 from dpexplorer.data.queries import query_from_dict
 from dpexplorer.release.presentation import EMPTY
-from dpexplorer.release.published import declared, publish
+from dpexplorer.release.published import Drawn, declared, publish
 from dpexplorer.release.release import prepare_input, published_values
 from dpexplorer.release.samplers import SeededBitSource
 
@@ -217,16 +217,11 @@ def test_options_are_checked_before_anything_is_drawn() -> None:
 
 
 def test_integer_rounds_counts_and_widens_their_interval_outward() -> None:
-    published = publish(
-        mechanism="gaussian",
-        public_facts={"statistic": "count", "output_range": [0.0, None]},
-        provenance={},
-        dp_outputs={},
-        labels=("count",),
-        values=[10.6],
-        noise=[(7.3, 13.9)],
-        options={"integer": True},
+    facts = {"statistic": "count", "output_range": [0.0, None]}
+    drawn = Drawn(
+        "gaussian", facts, provenance={}, dp_outputs={}, labels=("count",), values=[10.6], noise=[(7.3, 13.9)]
     )
+    published = publish(drawn, options={"integer": True})
     assert published.values == (11.0,) and published.intervals == ((7.0, 14.0),)
 
 
