@@ -10,7 +10,14 @@ sensitivity would not hold. Under this rule a cell's number is a function of the
 * text, blanks around it ignored: ``true`` / ``false`` (any case) -> 1 / 0; a decimal number
   -> its value; NaN and infinities -> missing; anything else -> missing;
 * a boolean -> 1 / 0; an integer -> its value; a float -> its value, NaN and infinities missing;
-* any other type (a date, ...) -> missing (its text is not a number either)."""
+* any other type (a date, ...) -> missing (its text is not a number either).
+
+The same holds for every condition and declared category (:mod:`dpexplorer.data.conditions`):
+each is read from the cell alone by the readers below (:func:`cell_number`, :func:`cell_date`,
+:func:`cell_text`, :func:`cell_present`). A column's type only picks how a reader computes that
+reading, never the reading itself: a cell of a numeric column and the same cell of a text column
+read alike, because the loader converts a text column only when no cell loses its text
+(:func:`dpexplorer.data.load._numeric_text`)."""
 
 from __future__ import annotations
 
@@ -44,13 +51,65 @@ def finite(number: pl.Expr) -> pl.Expr:
     return pl.when(number.is_finite()).then(number).otherwise(pl.lit(None, dtype=pl.Float64))
 
 
-def cell_number(name: str, dtype: pl.DataType) -> pl.Expr:
+ISO_DAY = "%Y-%m-%d"
+
+
+def _read_as_text(dtype: pl.DataType | None) -> bool:
+    """Whether a column of ``dtype`` is read through its text: text (or its dictionary encoding,
+    which the engine may put in its place), or a type no fast path knows (its cast to text is
+    what it spells: a number's shortest round-trip form, a day's ISO form, true/false)."""
+    return dtype is None or not (dtype.is_numeric() or dtype in (pl.Boolean, pl.Date))
+
+
+def _none(name: str, dtype: pl.DataType | type[pl.DataType]) -> pl.Expr:
+    """Missing on every row of column ``name``, as a column (a bare literal is one value, which
+    an aggregate over the rows would count once)."""
+    column = pl.col(name)
+    return pl.when(column.is_null() & column.is_not_null()).then(pl.lit(None, dtype=dtype))
+
+
+def cell_number(name: str, dtype: pl.DataType | None) -> pl.Expr:
     """Column ``name`` of type ``dtype`` as numbers (Float64) by the module's rule."""
     column = pl.col(name)
-    if dtype == pl.String:
-        return text_number(column)
+    if dtype == pl.Date:
+        return _none(name, pl.Float64)
+    if dtype is None or _read_as_text(dtype):
+        return text_number(column.cast(pl.String))
     if dtype == pl.Boolean or dtype.is_integer():
         return column.cast(pl.Float64)
-    if dtype.is_float():
-        return finite(column.cast(pl.Float64))
-    return pl.lit(None, dtype=pl.Float64)
+    return finite(column.cast(pl.Float64))  # floats and decimals
+
+
+def cell_date(name: str, dtype: pl.DataType | None) -> pl.Expr:
+    """Column ``name`` as days (Date): a cell that is exactly a real ISO day (``2021-03-01``, as
+    the loader's date columns hold) is that day, anything else missing."""
+    column = pl.col(name)
+    if dtype == pl.Date:
+        return column
+    if not _read_as_text(dtype):  # numbers and booleans spell no day
+        return _none(name, pl.Date)
+    text = column.cast(pl.String)
+    day = text.str.to_date(ISO_DAY, strict=False)
+    return pl.when(day.cast(pl.String) == text).then(day)
+
+
+def cell_text(name: str, dtype: pl.DataType | None) -> pl.Expr:
+    """Column ``name`` as its text, for equality with text that spells neither a number nor
+    anything a number column holds: a numeric or boolean cell's text spells a number, so it never
+    equals such text, and is read as missing here."""
+    column = pl.col(name)
+    if dtype == pl.Date:
+        return column.cast(pl.String)
+    if not _read_as_text(dtype):
+        return _none(name, pl.String)
+    return column if dtype == pl.String else column.cast(pl.String)
+
+
+def cell_present(name: str, dtype: pl.DataType | None) -> pl.Expr:
+    """Whether each cell of column ``name`` holds a value: not missing, and not spelling NaN or an
+    infinity (the loader makes those missing in a numeric column, so they are in a text one)."""
+    column = pl.col(name)
+    if not _read_as_text(dtype):
+        return column.is_not_null()
+    value = text_value(column.cast(pl.String))
+    return column.is_not_null() & (value.is_null() | value.is_finite())

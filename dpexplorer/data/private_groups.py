@@ -66,7 +66,7 @@ def resolve_keys(dataset: Any, query: GroupBy) -> GroupBy:
     for column in query.private.columns:
         values = aggregate(dataset, DistinctValues(column))
         # an all-missing column: a placeholder category, which no row matches (count 0)
-        axes.append(Axis(column, tuple(values) or ("",)))
+        axes.append(Axis(column, tuple(values) or ("",), exact_text=True))
     return replace(query, keys=tuple(axes))
 
 

@@ -17,7 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Collection
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property, reduce
 from pathlib import Path
@@ -32,6 +32,7 @@ from pyspark.sql import types as T
 from pyspark.sql.window import Window as SparkWindow
 
 from dpexplorer.core.mechanisms.base import CentredMoments
+from dpexplorer.data.conditions import ORDERED, Reading, ValueKind, combine, reading
 from dpexplorer.data.engine.base import (
     BoundContributions,
     CellCounts,
@@ -71,7 +72,7 @@ from dpexplorer.data.load import (
     span,
     text_layout,
 )
-from dpexplorer.data.queries import And, Axis, Compare, Not, Or, Predicate, date_columns
+from dpexplorer.data.queries import Axis, Compare, Predicate, date_columns
 
 LOCAL_MASTER = "local[*]"
 _TYPES: dict[type, pl.DataType] = {
@@ -189,38 +190,86 @@ def _col(name: str) -> Column:
     return F.col("`" + name.replace("`", "``") + "`")
 
 
-def predicate_column(p: Predicate, dates: Collection[str] = ()) -> Column:
-    """``p`` as a Spark boolean column: null where a compared value is missing (Kleene logic
-    in and/or, as polars), and ``Not`` maps null to false first. ``dates`` names the date-typed
-    columns, compared with date literals (as the polars engine does)."""
-    if isinstance(p, Compare):
-        c = _col(p.column)
-        values = p.literals(dates)
-        if p.op == "in":
-            return c.isin(values)
-        v = F.lit(values[0])
-        ops = {"==": c == v, "!=": c != v, "<": c < v, "<=": c <= v, ">": c > v, ">=": c >= v}
-        return ops[p.op]
-    if isinstance(p, And):
-        return reduce(lambda a, b: a & b, (predicate_column(t, dates) for t in p.terms))
-    if isinstance(p, Or):
-        return reduce(lambda a, b: a | b, (predicate_column(t, dates) for t in p.terms))
-    if isinstance(p, Not):
-        return ~F.coalesce(predicate_column(p.term, dates), F.lit(False))
-    raise DataError(f"unsupported condition {p!r}")
+def _textual(dtype: pl.DataType | None) -> bool:
+    """As :func:`dpexplorer.data.cells._read_as_text`: a column read through its text."""
+    return dtype is None or not (dtype.is_numeric() or dtype in (pl.Boolean, pl.Date))
 
 
-def axis_column(axis: Axis) -> Column:
-    """The cell index of each row on ``axis`` (as :meth:`Axis.index_expr`; text categories are
-    matched against the values as text, as the polars engine does, so a date column's days are
-    matched by their ISO text)."""
+def _cell(kind: ValueKind, name: str, dtype: pl.DataType | None) -> Column:
+    """Column ``name`` read as numbers, days or text by the per-cell rule (the readers of
+    :mod:`dpexplorer.data.cells`: ``cell_number``, ``cell_date``, ``cell_text``)."""
+    c = _col(name)
+    if kind == "number":
+        if dtype == pl.Date:
+            return F.lit(None).cast("double")
+        return _text_number(c.cast("string")) if _textual(dtype) else c.cast("double")
+    if kind == "day":
+        if dtype == pl.Date:
+            return c
+        if not _textual(dtype):
+            return F.lit(None).cast("date")
+        text = c.cast("string")
+        day = F.try_to_date(text, "yyyy-MM-dd")
+        return F.when(F.date_format(day, "yyyy-MM-dd") == text, day)
+    if dtype == pl.Date:
+        return F.date_format(c, "yyyy-MM-dd")
+    return c.cast("string") if _textual(dtype) else F.lit(None).cast("string")
+
+
+def _equal_to(name: str, dtype: pl.DataType | None, readings: tuple[Reading, ...]) -> Column:
+    """As :func:`dpexplorer.data.conditions.equal_to`: never null."""
+    kinds: tuple[ValueKind, ...] = ("number", "day", "text")
+    parts = [
+        _cell(kind, name, dtype).isin([v for k, v in readings if k == kind])
+        for kind in kinds
+        if any(k == kind for k, _ in readings)
+    ]
+    return F.coalesce(reduce(lambda a, b: a | b, parts), F.lit(False))
+
+
+def _compare(p: Compare, schema: Mapping[str, pl.DataType]) -> Column:
+    """One comparison by the per-cell rule of :mod:`dpexplorer.data.conditions` (never null)."""
+    dtype = schema.get(p.column)
+    if p.op in ORDERED:
+        kind, value = p.readings[0]
+        cell, v = _cell(kind, p.column, dtype), F.lit(value)
+        ops = {"<": cell < v, "<=": cell <= v, ">": cell > v, ">=": cell >= v}
+        return F.coalesce(ops[p.op], F.lit(False))
+    equal = _equal_to(p.column, dtype, p.readings)
+    if p.op != "!=":
+        return equal
+    present = _col(p.column).isNotNull()
+    if _textual(dtype):  # a cell spelling NaN or an infinity holds no value (cells.cell_present)
+        read = _text_value(_col(p.column).cast("string"))
+        present = present & (read.isNull() | ~(F.isnan(read) | read.isin(float("inf"), float("-inf"))))
+    return present & ~equal
+
+
+def predicate_column(p: Predicate, schema: Mapping[str, pl.DataType]) -> Column:
+    """``p`` as a Spark boolean column, never null, by the per-cell rule of
+    :mod:`dpexplorer.data.conditions` (as the polars engine): ``schema`` (the polars types of
+    the columns) only picks how cells are read."""
+    return combine(p, lambda c: _compare(c, schema), lambda a, b: a & b, lambda a, b: a | b, lambda a: ~a)
+
+
+def polars_schema(frame: DataFrame) -> pl.Schema:
+    """The polars type each of ``frame``'s Spark types is read as."""
+    return pl.Schema({f.name: _TYPES.get(type(f.dataType), pl.String()) for f in frame.schema.fields})
+
+
+def axis_column(axis: Axis, dtype: pl.DataType | None = None) -> Column:
+    """The cell index of each row on ``axis`` (as :meth:`Axis.index_expr`: text categories
+    that spell no number are matched against the cells' text, as the polars engine does, so a
+    date column's days are matched by their ISO text; others by the per-cell rule)."""
     c = _col(axis.column)
     if axis.categories is not None:
-        if all(isinstance(cat, str) for cat in axis.categories):
-            c = c.cast("string")
         out: Column = F.lit(len(axis.categories))
         for i, cat in reversed(list(enumerate(axis.categories))):
-            out = F.when(c == F.lit(cat), F.lit(i)).otherwise(out)
+            if axis.text_match:
+                hit = F.coalesce(c.cast("string") == F.lit(str(cat)), F.lit(False))
+            else:
+                hit = _equal_to(axis.column, dtype, (reading(cat),))
+            out = F.when(hit, F.lit(i)).otherwise(out)
         return out.cast("long")
     edges = axis.edges or ()
     inner: Column = F.lit(0)
@@ -247,8 +296,8 @@ def with_cell(frame: DataFrame, axes: tuple[Axis, ...], name: str) -> DataFrame:
     joined: list[str] = []
     for j, (axis, stride) in enumerate(zip(axes, strides, strict=True)):
         cats = axis.categories
-        if cats is None or len(cats) <= JOIN_ABOVE or not all(isinstance(c, str) for c in cats):
-            part = axis_column(axis)
+        if cats is None or len(cats) <= JOIN_ABOVE or not axis.text_match:
+            part = axis_column(axis, polars_schema(frame).get(axis.column))
         else:
             key, index = f"__key{j}", f"__index{j}"
             table = frame.sparkSession.createDataFrame(
@@ -331,9 +380,7 @@ class SparkDataset:
     @cached_property
     def schema(self) -> pl.Schema:
         """Column names and the polars type each Spark type is read as (queries check these)."""
-        return pl.Schema(
-            {f.name: _TYPES.get(type(f.dataType), pl.String()) for f in self.frame.schema.fields}
-        )
+        return polars_schema(self.frame)
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -457,15 +504,21 @@ def _read_text(session: SparkSession, path: Path, layout: TextLayout) -> tuple[D
 def _text_number(text: Column) -> Column:
     """A text cell as a number by the rule of :mod:`dpexplorer.data.cells` (the polars engine's):
     ``true``/``false`` 1/0, a decimal number its value, NaN, infinities and anything else missing."""
+    number = _text_value(text)
+    bad = F.isnan(number) | number.isin(float("inf"), float("-inf"))
+    return F.when(~bad, number)
+
+
+def _text_value(text: Column) -> Column:
+    """As :func:`dpexplorer.data.cells.text_value`: the value a text cell reads as, NaN and
+    infinities kept, null where it is neither a number nor true/false."""
     stripped = F.regexp_replace(text, r"^\s+|\s+$", "")
     lowered = F.lower(stripped)
-    number = (
+    return (
         F.when(lowered == "true", F.lit(1.0))
         .when(lowered == "false", F.lit(0.0))
         .when(stripped.rlike(FLOAT_TEXT), stripped.try_cast("double"))
     )
-    bad = F.isnan(number) | number.isin(float("inf"), float("-inf"))
-    return F.when(~bad, number)
 
 
 def _as_read(text: Column, dtype: pl.DataType) -> Column:
@@ -610,8 +663,7 @@ class SparkEngine(Engine):
 
     @staticmethod
     def _filter(frame: DataFrame, step: Filter) -> DataFrame:
-        dates = [f.name for f in frame.schema.fields if isinstance(f.dataType, T.DateType)]
-        return frame.filter(predicate_column(step.predicate, dates))  # null counts as false
+        return frame.filter(predicate_column(step.predicate, polars_schema(frame)))
 
     @staticmethod
     def _bound(frame: DataFrame, step: BoundContributions) -> DataFrame:
@@ -641,7 +693,7 @@ class SparkEngine(Engine):
         frame = self._frame(dataset, steps)
         if request.where is None:
             return int(frame.count())
-        hit = F.sum(F.when(predicate_column(request.where, date_columns(dataset.schema)), 1).otherwise(0))
+        hit = F.sum(F.when(predicate_column(request.where, dataset.schema), 1).otherwise(0))
         return int(frame.agg(hit.alias("n")).collect()[0]["n"] or 0)
 
     def _moments(self, dataset: SparkDataset, request: ClippedMoments, steps: tuple[RowStep, ...]) -> Moments:

@@ -1,0 +1,324 @@
+"""Discretised columns: declared categories or bins (:class:`Axis`), and the queries that count
+rows over them (histograms, the most common categories, workloads of counting queries).
+
+A row's cell on an axis depends on its own cell and the declared axis only: a category matches a
+cell by the per-cell rule of :mod:`dpexplorer.data.conditions` (as ``column == category``: the
+category ``3`` or ``"3"`` matches a cell spelling the number 3, ``"2021-03-01"`` the day, other
+text exactly that text), and bins read the column as numbers by :mod:`dpexplorer.data.cells`.
+Declared categories and edges are part of the query, never read from the data."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from dpexplorer.data.conditions import equal_to, reading
+from dpexplorer.data.validation import (
+    Scalar,
+    check_edges,
+    column_type,
+    fmt,
+    listed,
+    require,
+    require_int64,
+)
+
+OTHER = "other"
+MISSING = "missing"
+
+
+def check_categories(column: str, categories: tuple[Scalar, ...], exact_text: bool = False) -> None:
+    """DataError unless there is at least one category and no two match the same cells (the
+    same value, or, unless ``exact_text``, the same reading: ``3`` and ``"3.0"``)."""
+    require(len(categories) >= 1, f"declare at least one category of {column!r}")
+    for category in categories:
+        require_int64(category, f"a category of {column!r},")
+    require(len(set(categories)) == len(categories), f"the categories of {column!r} repeat a value")
+    if not exact_text:
+        readings = [reading(c, f"the category of {column!r}") for c in categories]
+        require(
+            len(set(readings)) == len(readings),
+            f"two categories of {column!r} match the same cells (e.g. 3 and '3.0' are the same number)",
+        )
+
+
+@dataclass(frozen=True)
+class Axis:
+    """A discretised column: declared ``categories`` (plus "other", which also holds missing
+    values) or numeric bin ``edges`` [e0, e1), ..., [e_{k-1}, e_k] (values outside are put in the
+    first/last bin; missing values in a "missing" cell). A cell falls in the first category it
+    equals by the per-cell rule (module docstring), or, with ``exact_text``, the category that is
+    exactly its text as loaded (the keys a private key selection resolved from the values that
+    occur, :func:`dpexplorer.data.private_groups.resolve_keys`: internal, never declared)."""
+
+    column: str
+    categories: tuple[Scalar, ...] | None = None
+    edges: tuple[float, ...] | None = None
+    exact_text: bool = False
+
+    def __post_init__(self) -> None:
+        require(
+            (self.categories is None) != (self.edges is None),
+            f"give {self.column!r} either categories or bin edges (exactly one)",
+        )
+        if self.categories is not None:
+            object.__setattr__(self, "categories", tuple(self.categories))
+            check_categories(self.column, self.categories, self.exact_text)
+        else:
+            object.__setattr__(self, "edges", tuple(float(e) for e in self.edges))  # type: ignore[union-attr]
+            check_edges(self.column, self.edges)  # type: ignore[arg-type]
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        if self.categories is not None:
+            return (*(fmt(c) for c in self.categories), OTHER)
+        e = self.edges or ()
+        return (*(f"[{fmt(a)}, {fmt(b)})" for a, b in itertools.pairwise(e)), MISSING)
+
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        column_type(schema, self.column)  # binned: read as numbers (queries.measured_column)
+
+    @property
+    def text_match(self) -> bool:
+        """True when every category matches exactly the cells whose text is the category's
+        (``exact_text``, or categories that are text spelling no number): an engine may then
+        match a cell's text against the categories in one step (an Enum cast, a join). A number
+        column's cells then never match, their text spelling numbers."""
+        cats = self.categories
+        return cats is not None and (
+            self.exact_text or all(isinstance(c, str) and reading(c)[0] != "number" for c in cats)
+        )
+
+    def index_expr(self, dtype: pl.DataType | None = None) -> pl.Expr:
+        """The cell index (0 .. len(labels) - 1) of each row on this axis. ``dtype``, the
+        column's type when known, only picks how cells are read (:mod:`dpexplorer.data.cells`);
+        bins need the column as numbers (the engine's ``as_numbers``)."""
+        c = pl.col(self.column)
+        if self.categories is not None:
+            out: pl.Expr = pl.lit(len(self.categories))
+            for i, cat in reversed(list(enumerate(self.categories))):
+                if self.exact_text:
+                    hit = (c.cast(pl.String) == pl.lit(str(cat))).fill_null(False)
+                else:
+                    hit = equal_to(self.column, dtype, [reading(cat)])
+                out = pl.when(hit).then(pl.lit(i)).otherwise(out)
+            return out.cast(pl.Int64)
+        edges = self.edges or ()
+        inner = pl.lit(0)
+        for i, e in enumerate(edges[1:-1], start=1):
+            inner = pl.when(c >= e).then(pl.lit(i)).otherwise(inner)
+        return pl.when(c.is_null()).then(pl.lit(len(edges) - 1)).otherwise(inner).cast(pl.Int64)
+
+    def describe(self) -> str:
+        if self.categories is not None:
+            return f"{self.column} in {{{listed(self.categories)}, other}}"
+        e = self.edges or (0.0,)
+        return f"{self.column} in {len(e) - 1} bins from {fmt(e[0])} to {fmt(e[-1])}"
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.categories is not None:
+            return {"column": self.column, "categories": list(self.categories)}
+        return {"column": self.column, "edges": list(self.edges or ())}
+
+
+def axis_from_dict(d: Mapping[str, Any]) -> Axis:
+    """Inverse of :meth:`Axis.to_dict`; DataError if ``d`` is not one."""
+    require(isinstance(d, Mapping) and "column" in d, f"not a column axis: {d!r}")
+    cats, edges = d.get("categories"), d.get("edges")
+    return Axis(
+        str(d["column"]),
+        tuple(cats) if cats is not None else None,
+        tuple(edges) if edges is not None else None,
+    )
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Counts of a categorical column over declared categories plus "other", or of a numeric
+    column over bins (see :class:`Axis`). Vector-valued: one count per cell."""
+
+    axis: Axis
+    kind = "histogram"
+
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        self.axis.check(schema)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return self.axis.labels
+
+    def describe(self) -> str:
+        return f"the number of rows in each cell of {self.axis.describe()}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, "axis": self.axis.to_dict()}
+
+
+@dataclass(frozen=True)
+class ArgMax:
+    """The most common of the declared ``categories`` of ``column`` (counts as scores)."""
+
+    column: str
+    categories: tuple[Scalar, ...]
+    kind = "argmax"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "categories", tuple(self.categories))
+        check_categories(self.column, self.categories)
+
+    @property
+    def k(self) -> int:
+        return 1
+
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        column_type(schema, self.column)
+
+    def describe(self) -> str:
+        return f"the most common {self.column} among {listed(self.categories)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, "column": self.column, "categories": list(self.categories)}
+
+
+@dataclass(frozen=True)
+class TopK:
+    """The ``k`` most common of the declared ``categories`` of ``column``."""
+
+    column: str
+    categories: tuple[Scalar, ...]
+    k: int = 3
+    kind = "top_k"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "categories", tuple(self.categories))
+        check_categories(self.column, self.categories)
+        require(
+            isinstance(self.k, int) and 1 <= self.k <= len(self.categories),
+            f"k must be between 1 and the {len(self.categories)} categories, got {self.k}",
+        )
+
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        column_type(schema, self.column)
+
+    def describe(self) -> str:
+        among = listed(self.categories)
+        return f"the {self.k} most common values of {self.column} among {among}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, "column": self.column, "categories": list(self.categories), "k": self.k}
+
+
+@dataclass(frozen=True)
+class CellQuery:
+    """A counting query over the universe: rows whose cell on axis ``a`` is in ``bins[a]`` for
+    every listed axis (unlisted axes: any cell). ``conditions`` = ((axis index, bins), ...)."""
+
+    label: str
+    conditions: tuple[tuple[int, tuple[int, ...]], ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "conditions", tuple((int(a), tuple(int(b) for b in bins)) for a, bins in self.conditions)
+        )
+
+
+@dataclass(frozen=True)
+class Workload:
+    """k counting queries over the discretised universe of ``axes`` (all cell combinations; the
+    data is then a histogram over the universe, for BLR and PMW)."""
+
+    axes: tuple[Axis, ...]
+    queries: tuple[CellQuery, ...]
+    kind = "workload"
+    max_cells = 100_000
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "axes", tuple(self.axes))
+        object.__setattr__(self, "queries", tuple(self.queries))
+        require(len(self.axes) >= 1, "a workload needs at least one column")
+        require(len({a.column for a in self.axes}) == len(self.axes), "a workload lists a column twice")
+        require(len(self.queries) >= 1, "a workload needs at least one query")
+        require(
+            self.n_cells <= self.max_cells,
+            f"the universe has {self.n_cells:,} cells (limit {self.max_cells:,}): use fewer columns or bins",
+        )
+        sizes = self.shape
+        for q in self.queries:
+            for a, bins in q.conditions:
+                require(
+                    0 <= a < len(sizes),
+                    f"query {q.label!r} names axis {a}, not one of the {len(sizes)} columns",
+                )
+                require(
+                    all(0 <= b < sizes[a] for b in bins), f"query {q.label!r} names a cell outside axis {a}"
+                )
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(a.labels) for a in self.axes)
+
+    @property
+    def n_cells(self) -> int:
+        return math.prod(self.shape)
+
+    def cell_labels(self) -> tuple[str, ...]:
+        names = [
+            [f"{a.column} {lab}" if a.edges is not None else f"{a.column} = {lab}" for lab in a.labels]
+            for a in self.axes
+        ]
+        return tuple(", ".join(combo) for combo in itertools.product(*names))
+
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        for a in self.axes:
+            a.check(schema)
+
+    def describe(self) -> str:
+        axes = "; ".join(a.describe() for a in self.axes)
+        return f"{len(self.queries)} counting queries over {self.n_cells:,} cells ({axes})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.kind,
+            "axes": [a.to_dict() for a in self.axes],
+            "queries": [
+                {"label": q.label, "conditions": [[a, list(b)] for a, b in q.conditions]}
+                for q in self.queries
+            ],
+        }
+
+
+def marginal_workload(axes: Sequence[Axis], ways: Sequence[int] = (1, 2)) -> Workload:
+    """Every cell of every ``ways``-way marginal of ``axes`` as a counting query (default: all
+    1- and 2-way marginals)."""
+    axes = tuple(axes)
+    queries = []
+    for w in ways:
+        require(1 <= w <= len(axes), f"a {w}-way marginal needs at least {w} columns")
+        for combo in itertools.combinations(range(len(axes)), w):
+            for cells in itertools.product(*(range(len(axes[a].labels)) for a in combo)):
+                label = ", ".join(
+                    f"{axes[a].column} {axes[a].labels[c]}" for a, c in zip(combo, cells, strict=True)
+                )
+                queries.append(CellQuery(label, tuple((a, (c,)) for a, c in zip(combo, cells, strict=True))))
+    return Workload(axes, tuple(queries))
+
+
+def range_workload(axis: Axis) -> Workload:
+    """Every range query [bin i .. bin j] (i <= j) over one binned numeric column."""
+    require(
+        axis.edges is not None,
+        f"range queries need a binned numeric column, not categories of {axis.column!r}",
+    )
+    edges = axis.edges or ()
+    k = len(edges) - 1
+    queries = [
+        CellQuery(f"{axis.column} in [{fmt(edges[i])}, {fmt(edges[j + 1])})", ((0, tuple(range(i, j + 1))),))
+        for i in range(k)
+        for j in range(i, k)
+    ]
+    return Workload((axis,), tuple(queries))

@@ -1,0 +1,311 @@
+"""Conditions on rows (filters): ``column op value`` comparisons combined with and, or, not.
+
+The per-cell rule. Whether a row satisfies a comparison is decided by that row's own cell and the
+query alone, never by the column's type: a CSV column's type is inferred from all its cells, so
+a rule that followed it would let one person change the answer on every other row (and a count
+under the filter would move by far more than its sensitivity of 1). The compared value is read
+first (:func:`reading`):
+
+* a number, ``true``/``false`` (1 / 0) or text that spells one (``"3"``, ``" 4.5 "``) is a
+  NUMBER: ``==`` holds for a cell that spells the same number (``3``, ``3.0``, ``03``), and
+  ``<``, ``<=``, ``>``, ``>=`` for a cell that spells a number satisfying it, by the rule of
+  :mod:`dpexplorer.data.cells`;
+* text that is exactly a real ISO day (``"2021-03-01"``) is a DAY: ``==`` holds for a cell that is
+  that day, an ordered comparison for a cell that is a day satisfying it;
+* any other text is TEXT: ``==`` holds for a cell of exactly that text.
+
+``!=`` holds for a cell that holds a value (not missing, not NaN or an infinity) that ``==``
+does not hold for; ``in`` for a cell equal to any of the values. Every comparison is false on a
+missing cell (``Not`` then makes it true). The only refusals are of the query itself: a value
+that is not finite, an ordered comparison with text that is neither a number nor a day, and a
+column that does not exist; neither the column's type (inferred, so private) nor a file schema
+type decides one.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache, reduce
+from typing import Any, ClassVar, Literal, TypeAlias
+
+import polars as pl
+
+from dpexplorer.data.cells import cell_date, cell_number, cell_present, cell_text, text_value
+from dpexplorer.data.errors import DataError
+from dpexplorer.data.validation import Scalar, column_type, fmt, require, require_int64
+
+CompareOp = Literal["==", "!=", "<", "<=", ">", ">=", "in"]
+COMPARE_OPS: tuple[str, ...] = ("==", "!=", "<", "<=", ">", ">=", "in")
+ORDERED: tuple[str, ...] = ("<", "<=", ">", ">=")
+_OP_WORDS = {
+    "==": "is",
+    "!=": "is not",
+    "<": "is below",
+    "<=": "is at most",
+    ">": "is above",
+    ">=": "is at least",
+    "in": "is one of",
+}
+ValueKind = Literal["number", "day", "text"]
+Reading: TypeAlias = tuple[ValueKind, float | datetime.date | str]
+"""What a compared value (or a declared category) is under the per-cell rule: ("number", a
+finite float), ("day", a date) or ("text", the text)."""
+ISO_DATE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+Schema: TypeAlias = Mapping[str, pl.DataType] | Collection[str]
+"""The column types an expression is built for; a bare collection of names means types unknown."""
+
+
+@lru_cache(maxsize=4096)
+def _spelled(text: str) -> float | None:
+    """The number ``text`` spells by the rule of :mod:`dpexplorer.data.cells` (infinities and
+    NaN kept), None if none: read by the very expression that reads the cells."""
+    value = pl.select(text_value(pl.lit(text, dtype=pl.String))).item()
+    return None if value is None else float(value)
+
+
+def reading(value: Scalar, what: str = "comparison value") -> Reading:
+    """``value`` under the per-cell rule (module docstring); DataError for a value that is or
+    spells NaN or an infinity (a cell spelling one counts as missing, so it could match nothing)."""
+    if isinstance(value, bool):
+        return "number", float(value)
+    if isinstance(value, int | float):
+        require(math.isfinite(value), f"{what} {value} is not finite")
+        return "number", float(value)
+    number = _spelled(value)
+    if number is not None:
+        require(math.isfinite(number), f"{what} {value!r} is not a finite number")
+        return "number", number
+    if re.fullmatch(ISO_DATE, value):
+        try:
+            return "day", datetime.date.fromisoformat(value)
+        except ValueError:
+            pass
+    return "text", value
+
+
+def equal_to(column: str, dtype: pl.DataType | None, readings: Sequence[Reading]) -> pl.Expr:
+    """True where the cell of ``column`` equals any of ``readings`` (never null). ``dtype``
+    (None: unknown) only picks how each cell is read (:mod:`dpexplorer.data.cells`)."""
+    parts = []
+    readers = {"number": cell_number, "day": cell_date, "text": cell_text}
+    for kind, reader in readers.items():
+        wanted = [v for k, v in readings if k == kind]
+        if wanted:
+            cell = reader(column, dtype)
+            parts.append(cell == pl.lit(wanted[0]) if len(wanted) == 1 else cell.is_in(wanted))
+    return pl.any_horizontal(parts).fill_null(False)
+
+
+@dataclass(frozen=True)
+class Compare:
+    """``column op value``; for ``in``, ``value`` is a tuple. Holds by the per-cell rule (module
+    docstring); never true on a missing cell."""
+
+    column: str
+    op: CompareOp
+    value: Scalar | tuple[Scalar, ...]
+
+    def __post_init__(self) -> None:
+        require(self.op in COMPARE_OPS, f"unknown comparison {self.op!r}: use one of {' '.join(COMPARE_OPS)}")
+        if self.op == "in":
+            values = self.value if isinstance(self.value, tuple | list) else (self.value,)
+            require(len(values) > 0, f"'{self.column} in ...' needs at least one value")
+            object.__setattr__(self, "value", tuple(values))
+        else:
+            require(not isinstance(self.value, tuple | list), f"'{self.column} {self.op}' takes one value")
+        for v in self.values:
+            require(isinstance(v, Scalar), f"comparison value {v!r} must be text, a number or true/false")
+            require_int64(v, "comparison value")
+        kind, _ = self.readings[0]
+        require(
+            self.op not in ORDERED or kind != "text",
+            f"'{self.column} {self.op} {self.value!r}': {self.op} compares numbers or days "
+            "(year-month-day, e.g. 2021-03-01); for text use ==, != or in",
+        )
+
+    @property
+    def values(self) -> tuple[Scalar, ...]:
+        return self.value if isinstance(self.value, tuple) else (self.value,)
+
+    @property
+    def readings(self) -> tuple[Reading, ...]:
+        """Each compared value under the per-cell rule (:func:`reading`)."""
+        return tuple(reading(v) for v in self.values)
+
+    def expr(self, schema: Schema = ()) -> pl.Expr:
+        """The condition as a polars boolean expression (never null). ``schema``, the table's
+        column types, only picks how cells are read: the answer on a row is the same whatever
+        type the column has (and with no types known)."""
+        # a collection of column names (the date columns, the earlier signature): types unknown,
+        # every cell read through its text, with the same answers
+        dtype = schema.get(self.column) if isinstance(schema, Mapping) else None
+        if self.op in ORDERED:
+            kind, value = self.readings[0]
+            cell = cell_number(self.column, dtype) if kind == "number" else cell_date(self.column, dtype)
+            ops = {"<": cell.__lt__, "<=": cell.__le__, ">": cell.__gt__, ">=": cell.__ge__}
+            return ops[self.op](pl.lit(value)).fill_null(False)
+        equal = equal_to(self.column, dtype, self.readings)
+        return cell_present(self.column, dtype) & ~equal if self.op == "!=" else equal
+
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        """DataError if the column does not exist; nothing else about the table is asked."""
+        column_type(schema, self.column)
+
+    def describe(self) -> str:
+        shown = ", ".join(fmt(v) for v in self.value) if isinstance(self.value, tuple) else fmt(self.value)
+        return f"{self.column} {_OP_WORDS[self.op]} {shown}"
+
+    def to_dict(self) -> dict[str, Any]:
+        value = list(self.value) if isinstance(self.value, tuple) else self.value
+        return {"compare": self.op, "column": self.column, "value": value}
+
+    def __and__(self, other: Predicate) -> And:
+        return And((self, other))
+
+    def __or__(self, other: Predicate) -> Or:
+        return Or((self, other))
+
+    def __invert__(self) -> Not:
+        return Not(self)
+
+
+@dataclass(frozen=True)
+class _Junction:
+    """Conditions joined by ``word`` (and / or)."""
+
+    terms: tuple[Predicate, ...]
+    word: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "terms", tuple(self.terms))
+        require(len(self.terms) >= 1, f"'{self.word}' needs at least one condition")
+
+    def expr(self, schema: Schema = ()) -> pl.Expr:
+        join = pl.all_horizontal if self.word == "and" else pl.any_horizontal
+        return join([t.expr(schema) for t in self.terms])
+
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        for t in self.terms:
+            t.check(schema)
+
+    def describe(self) -> str:
+        return f" {self.word} ".join(_grouped(t) for t in self.terms)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {self.word: [t.to_dict() for t in self.terms]}
+
+    __and__ = Compare.__and__
+    __or__ = Compare.__or__
+    __invert__ = Compare.__invert__
+
+
+@dataclass(frozen=True)
+class And(_Junction):
+    """All of ``terms`` hold."""
+
+    word: ClassVar[str] = "and"
+
+
+@dataclass(frozen=True)
+class Or(_Junction):
+    """At least one of ``terms`` holds."""
+
+    word: ClassVar[str] = "or"
+
+
+@dataclass(frozen=True)
+class Not:
+    """``term`` does not hold (so a row missing the column satisfies ``Not(column == v)``)."""
+
+    term: Predicate
+
+    def expr(self, schema: Schema = ()) -> pl.Expr:
+        return self.term.expr(schema).not_()
+
+    def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        self.term.check(schema)
+
+    def describe(self) -> str:
+        return f"not {_grouped(self.term)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"not": self.term.to_dict()}
+
+    __and__ = Compare.__and__
+    __or__ = Compare.__or__
+    __invert__ = Compare.__invert__
+
+
+Predicate: TypeAlias = Compare | And | Or | Not
+
+
+def combine(p: Predicate, compare: Any, both: Any, either: Any, negate: Any) -> Any:
+    """``p`` translated for another engine: ``compare(c)`` for each comparison, joined with
+    ``both(a, b)`` / ``either(a, b)`` and ``negate(a)`` (the Spark engine's columns)."""
+    if isinstance(p, Compare):
+        return compare(p)
+    if isinstance(p, Not):
+        return negate(combine(p.term, compare, both, either, negate))
+    parts = (combine(t, compare, both, either, negate) for t in p.terms)
+    return reduce(both if isinstance(p, And) else either, parts)
+
+
+def date_columns(schema: Mapping[str, pl.DataType]) -> frozenset[str]:
+    """The date-typed columns of ``schema``."""
+    return frozenset(name for name, dtype in schema.items() if dtype == pl.Date)
+
+
+def _grouped(p: Predicate) -> str:
+    return f"({p.describe()})" if isinstance(p, And | Or) and len(p.terms) > 1 else p.describe()
+
+
+def where(column: str) -> _ColumnRef:
+    """Start a comparison: ``where("age") >= 40``, ``where("race").isin(["A", "B"])``."""
+    return _ColumnRef(column)
+
+
+@dataclass(frozen=True, eq=False)
+class _ColumnRef:
+    column: str
+
+    def __eq__(self, v: object) -> Compare:  # type: ignore[override]
+        return Compare(self.column, "==", v)  # type: ignore[arg-type]
+
+    def __ne__(self, v: object) -> Compare:  # type: ignore[override]
+        return Compare(self.column, "!=", v)  # type: ignore[arg-type]
+
+    def __lt__(self, v: Scalar) -> Compare:
+        return Compare(self.column, "<", v)
+
+    def __le__(self, v: Scalar) -> Compare:
+        return Compare(self.column, "<=", v)
+
+    def __gt__(self, v: Scalar) -> Compare:
+        return Compare(self.column, ">", v)
+
+    def __ge__(self, v: Scalar) -> Compare:
+        return Compare(self.column, ">=", v)
+
+    def isin(self, values: Sequence[Scalar]) -> Compare:
+        return Compare(self.column, "in", tuple(values))
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def predicate_from_dict(d: Mapping[str, Any]) -> Predicate:
+    """Inverse of ``to_dict`` of a predicate; DataError if ``d`` is not one."""
+    require(isinstance(d, Mapping), f"a condition must be a mapping, got {d!r}")
+    if "compare" in d:
+        value: Any = d.get("value")  # Compare checks it
+        return Compare(str(d.get("column")), d["compare"], tuple(value) if isinstance(value, list) else value)
+    for key, cls in (("and", And), ("or", Or)):
+        if key in d:
+            require(isinstance(d[key], list), f"'{key}' needs a list of conditions")
+            return cls(tuple(predicate_from_dict(t) for t in d[key]))
+    if "not" in d:
+        return Not(predicate_from_dict(d["not"]))
+    raise DataError(f"not a condition: {d!r} (expected 'compare', 'and', 'or' or 'not')")

@@ -1,0 +1,151 @@
+"""Issue 32: a condition or a declared category holds on a row by that row's own cell and the
+query alone (dpexplorer/data/conditions.py), whatever type the loader inferred for the column
+from all its cells. Before, one added person who turned a column of numbers into text (or dates
+into text, or true/false into numbers) changed the answer on every other row: a histogram over
+{abc, 3, other} went [5, 10, 84] -> [0, 0, 100] when a 100th row made the column numeric, and a
+comparison was refused or accepted by the column's type."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpexplorer.data.answers import true_answer
+from dpexplorer.data.errors import DataError
+from dpexplorer.data.load import load_dataset
+from dpexplorer.data.queries import Axis, Compare, Histogram, PredicateCount, where
+
+CONDITIONS = [
+    where("x") == "abc",
+    where("x") == 3,
+    where("x") == "3.0",
+    where("x") != 3,
+    where("x") > 4.5,
+    where("x") <= "2",
+    where("x") == True,  # noqa: E712 (a comparison value, not a test)
+    where("x").isin(["abc", 7, "2021-03-01"]),
+    where("x") >= "2021-01-01",
+    ~(where("x") == "2021-03-01"),
+    (where("x") < 5) | (where("x") == "x"),
+]
+AXES = [
+    Axis("x", categories=("abc", "3", "other text")),
+    Axis("x", categories=(3, 7.0, True)),
+    Axis("x", categories=("2021-03-01", 0, "x")),
+]
+
+
+def _answers(path: Path) -> list[float]:
+    dataset = load_dataset(path)
+    out = [float(true_answer(dataset, PredicateCount(p))) for p in CONDITIONS]
+    for axis in AXES:
+        out.extend(np.asarray(true_answer(dataset, Histogram(axis)), dtype=float)[:-1])
+    return out
+
+
+def _csv(path: Path, cells: list[str]) -> Path:
+    """A CSV of column x holding ``cells`` and a row number (a blank line in a file of one
+    column is a missing value to polars, no record to Spark)."""
+    path.write_text("x,i\n" + "".join(f"{c},{i}\n" for i, c in enumerate(cells)), encoding="utf-8")
+    return path
+
+
+NEIGHBOURS = {
+    # base cells, the added person's cell: each addition changes the loader's type of x
+    "numbers, one word": ([str(i % 10) for i in range(15)], "abc"),
+    "numbers with true, one word": ([*(str(i % 10) for i in range(10)), "true", "FALSE"], "x"),
+    "true/false, one number": (["true", "false", "TRUE"] * 10, "2"),
+    "days, one word": ([f"2021-0{1 + i % 9}-01" for i in range(30)], "x"),
+    "days, one number": ([f"2021-03-0{1 + i % 9}" for i in range(30)], "7"),
+    "text, one missing": (["abc", "3", "3.0", " 7 ", "inf", "2021-03-01"] * 5, ""),
+}
+
+
+@pytest.mark.parametrize("case", NEIGHBOURS, ids=list(NEIGHBOURS))
+def test_one_added_person_moves_each_count_by_at_most_one(tmp_path, case) -> None:
+    cells, added = NEIGHBOURS[case]
+    before = load_dataset(_csv(tmp_path / "a.csv", cells)).schema["x"]
+    after = load_dataset(_csv(tmp_path / "b.csv", [*cells, added])).schema["x"]
+    assert before != after or added == "", "the case must flip the column's type"
+    a, b = _answers(tmp_path / "a.csv"), _answers(tmp_path / "b.csv")
+    moved = np.abs(np.subtract(a, b))
+    assert moved.max() <= 1, dict(zip(map(str, range(len(a))), zip(a, b, strict=True), strict=True))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the loader makes a column of >= 95% numbers numeric and its other text missing (the "
+    "ledger key reads these values, so it is kept): a word's own text is then lost (issue 32, open)",
+)
+def test_at_the_numeric_share_a_words_text_is_kept(tmp_path) -> None:
+    """The 95% boundary: 94 numbers and 5 words are text, one more number makes the column
+    numeric and the words missing: ``x == "abc"`` goes 5 -> 0 for one added person."""
+    cells = [*(str(i % 10) for i in range(94)), *["abc"] * 5]
+    a = true_answer(load_dataset(_csv(tmp_path / "a.csv", cells)), PredicateCount(where("x") == "abc"))
+    b = true_answer(
+        load_dataset(_csv(tmp_path / "b.csv", [*cells, "1"])), PredicateCount(where("x") == "abc")
+    )
+    assert abs(a - b) <= 1
+
+
+def test_the_per_cell_rule_on_one_text_column(tmp_path) -> None:
+    """What each comparison holds for, cell by cell (module docstring of conditions.py)."""
+    cells = ["3", " 3 ", "3.0", "03", "abc", "ABC", "true", "2021-03-01", "2021-3-1", "inf", ""]
+    dataset = load_dataset(_csv(tmp_path / "c.csv", [*cells, "x"]))
+    expected = {
+        where("x") == 3: 4,  # 3, " 3 ", 3.0, 03
+        where("x") == "3": 4,
+        where("x") == "abc": 1,  # the text exactly
+        where("x") == True: 1,  # noqa: E712
+        where("x") < 3: 1,  # true (1)
+        where("x") != 3: 6,  # present cells but the four (inf and empty are missing)
+        where("x") == "2021-03-01": 1,
+        where("x") < "2021-12-31": 1,  # only the exact ISO day is a day
+    }
+    for predicate, count in expected.items():
+        assert true_answer(dataset, PredicateCount(predicate)) == count, predicate.describe()
+
+
+def test_refusals_come_from_the_query_alone(tmp_path) -> None:
+    """The same query is accepted on a column of numbers, of text, of days and of true/false;
+    refused (an ordered comparison with a word) before any table is seen."""
+    files = {
+        "numbers": ["1", "2"],
+        "text": ["a", "2"],
+        "days": ["2021-03-01", "2021-03-02"],
+        "booleans": ["true", "false"],
+    }
+    for name, cells in files.items():
+        schema = load_dataset(_csv(tmp_path / f"{name}.csv", cells)).schema
+        for predicate in CONDITIONS:
+            PredicateCount(predicate).check(schema)
+        for axis in AXES:
+            Histogram(axis).check(schema)
+    with pytest.raises(DataError, match="compares numbers or days"):
+        Compare("x", ">", "abc")
+    with pytest.raises(DataError, match="not a finite number"):
+        Compare("x", "==", "NaN")
+    with pytest.raises(DataError, match="match the same cells"):
+        Axis("x", categories=(3, "3.0"))
+
+
+def test_spark_holds_each_condition_on_the_same_rows(tmp_path, spark) -> None:
+    """The per-cell rule on Spark equals polars, on a text column and on a numeric one."""
+    from dpexplorer.data.engine import engine_of
+    from dpexplorer.data.engine.base import CellCounts, RowCount
+    from dpexplorer.data.engine.spark_engine import open_spark
+
+    cells = ["3", " 3 ", "3.0", "abc", "true", "2021-03-01", "2021-3-1", "inf", "", "7", "x"]
+    files = [_csv(tmp_path / "t.csv", cells * 3), _csv(tmp_path / "n.csv", ["3", "7", "4.5", "true", ""] * 3)]
+    for path in files:
+        local, remote = load_dataset(path), open_spark(path)
+        for predicate in CONDITIONS:
+            request = RowCount(predicate)
+            assert engine_of(remote).aggregate(remote, request) == engine_of(local).aggregate(local, request)
+        for axis in AXES:
+            request = CellCounts((axis,))
+            np.testing.assert_array_equal(
+                engine_of(remote).aggregate(remote, request), engine_of(local).aggregate(local, request)
+            )
