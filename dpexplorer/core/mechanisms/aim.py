@@ -64,6 +64,7 @@ from dpexplorer.core.mechanisms.mst import (
 )
 from dpexplorer.core.mechanisms.params import EPSILON, Param, log_float, whole_number
 from dpexplorer.core.mechanisms.registry import register
+from dpexplorer.core.mechanisms.runs import NO_JOB, Job
 
 ALPHA = Fraction(9, 10)
 """The share of each round's budget spent on measurement (the paper's alpha)."""
@@ -208,12 +209,8 @@ class AIM(MarginalMechanism):
     order: ClassVar[int] = 65
 
     def steps(
-        self,
-        params: Mapping[str, Any],
-        query: MarginalInput,
-        private: PrivateSteps,
-        *,
-        cancel: CancelToken | None = None,
-        progress: ProgressFn | None = None,
+        self, params: Mapping[str, Any], query: MarginalInput, private: PrivateSteps, job: Job = NO_JOB
     ) -> Transcript:
-        return aim_steps(query, Fraction(self.rho(params)), private, params, cancel=cancel, progress=progress)
+        return aim_steps(
+            query, Fraction(self.rho(params)), private, params, cancel=job.cancel, progress=job.progress
+        )

@@ -50,6 +50,7 @@ from dpexplorer.core.mechanisms.base import (
 from dpexplorer.core.mechanisms.exponential import error_quantile, selection_accuracy
 from dpexplorer.core.mechanisms.params import EPSILON, Param, log_float, probability, whole_number
 from dpexplorer.core.mechanisms.registry import register
+from dpexplorer.core.mechanisms.runs import Job, RunMechanism
 from dpexplorer.core.mechanisms.sparse_vector import check_workload, normalised_answers
 
 CHUNK = 1 << 20
@@ -116,7 +117,7 @@ class BLRResult:
     beta: float
     m: int
     candidates: int
-    seconds: float
+    seconds: float = 0.0
 
 
 # ---------------------------------------------------------------- enumeration
@@ -440,7 +441,7 @@ def _measured_rate() -> float:
 
 # ---------------------------------------------------------------- the mechanism
 @register
-class BLR(PureEpsilonMechanism):
+class BLR(RunMechanism[BLRResult], PureEpsilonMechanism):
     """The BLR / net mechanism: exact exponential mechanism over all synthetic datasets of size
     m; pure epsilon-DP (exact claim, seed 000 Theorem 12.6)."""
 
@@ -575,44 +576,20 @@ class BLR(PureEpsilonMechanism):
         pmf = np.exp(log_d if on == "D" else log_dp)
         return values[rng.choice(values.size, size=size, p=pmf / pmf.sum())]
 
-    def run(
-        self,
-        params: Mapping[str, Any],
-        query: QueryInput,
-        rng: np.random.Generator,
-        *,
-        cancel: CancelToken | None = None,
-        progress: ProgressFn | None = None,
+    def release(
+        self, params: Mapping[str, Any], query: QueryInput, rng: np.random.Generator, job: Job
     ) -> BLRResult:
         """One release by the streaming exact sampler, with its errors and the seed's bound."""
         assert isinstance(query, WorkloadInput)
         m = self.check_size(params, query)
-        start = time.perf_counter()
         enum = _Enumeration(query.workload, m)
         target = _target(query, "D", m)
-        hist = stream_sample(
-            enum,
-            target,
-            _coefficient(params["epsilon"], query, target),
-            rng,
-            cancel=cancel,
-            progress=progress,
+        coef = _coefficient(params["epsilon"], query, target)
+        hist = stream_sample(enum, target, coef, rng, cancel=job.cancel, progress=job.progress)
+        synthetic = normalised_answers(query.workload, hist)
+        truth = normalised_answers(query.workload, query.histogram_d)
+        errors = np.abs(synthetic - truth)
+        bound = self.accuracy_bound(params, query, params["beta"])
+        return BLRResult(
+            hist, synthetic, truth, errors, float(errors.max()), bound, params["beta"], m, enum.total
         )
-        return _result(
-            query,
-            hist,
-            m,
-            self.accuracy_bound(params, query, params["beta"]),
-            params["beta"],
-            enum.total,
-            time.perf_counter() - start,
-        )
-
-
-def _result(
-    query: WorkloadInput, hist: np.ndarray, m: int, bound: float, beta: float, total: int, seconds: float
-) -> BLRResult:
-    synthetic = normalised_answers(query.workload, hist)
-    truth = normalised_answers(query.workload, query.histogram_d)
-    errors = np.abs(synthetic - truth)
-    return BLRResult(hist, synthetic, truth, errors, float(errors.max()), bound, beta, m, total, seconds)

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
-from collections.abc import Mapping
+from abc import abstractmethod
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any, ClassVar, Literal
 
@@ -53,14 +53,10 @@ from dpexplorer.core.marginals import (
     sqrt_down,
     synthesise,
 )
-from dpexplorer.core.mechanisms.base import (
-    AccuracyReport,
-    Mechanism,
-    OutputDistribution,
-    QueryInput,
-)
+from dpexplorer.core.mechanisms.base import AccuracyReport, OutputDistribution, QueryInput
 from dpexplorer.core.mechanisms.params import DELTA, EPSILON, Param, choice, whole_number
 from dpexplorer.core.mechanisms.registry import register
+from dpexplorer.core.mechanisms.runs import NO_JOB, Job, RunMechanism
 
 SYNTH_DELTA = dataclasses.replace(DELTA, default=1e-9)
 ESTIMATOR = choice(
@@ -105,7 +101,7 @@ def rho_for(epsilon: float, delta: float) -> float:
     return low
 
 
-class MarginalMechanism(Mechanism):
+class MarginalMechanism(RunMechanism[SyntheticResult]):
     """What MST and AIM share: (epsilon, delta) declared, rho-zCDP guaranteed and charged; the
     views are the synthetic-data views (no exact output law)."""
 
@@ -130,63 +126,37 @@ class MarginalMechanism(Mechanism):
             "synthetic-data views (marginal errors)"
         )
 
-    def delta_at(self, params: Mapping[str, Any], query: QueryInput, epsilon: float) -> float:
-        raise NotApplicableError(
-            f"{self.label}'s output has no exact privacy profile here; its guarantee is the proven "
-            f"ρ-zCDP, ρ = {self.rho(params):.4g}"
-        )
+    def proven(self, params: Mapping[str, Any]) -> str:
+        return f"ρ-zCDP, ρ = {self.rho(params):.4g}"
 
     def accuracy(
         self, params: Mapping[str, Any], query: QueryInput, ci_level: float = 0.95
     ) -> AccuracyReport:
         raise NotApplicableError(f"{self.label}'s accuracy is shown as the workload error of a run")
 
-    def simulate(
-        self,
-        params: Mapping[str, Any],
-        query: QueryInput,
-        rng: np.random.Generator,
-        size: int,
-        on: Literal["D", "D'"] = "D",
-    ) -> np.ndarray:
-        """``size`` runs' mean workload total-variation distance (each run fits a model)."""
+    def run_error(
+        self, params: Mapping[str, Any], query: QueryInput, on: Literal["D", "D'"]
+    ) -> Callable[[np.random.Generator], float]:
+        """A run's mean workload total-variation distance (each run fits a model; on D whatever
+        ``on`` says)."""
         assert isinstance(query, MarginalInput)
-        out = np.empty(size)
-        for i in range(size):
-            result = self.run(params, query, rng)
-            errors = workload_tvd(query, result)
-            out[i] = errors
-        return out
+        return lambda rng: workload_tvd(query, self.run(params, query, rng))
 
+    @abstractmethod
     def steps(
-        self,
-        params: Mapping[str, Any],
-        query: MarginalInput,
-        private: PrivateSteps,
-        *,
-        cancel: CancelToken | None = None,
-        progress: ProgressFn | None = None,
+        self, params: Mapping[str, Any], query: MarginalInput, private: PrivateSteps, job: Job = NO_JOB
     ) -> Transcript:
         """The DP part of a run (selection and measurement) with ``private``'s noise."""
-        raise NotImplementedError
 
-    def run(
-        self,
-        params: Mapping[str, Any],
-        query: QueryInput,
-        rng: np.random.Generator,
-        *,
-        cancel: CancelToken | None = None,
-        progress: ProgressFn | None = None,
+    def release(
+        self, params: Mapping[str, Any], query: QueryInput, rng: np.random.Generator, job: Job
     ) -> SyntheticResult:
         """One exploration run (seeded noise): transcript, model and records."""
         assert isinstance(query, MarginalInput)
         check_input(query)
-        start = time.perf_counter()
-        transcript = self.steps(params, query, SeededSteps(rng), cancel=cancel, progress=progress)
-        fit = fitter(query, params["estimator"], int(params["iterations"]), cancel)
-        result = synthesise(query, transcript, fit, int(params["rows"]), rng)
-        return dataclasses.replace(result, seconds=time.perf_counter() - start)
+        transcript = self.steps(params, query, SeededSteps(rng), job)
+        fit = fitter(query, params["estimator"], int(params["iterations"]), job.cancel)
+        return synthesise(query, transcript, fit, int(params["rows"]), rng)
 
 
 def workload_tvd(query: MarginalInput, result: SyntheticResult) -> float:
@@ -272,12 +242,6 @@ class MST(MarginalMechanism):
     order: ClassVar[int] = 64
 
     def steps(
-        self,
-        params: Mapping[str, Any],
-        query: MarginalInput,
-        private: PrivateSteps,
-        *,
-        cancel: CancelToken | None = None,
-        progress: ProgressFn | None = None,
+        self, params: Mapping[str, Any], query: MarginalInput, private: PrivateSteps, job: Job = NO_JOB
     ) -> Transcript:
-        return mst_steps(query, Fraction(self.rho(params)), private, cancel=cancel, progress=progress)
+        return mst_steps(query, Fraction(self.rho(params)), private, cancel=job.cancel, progress=job.progress)

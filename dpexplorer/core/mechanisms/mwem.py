@@ -16,7 +16,6 @@ Roth 2014, Theorem 3.16; the paper's Theorem 2.1)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -24,26 +23,18 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from dpexplorer.core.cancel import CancelToken, ProgressFn, checkpoint
-from dpexplorer.core.errors import NotApplicableError
-from dpexplorer.core.mechanisms.base import (
-    AccuracyReport,
-    NumericOutput,
-    PureEpsilonMechanism,
-    QueryInput,
-    WorkloadInput,
-)
+from dpexplorer.core.mechanisms.base import QueryInput, WorkloadInput
 from dpexplorer.core.mechanisms.exponential import exponential_log_pmf, sample_pmf
 from dpexplorer.core.mechanisms.params import EPSILON, Param, whole_number
 from dpexplorer.core.mechanisms.pmw import (
+    MonteCarloWorkload,
     check_any_workload,
     measured_shares,
-    monte_carlo_accuracy,
-    monte_carlo_output,
-    simulation_inputs,
     workload_answers,
     workload_row,
 )
 from dpexplorer.core.mechanisms.registry import register
+from dpexplorer.core.mechanisms.runs import Job
 from dpexplorer.core.row_count import COUNT_SHARE, split_epsilon
 
 MC_RUNS = 150
@@ -74,7 +65,7 @@ class MWEMResult:
     max_error: float
     selected: np.ndarray
     measurements: np.ndarray
-    seconds: float
+    seconds: float = 0.0
 
 
 def mwem_scales(epsilon: float, rounds: int, denominator: float) -> tuple[float, float]:
@@ -126,7 +117,7 @@ def mwem_run(
 
 
 @register
-class MWEM(PureEpsilonMechanism):
+class MWEM(MonteCarloWorkload[MWEMResult]):
     """MWEM: pure epsilon-DP synthetic distribution (exact claim, basic composition)."""
 
     name: ClassVar[str] = "mwem"
@@ -135,69 +126,36 @@ class MWEM(PureEpsilonMechanism):
         "Builds a synthetic distribution by repeatedly measuring the query it answers worst "
         "and correcting itself: practical where BLR is too slow."
     )
-    input_type: ClassVar[type] = WorkloadInput
     output_kind: ClassVar[Literal["synthetic"]] = "synthetic"
     params: ClassVar[tuple[Param, ...]] = (EPSILON, ROUNDS, COUNT_SHARE)
     order: ClassVar[int] = 62
+    mc_runs: ClassVar[int] = MC_RUNS
+    proof: ClassVar[str] = "basic composition of 2T steps"
+    bound_note: ClassVar[str] = "MWEM's proven bound (Theorem 2.2) is not drawn"
 
-    def run(
-        self,
-        params: Mapping[str, Any],
-        query: QueryInput,
-        rng: np.random.Generator,
-        *,
-        cancel: CancelToken | None = None,
-        progress: ProgressFn | None = None,
+    def release(
+        self, params: Mapping[str, Any], query: QueryInput, rng: np.random.Generator, job: Job
     ) -> MWEMResult:
         """One release on D with its errors against the true answers."""
         assert isinstance(query, WorkloadInput)
         check_any_workload(query)
-        start = time.perf_counter()
         released, truth, selected, measured = mwem_run(
-            query.workload, query.histogram_d, params, rng, query.relation, cancel=cancel, progress=progress
+            query.workload,
+            query.histogram_d,
+            params,
+            rng,
+            query.relation,
+            cancel=job.cancel,
+            progress=job.progress,
         )
         answers = workload_answers(query.workload, released)
         errors = np.abs(answers - truth)
-        return MWEMResult(
-            released,
-            answers,
-            truth,
-            errors,
-            float(errors.max()),
-            selected,
-            measured,
-            time.perf_counter() - start,
-        )
+        return MWEMResult(released, answers, truth, errors, float(errors.max()), selected, measured)
 
-    def simulate(
-        self,
-        params: Mapping[str, Any],
-        query: QueryInput,
-        rng: np.random.Generator,
-        size: int,
-        on: Literal["D", "D'"] = "D",
+    def answers(
+        self, params: Mapping[str, Any], query: WorkloadInput, histogram: np.ndarray, rng: np.random.Generator
     ) -> np.ndarray:
-        """``size`` releases' max workload error against D's true answers."""
-        query, hist, truth = simulation_inputs(query, on)
-        out = np.empty(size)
-        for run in range(size):
-            released = mwem_run(query.workload, hist, params, rng, query.relation)[0]
-            out[run] = np.abs(workload_answers(query.workload, released) - truth).max()
-        return out
-
-    def output_distribution(self, params: Mapping[str, Any], query: QueryInput) -> NumericOutput:
-        """Monte-Carlo distribution of the released max workload error against D's answers."""
-        return monte_carlo_output(lambda rng, size, on: self.simulate(params, query, rng, size, on), MC_RUNS)
-
-    def delta_at(self, params: Mapping[str, Any], query: QueryInput, epsilon: float) -> float:
-        raise NotApplicableError(
-            "MWEM's release has no exact privacy profile here; its guarantee is the proven "
-            f"pure ε = {params['epsilon']:g} (basic composition of 2T steps)"
+        """The released distribution's answers (the workload as shares of the rows)."""
+        return workload_answers(
+            query.workload, mwem_run(query.workload, histogram, params, rng, query.relation)[0]
         )
-
-    def accuracy(
-        self, params: Mapping[str, Any], query: QueryInput, ci_level: float = 0.95
-    ) -> AccuracyReport:
-        """Monte-Carlo tail of the max workload error (``MC_RUNS`` runs, seeded)."""
-        errors = self.simulate(params, query, np.random.default_rng(1), MC_RUNS, "D")
-        return monte_carlo_accuracy(errors, ci_level, "MWEM's proven bound (Theorem 2.2) is not drawn")

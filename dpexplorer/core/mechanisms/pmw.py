@@ -23,7 +23,7 @@ gives (epsilon, delta)); this module implements the pure-DP NumericSparse form i
 from __future__ import annotations
 
 import math
-import time
+from abc import abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -46,6 +46,7 @@ from dpexplorer.core.mechanisms.base import (
 from dpexplorer.core.mechanisms.exponential import error_quantile, error_tail
 from dpexplorer.core.mechanisms.params import EPSILON, Param, log_float, whole_number
 from dpexplorer.core.mechanisms.registry import register
+from dpexplorer.core.mechanisms.runs import Job, R, RunMechanism
 from dpexplorer.core.mechanisms.sparse_vector import BOTTOM, check_workload
 from dpexplorer.core.row_count import COUNT_SHARE, noisy_row_counts, split_epsilon
 
@@ -91,7 +92,7 @@ class PMWTranscript:
     max_updates: int
     threshold: float
     public_distribution: np.ndarray
-    seconds: float
+    seconds: float = 0.0
 
     @property
     def max_error(self) -> float:
@@ -216,8 +217,58 @@ def pmw_run(
     return answers, is_update, used, distribution, truth
 
 
+class MonteCarloWorkload(RunMechanism[R], PureEpsilonMechanism):
+    """What PMW and MWEM share: a run on a workload of counting queries (its denominator drawn
+    first, as a release's), pure epsilon-DP as proven (no exact privacy profile), and views
+    that are Monte Carlo over independent runs of the max error against D's true answers."""
+
+    input_type: ClassVar[type] = WorkloadInput
+    mc_runs: ClassVar[int] = MC_RUNS
+    """Runs per side of the Monte-Carlo views."""
+    proof: ClassVar[str]
+    """Where the pure epsilon is proven."""
+    bound_note: ClassVar[str]
+    """Why the accuracy view draws no proven bound."""
+
+    @abstractmethod
+    def answers(
+        self, params: Mapping[str, Any], query: WorkloadInput, histogram: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
+        """One run on ``histogram``: its answers to the workload as shares of the rows (NaN for
+        ⊥)."""
+
+    def run_error(
+        self, params: Mapping[str, Any], query: QueryInput, on: Literal["D", "D'"]
+    ) -> Callable[[np.random.Generator], float]:
+        """A run's max error over the answered queries (0 if none) against D's true answers."""
+        query, hist, truth = simulation_inputs(query, on)
+
+        def max_error(rng: np.random.Generator) -> float:
+            errors = np.abs(self.answers(params, query, hist, rng) - truth)
+            return float(np.nanmax(errors)) if np.any(~np.isnan(errors)) else 0.0
+
+        return max_error
+
+    def output_distribution(self, params: Mapping[str, Any], query: QueryInput) -> NumericOutput:
+        """Monte-Carlo distribution of the max error of the answered queries against D's true
+        answers, on D and on D' (see :func:`monte_carlo_output`)."""
+        return monte_carlo_output(
+            lambda rng, size, on: self.simulate(params, query, rng, size, on), self.mc_runs
+        )
+
+    def proven(self, params: Mapping[str, Any]) -> str:
+        return f"pure ε = {params['epsilon']:g} ({self.proof})"
+
+    def accuracy(
+        self, params: Mapping[str, Any], query: QueryInput, ci_level: float = 0.95
+    ) -> AccuracyReport:
+        """Monte-Carlo tail of the max error over answered queries (``mc_runs`` runs, seeded)."""
+        errors = self.simulate(params, query, np.random.default_rng(1), self.mc_runs, "D")
+        return monte_carlo_accuracy(errors, ci_level, self.bound_note)
+
+
 @register
-class PMW(PureEpsilonMechanism):
+class PMW(MonteCarloWorkload[PMWTranscript]):
     """Private multiplicative weights via NumericSparse: pure epsilon-DP (exact claim)."""
 
     name: ClassVar[str] = "pmw"
@@ -226,26 +277,29 @@ class PMW(PureEpsilonMechanism):
         "Answers a long stream of counting queries from a public synthetic distribution, "
         "spending budget only on the queries it answers badly."
     )
-    input_type: ClassVar[type] = WorkloadInput
     output_kind: ClassVar[Literal["transcript"]] = "transcript"
     params: ClassVar[tuple[Param, ...]] = (EPSILON, THRESHOLD, UPDATES, COUNT_SHARE)
     order: ClassVar[int] = 61
+    proof: ClassVar[str] = "Dwork & Roth 2014, Theorem 3.28"
+    # the seed's bound is asymptotic (O-notation)
+    bound_note: ClassVar[str] = (
+        "the proven bound α = Õ((εn)^−1/2) (Dwork & Roth 2014, section 4.2) has no constants"
+    )
 
-    def run(
-        self,
-        params: Mapping[str, Any],
-        query: QueryInput,
-        rng: np.random.Generator,
-        *,
-        cancel: CancelToken | None = None,
-        progress: ProgressFn | None = None,
+    def release(
+        self, params: Mapping[str, Any], query: QueryInput, rng: np.random.Generator, job: Job
     ) -> PMWTranscript:
         """One run on D with its transcript."""
         assert isinstance(query, WorkloadInput)
         check_any_workload(query)
-        start = time.perf_counter()
         answers, is_update, used, distribution, truth = pmw_run(
-            query.workload, query.histogram_d, params, rng, query.relation, cancel=cancel, progress=progress
+            query.workload,
+            query.histogram_d,
+            params,
+            rng,
+            query.relation,
+            cancel=job.cancel,
+            progress=job.progress,
         )
         kinds = tuple(
             BOTTOM if np.isnan(a) else (UPDATE if u else LAZY)
@@ -261,45 +315,12 @@ class PMW(PureEpsilonMechanism):
             params["updates"],
             params["threshold"],
             distribution,
-            time.perf_counter() - start,
         )
 
-    def simulate(
-        self,
-        params: Mapping[str, Any],
-        query: QueryInput,
-        rng: np.random.Generator,
-        size: int,
-        on: Literal["D", "D'"] = "D",
+    def answers(
+        self, params: Mapping[str, Any], query: WorkloadInput, histogram: np.ndarray, rng: np.random.Generator
     ) -> np.ndarray:
-        """``size`` runs' max error over the answered queries, against D's true answers."""
-        query, hist, truth = simulation_inputs(query, on)
-        out = np.empty(size)
-        for run in range(size):
-            answers = pmw_run(query.workload, hist, params, rng, query.relation)[0]
-            errors = np.abs(answers - truth)
-            out[run] = np.nanmax(errors) if np.any(~np.isnan(errors)) else 0.0
-        return out
-
-    def output_distribution(self, params: Mapping[str, Any], query: QueryInput) -> NumericOutput:
-        """Monte-Carlo distribution of the max error of the answered queries against D's true
-        answers, on D and on D' (see :func:`monte_carlo_output`)."""
-        return monte_carlo_output(lambda rng, size, on: self.simulate(params, query, rng, size, on))
-
-    def delta_at(self, params: Mapping[str, Any], query: QueryInput, epsilon: float) -> float:
-        raise NotApplicableError(
-            "PMW's transcript has no exact privacy profile here; its guarantee is the proven "
-            f"pure ε = {params['epsilon']:g} (Dwork & Roth 2014, Theorem 3.28)"
-        )
-
-    def accuracy(
-        self, params: Mapping[str, Any], query: QueryInput, ci_level: float = 0.95
-    ) -> AccuracyReport:
-        """Monte-Carlo tail of the max error over answered queries (no proven bound drawn: the
-        seed's bound is asymptotic, O-notation)."""
-        errors = self.simulate(params, query, np.random.default_rng(1), MC_RUNS, "D")
-        note = "the proven bound α = Õ((εn)^−1/2) (Dwork & Roth 2014, section 4.2) has no constants"
-        return monte_carlo_accuracy(errors, ci_level, note)
+        return pmw_run(query.workload, histogram, params, rng, query.relation)[0]
 
 
 def monte_carlo_output(
