@@ -40,10 +40,10 @@ from dpexplorer.core.mechanisms.registry import register
 from dpexplorer.core.mechanisms.smooth import (
     DataStatisticMechanism,
     check_data_query,
+    column_measure,
     resampled,
     sizes_up_to,
 )
-from dpexplorer.core.memo import cached
 from dpexplorer.core.sensitivity import (
     NO_SUCH_DISTANCE,
     distance_to_high_sensitivity,
@@ -102,23 +102,7 @@ class ProposeTestRelease(DataStatisticMechanism):
 
     def distance(self, params: Mapping[str, Any], query: NumericInput, on: Literal["D", "D'"]) -> int:
         """Exact distance to the nearest dataset with local sensitivity above the bound."""
-        lower, upper = query.bounds  # type: ignore[misc]
-        values = query.sorted_values_d if on == "D" else query.sorted_values_d_prime
-        bound = float(params["bound"])
-        return cached(
-            query,
-            ("distance_to_high_sensitivity", on, bound),
-            lambda: distance_to_high_sensitivity(
-                np.asarray(values, dtype=float),
-                lower,
-                upper,
-                bound,
-                query.statistic,
-                trim_fraction=query.trim_fraction,
-                relation=query.relation,
-                quantile=query.quantile,
-            ),
-        )
+        return column_measure(query, on, distance_to_high_sensitivity, float(params["bound"]))
 
     def release_scale(self, params: Mapping[str, Any], query: NumericInput, on: Literal["D", "D'"]) -> float:
         """Scale of the Laplace noise of the answer: bound / epsilon (the same on D and D')."""

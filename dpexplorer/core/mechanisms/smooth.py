@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import functools
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 import numpy as np
 from scipy import optimize, stats
@@ -39,6 +39,8 @@ from dpexplorer.core.mechanisms.params import DELTA, EPSILON, Param, log_float, 
 from dpexplorer.core.mechanisms.registry import register
 from dpexplorer.core.memo import cached
 from dpexplorer.core.sensitivity import smooth_sensitivity
+
+T = TypeVar("T")
 
 SMOOTH_STATISTICS = ("median", "quantile", "trimmed_mean")
 _CHUNK = 256
@@ -221,22 +223,31 @@ def data_sensitivity(query: NumericInput, on: Literal["D", "D'"], beta: float) -
     """S_beta of the query's statistic on D or D' (beta = 0 gives max_k A(k); exact, from
     :mod:`dpexplorer.core.sensitivity`), floored at the smallest positive float so that an
     underflow can only enlarge the noise."""
-    lower, upper = query.bounds  # type: ignore[misc]
+    value = column_measure(query, on, smooth_sensitivity, beta)
+    return max(float(value), float(np.finfo(float).tiny))
 
-    def compute() -> float:
-        value = smooth_sensitivity(
+
+def column_measure(
+    query: NumericInput, on: Literal["D", "D'"], measure: Callable[..., T], parameter: float
+) -> T:
+    """``measure`` (a column measure of :mod:`dpexplorer.core.sensitivity`: smooth_sensitivity,
+    distance_to_high_sensitivity) of the query's sorted column on D or D' at ``parameter``, for
+    the query's statistic, relation, quantile and trimming; memoised on the query."""
+    lower, upper = query.bounds  # type: ignore[misc]
+    return cached(
+        query,
+        (measure.__name__, on, parameter),
+        lambda: measure(
             _sorted_side(query, on),
             lower,
             upper,
-            beta,
+            parameter,
             query.statistic,
             trim_fraction=query.trim_fraction,
             relation=query.relation,
             quantile=query.quantile,
-        )
-        return max(float(value), float(np.finfo(float).tiny))
-
-    return cached(query, ("smooth_sensitivity", on, beta), compute)
+        ),
+    )
 
 
 def resampled(query: NumericInput, n: int) -> NumericInput:
