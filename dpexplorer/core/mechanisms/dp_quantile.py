@@ -31,7 +31,6 @@ from dpexplorer.core.accuracy import EPSILON_SWEEP, curve_over, discrete_hockey_
 from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.core.mechanisms.base import (
     AccuracyReport,
-    Curve,
     NumericInput,
     NumericOutput,
     PureEpsilonMechanism,
@@ -39,7 +38,7 @@ from dpexplorer.core.mechanisms.base import (
     key_selection_guarantee,
     with_key_selection,
 )
-from dpexplorer.core.mechanisms.exponential import error_quantile, error_tail, sample_pmf
+from dpexplorer.core.mechanisms.exponential import discrete_accuracy, error_quantile, sample_pmf
 from dpexplorer.core.mechanisms.params import EPSILON, Param, whole_number
 from dpexplorer.core.mechanisms.registry import register
 
@@ -247,21 +246,19 @@ class DPQuantile(PureEpsilonMechanism):
         shown = shown_group(checked) if checked.group_values_d is not None else 0
         truth = float(checked.value_d[shown])
         errors, pmf = np.abs(points - truth), np.exp(log_p)
-        alphas = np.linspace(0.0, float(errors.max()) * 1.05 + 1e-12, 200)
-        tail = Curve(alphas, error_tail(pmf, errors, alphas), "α", "P(|error| > α)", "exact tail")
 
         def quantile_at(eps: float) -> float:
             _, log_e, _ = self._log_pmfs({**params, "epsilon": eps}, checked)
             return error_quantile(np.exp(log_e), errors, ci_level)
 
         y_label = f"|error| not exceeded with {ci_level:.0%} probability"
-        return AccuracyReport(
-            error_tail=tail,
-            error_tail_bound=None,
-            ci_level=ci_level,
-            ci_halfwidth=error_quantile(pmf, errors, ci_level),
-            mse=float(np.sum(pmf * errors**2)),
-            error_vs_epsilon=(
+        return discrete_accuracy(
+            pmf,
+            errors,
+            ci_level,
+            x_label="α",
+            error_name="|error|",
+            curves_vs_epsilon=(
                 curve_over(EPSILON_SWEEP, quantile_at, x_label="ε", y_label=y_label, name="exact"),
             ),
             notes=(

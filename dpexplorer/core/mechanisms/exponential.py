@@ -187,21 +187,52 @@ def selection_accuracy(
     the exact tail with ``tail_bound(alphas)`` (an upper bound on P(error >= alpha)) beside it,
     the CI (exact quantile), the MSE, and the quantile at ``ci_level`` against epsilon (exact,
     ``quantile_at(eps)``) beside the bound's alpha at beta = 1 - ci_level (``bound_alpha_at(eps)``)."""
-    alphas = np.linspace(0.0, float(errors.max()) * 1.05 + 1e-12, 200)
-    tail = Curve(alphas, error_tail(pmf, errors, alphas), x_label, "P(error > α)", "exact tail", "exact")
-    bound = Curve(alphas, tail_bound(alphas), x_label, "P(error ≥ α)", bound_name, "bound")
     y_label = f"{ci_level:.0%}-sure error bound"
     exact_curve = curve_over(sweep, quantile_at, x_label="ε", y_label=y_label, name="exact quantile")
     bound_curve = curve_over(
         EPSILON_SWEEP, bound_alpha_at, x_label="ε", y_label=y_label, name=bound_name, kind="bound"
     )
+    return discrete_accuracy(
+        pmf,
+        errors,
+        ci_level,
+        x_label=x_label,
+        error_name="error",
+        curves_vs_epsilon=(exact_curve, bound_curve),
+        tail_bound=tail_bound,
+        bound_name=bound_name,
+        notes=notes,
+    )
+
+
+def discrete_accuracy(
+    pmf: np.ndarray,
+    errors: np.ndarray,
+    ci_level: float,
+    *,
+    x_label: str,
+    error_name: str,
+    curves_vs_epsilon: tuple[Curve, ...],
+    tail_bound: Callable[[np.ndarray], np.ndarray] | None = None,
+    bound_name: str = "",
+    notes: tuple[str, ...] = (),
+) -> AccuracyReport:
+    """The AccuracyReport of an error that is ``errors`` w.p. ``pmf``, exactly: its tail
+    P(error > alpha) on 200 alphas past the largest error, the CI (the ``ci_level`` quantile),
+    the MSE; ``tail_bound(alphas)`` (an upper bound on P(error >= alpha)) beside the tail when
+    given. ``error_name`` names the error in the tail's axis label ("error", "|error|")."""
+    alphas = np.linspace(0.0, float(errors.max()) * 1.05 + 1e-12, 200)
+    tail = Curve(alphas, error_tail(pmf, errors, alphas), x_label, f"P({error_name} > α)", "exact tail")
+    bound = None
+    if tail_bound is not None:
+        bound = Curve(alphas, tail_bound(alphas), x_label, f"P({error_name} ≥ α)", bound_name, "bound")
     return AccuracyReport(
         error_tail=tail,
         error_tail_bound=bound,
         ci_level=ci_level,
         ci_halfwidth=error_quantile(pmf, errors, ci_level),
         mse=float(np.sum(pmf * errors**2)),
-        error_vs_epsilon=(exact_curve, bound_curve),
+        error_vs_epsilon=curves_vs_epsilon,
         notes=notes,
     )
 
