@@ -47,7 +47,7 @@ METHODS = ("mst", "aim", "direct", "independent")
 METHOD_LABELS = {
     "mst": "MST",
     "aim": "AIM",
-    "direct": "every marginal with Gaussian noise",
+    "direct": "each marginal with Gaussian noise",
     "independent": "independent columns",
 }
 DEFAULT_EPSILONS = (0.1, 0.3, 1.0, 3.0)

@@ -34,6 +34,9 @@ TABS: dict[str, str] = {
     "sensitivity": "sensitivity side by side",
     "random_walk": "composition as a random walk",
     "error_vs_k": "BLR against PMW, error against the number of queries k",
+    "synthetic_curve": "the synthetic-data view's page: the workload error against ε",
+    "synthetic_rounds": "the synthetic-data view's page: the run's rounds",
+    "synthetic_picker": "the synthetic-data view's page: a true against synthetic marginal",
 }
 QUERY_KINDS = (
     "count", "predicate_count", "sum", "mean", "median", "quantile", "trimmed_mean", "variance",
@@ -80,6 +83,12 @@ STEP_KEYS = {
     "compare",
 }  # fmt: skip
 COMPARE_KEYS = {"mechanism", "params"}
+PAGES = {
+    "synthetic_curve": "curve_page",
+    "synthetic_rounds": "rounds_page",
+    "synthetic_picker": "picker_page",
+}
+"""Tabs that are a page of the mechanism's own view (its attribute), shown on that view's tab."""
 LESSON_KEYS = {"title", "summary", "reference", "steps"}
 
 

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.data.default import default_dataset_path
 from dpexplorer.gui import palette as colours
-from dpexplorer.gui.lesson_files import LESSONS_DIR, Lesson, Step, check_mechanisms, load_lessons
+from dpexplorer.gui.lesson_files import LESSONS_DIR, PAGES, Lesson, Step, check_mechanisms, load_lessons
 from dpexplorer.gui.window_parts import WindowParts
 
 if TYPE_CHECKING:
@@ -304,6 +304,11 @@ class LessonRunner(QObject):
     def _apply_query(self, step: Step) -> None:
         panel = self.window.query_panel
         self._phase = "query"
+        current = self.window.explorer.mechanism
+        if step.tab in ("mechanism", *PAGES) and (current is None or current.name != step.mechanism):
+            # the new mechanism's own view appears once it is chosen; meanwhile the data table,
+            # not a view the new mechanism may not serve (AIM has no accuracy curves), is shown
+            self.window.tabs.setCurrentWidget(self.window.dataset_view)
         panel.set_state(step.query)
         column = step.query["column"]
         if column and panel.form.isRowVisible(panel.column) and panel.column.currentText() != column:
@@ -380,7 +385,8 @@ class LessonRunner(QObject):
             window.add_current_to_plan()
 
     def tab_widget(self, key: str) -> QWidget | None:
-        """The widget of a step's tab key (lesson_files.TABS), if the window has it now."""
+        """The widget of a step's tab key (lesson_files.TABS), if the window has it now (for a
+        page of the mechanism's own view, that view)."""
         window = self.window
         workspace = window.workspace
         theory = getattr(window, "theory_views", None)
@@ -395,6 +401,9 @@ class LessonRunner(QObject):
             "random_walk": theory.random_walk_view if theory else None,
             "error_vs_k": theory.error_k_view if theory else None,
         }
+        if key in PAGES:
+            view = widgets["mechanism"]
+            return view if hasattr(view, PAGES[key]) else None
         return widgets.get(key)
 
     def _show_tab(self, step: Step) -> None:
@@ -406,6 +415,8 @@ class LessonRunner(QObject):
             self._fail(f"This step's tab ({step.tab}) is not available for this mechanism")
         else:
             self.window.tabs.setCurrentIndex(index)
+            if step.tab in PAGES:
+                widget.pages.setCurrentWidget(getattr(widget, PAGES[step.tab]))  # type: ignore[union-attr]
         if self.window.teaching_action.isChecked():
             self.window.resample()  # the classroom draw follows the new mechanism
         self.fit_panel()  # the query's controls may have changed height

@@ -58,6 +58,8 @@ PROGRESS_STEPS = 1000
 CURVE_COLOURS = dict(zip(METHODS, (PURPLE, PALETTE[2], ORANGE, GREY), strict=True))
 """MST, AIM, direct, independent (independent grey, as on the per-marginal page)."""
 CURVE_SYMBOLS = dict(zip(METHODS, ("o", "s", "t", "d"), strict=True))
+CURVE_GLYPHS = dict(zip(METHODS, ("●", "■", "▼", "◆"), strict=True))
+"""The symbols as text, for the key above the plot."""
 
 
 def run_job(
@@ -74,14 +76,6 @@ def run_job(
     if not isinstance(query, MarginalInput):
         raise NotApplicableError(f"{mechanism.label} needs a marginals query")
     return error_curve(query, params, DEFAULT_EPSILONS, seed, cancel=cancel, progress=progress)
-
-
-LEGEND_ROOM = 1.6
-"""The y axis reaches this much above the highest point: the key (top right) sits above the curves."""
-
-
-def _seconds(seconds: float) -> str:
-    return f"{seconds:.1f} s" if seconds >= 0.1 else "under 0.1 s"
 
 
 # ---------------------------------------------------------------- the curve page
@@ -109,10 +103,8 @@ class CurvePage(QWidget):
         controls.addWidget(self.run_button)
         controls.addWidget(self.cancel_button)
         controls.addWidget(self.progress, 1)
-        self.plot = new_plot("privacy budget ε (log scale)", "mean TVD over the workload", "")
-        legend = self.plot.getPlotItem().legend
-        if legend is not None:  # the curves fall from the top left: the key sits top right
-            legend.anchor(itemPos=(1, 0), parentPos=(1, 0), offset=(-10, 10))
+        self.plot = new_plot("privacy budget ε (log scale)", "mean TVD, workload", "")
+        self.plot.getPlotItem().legend = None  # the key is the line above the plot: it hides no point
         self.summary = rich_label()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -135,9 +127,8 @@ class CurvePage(QWidget):
         points = ", ".join(f"{e:g}" for e in DEFAULT_EPSILONS)
         each = f" (the run above took {run_seconds})" if run_seconds else ""
         self.cost.setText(
-            f"ε = {points}: {2 * len(DEFAULT_EPSILONS)} fits, one of MST and one of AIM at each "
-            f"ε{each}; AIM refits its model every round and takes longest. On Adult's default "
-            "five columns about half a minute to a minute on two cores. The baselines cost nothing."
+            f"Run fits MST and AIM at ε = {points}{each}: {2 * len(DEFAULT_EPSILONS)} fits, AIM the "
+            "slow one; on Adult's default five columns about half a minute to a minute on two cores."
         )
 
     def enable(self, ready: bool) -> None:
@@ -236,15 +227,19 @@ class CurvePage(QWidget):
                 symbol=CURVE_SYMBOLS[method],
                 symbolBrush=palette.brush(colour),
                 symbolPen=None,
-                name=METHOD_LABELS[method],
             )
-        top = axis_end(*curve.errors.values(), room=LEGEND_ROOM)
+        top = axis_end(*curve.errors.values(), room=1.1)
         self.plot.setYRange(0.0, top, padding=0.0)
         self.plot.setXRange(math.log10(x.min()), math.log10(x.max()), padding=0.08)
-        parts = [f"{METHOD_LABELS[m]} {_seconds(curve.seconds[m])}" for m in curve.errors]
+        key = " &nbsp; ".join(
+            f"<span style='color:{palette.css(CURVE_COLOURS[m])}'>{CURVE_GLYPHS[m]}</span> {METHOD_LABELS[m]}"
+            for m in curve.errors
+        )
+        parts = [f"{m.upper()} {curve.seconds[m]:.1f} s" for m in ("mst", "aim") if m in curve.errors]
         self.summary.setText(
-            f"One seeded run per method and ε on a workload of {len(curve.workload)} marginals, "
-            f"δ = {curve.delta:.3g}, estimator {curve.estimator}. Time: {', '.join(parts)}."
+            f"{key}<br>Mean TVD over the {len(curve.workload)} workload marginals, one seeded run "
+            f"per method and ε, δ = {curve.delta:.3g}, estimator {curve.estimator}"
+            + (f"; {', '.join(parts)}." if parts else ".")
         )
         self.columns = {
             "epsilon": list(x),
@@ -305,6 +300,10 @@ class RoundsPage(QWidget):
                 )
             )
             self.plot.setXRange(0.4, len(rounds) + 0.6, padding=0.0)
+            step = max(1, math.ceil(len(rounds) / 20))
+            self.plot.getAxis("bottom").setTicks(
+                [[(float(k), str(k)) for k in range(1, len(rounds) + 1, step)], []]
+            )
             self.plot.setYRange(0.0, axis_end(costs, room=1.15), padding=0.0)
         self.table.setRowCount(len(rounds))
         for i, r in enumerate(rounds):
