@@ -6,12 +6,21 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QShowEvent
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QBoxLayout,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from dpexplorer.core.mechanisms.base import Curve
 from dpexplorer.gui import palette
@@ -106,6 +115,76 @@ class View(QWidget):
         path, _ = QFileDialog.getSaveFileName(self, "Save plot", "", SAVE_FILTER)
         if path:
             self.save(path)
+
+
+def error_label() -> QLabel:
+    """A red, word-wrapped, selectable label for messages from the core (shown as they are)."""
+    label = QLabel()
+    label.setWordWrap(True)
+    label.setStyleSheet(f"color: {palette.css(RED)}")
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    label.hide()
+    return label
+
+
+def clear_and_show_error(view: Any, message: str, *plots: pg.PlotWidget) -> None:
+    """A view's job failed: forget its result, clear its plots, summary and CSV, and show the
+    core's message as it is (``view`` has ``result``, ``summary``, ``columns`` and ``error``)."""
+    view.result = None
+    for plot in plots:
+        plot.clear()
+        for side in ("left", "bottom"):  # the candidates' names belonged to the previous result
+            plot.getAxis(side).setTicks(None)
+    view.summary.clear()
+    view.explanation.clear()  # it described the previous result's mechanism
+    view.columns = {}
+    view.error.setText(message)
+    view.error.show()
+
+
+def rich_label() -> LiveText:
+    """A word-wrapped rich-text line for a view's summary (it changes with every slider step)."""
+    return LiveText()
+
+
+class ResultView(View):
+    """A view of one job's result: an error line (the core's message, shown as it is when the
+    job fails) and a summary in words above its plots. :meth:`show_error` forgets the result
+    and clears the plots, summary, explanation and CSV; :meth:`start_result` readies them for a
+    new result. ``explanation``: the header's text, when it does not change with the result."""
+
+    def __init__(self, title: str, parent: QWidget | None = None, *, explanation: str = "") -> None:
+        super().__init__(title, parent)
+        if explanation:
+            self.explanation.setText(explanation)
+        self.error = error_label()
+        self.summary = rich_label()
+        self.result: Any = None
+        self.result_plots: tuple[pg.PlotWidget, ...] = ()
+        """The plots a failure or a new result clears (:meth:`place_plots` sets them)."""
+
+    def place_plots(self, *plots: tuple[pg.PlotWidget, int], beside: bool = True) -> QBoxLayout:
+        """The error line, the summary, then ``plots`` (each with its stretch) side by side, or
+        one above the other when not ``beside``; returns the plots' layout."""
+        self.body.addWidget(self.error)
+        self.body.addWidget(self.summary)
+        layout: QBoxLayout = QHBoxLayout() if beside else QVBoxLayout()
+        for plot, stretch in plots:
+            layout.addWidget(plot, stretch)
+        self.body.addLayout(layout, 1)
+        self.result_plots = tuple(plot for plot, _ in plots)
+        return layout
+
+    def show_error(self, message: str) -> None:
+        """The job failed: see :func:`clear_and_show_error`."""
+        clear_and_show_error(self, message, *self.result_plots)
+
+    def start_result(self, result: object) -> None:
+        """Keep ``result``, hide the last error and clear the plots, to draw ``result``."""
+        self.result = result
+        self.error.hide()
+        for plot in self.result_plots:
+            plot.clear()
 
 
 def dashed_line(

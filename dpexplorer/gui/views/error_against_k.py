@@ -16,8 +16,7 @@ from dpexplorer.core.mechanisms.base import Mechanism, QueryInput, WorkloadInput
 from dpexplorer.core.mechanisms.pmw import THRESHOLD, UPDATES
 from dpexplorer.core.row_count import COUNT_SHARE
 from dpexplorer.gui import palette
-from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, View, log_ticks, new_plot
-from dpexplorer.gui.views.selection import clear_and_show_error, error_label, rich_label
+from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, ResultView, log_ticks, new_plot
 
 TITLE = "Answering k counting queries: BLR against PMW, error against k"
 
@@ -61,18 +60,17 @@ def summary_html(result: ErrorAgainstK, current_k: int | None) -> str:
     )
 
 
-class ErrorAgainstKView(View):
+class ErrorAgainstKView(ResultView):
     """The two mechanisms' max error against k (log scale), and PMW's share of ⊥ below it."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(TITLE, parent)
-        self.explanation.setText(
-            "BLR releases one synthetic dataset that answers every query; PMW answers the queries "
-            "one by one and updates a public guess only when it errs. Both errors grow with the "
-            "number of queries k only like log k (Dwork &amp; Roth 2014, sections 4.1 and 4.2)."
+        super().__init__(
+            TITLE,
+            parent,
+            explanation="BLR releases one synthetic dataset that answers every query; PMW answers the "
+            "queries one by one and updates a public guess only when it errs. Both errors grow with "
+            "the number of queries k only like log k (Dwork &amp; Roth 2014, sections 4.1 and 4.2).",
         )
-        self.error = error_label()
-        self.summary = rich_label()
         self.plot = new_plot("number of queries k (log scale)", "max error (log scale)")
         self.bottom_plot = new_plot("number of queries k (log scale)", "share ⊥")
         self.bottom_plot.setXLink(self.plot)
@@ -80,18 +78,12 @@ class ErrorAgainstKView(View):
         legend = self.plot.getPlotItem().legend
         legend.setOffset((10, 10))  # top left: the errors climb to the right
         legend.setBrush(palette.brush(palette.PLOT_BACKGROUND, 210))  # readable where a line passes under it
-        self.body.addWidget(self.error)
-        self.body.addWidget(self.summary)
-        self.body.addWidget(self.plot, 3)
-        self.body.addWidget(self.bottom_plot, 2)
+        self.place_plots((self.plot, 3), (self.bottom_plot, 2), beside=False)
         self.result: ErrorAgainstK | None = None
         self.current_k: int | None = None
 
     def plot_area(self) -> QWidget:
         return self.plot
-
-    def show_error(self, message: str) -> None:
-        clear_and_show_error(self, message, self.plot, self.bottom_plot)
 
     def show_result(self, result: ErrorAgainstK | str) -> None:
         self.error.hide()

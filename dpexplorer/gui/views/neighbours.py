@@ -487,7 +487,7 @@ class NeighboursView(View):
         items["epsilon_lines"].set_values((result.epsilon, -result.epsilon))
         span = (float(bins.edges[0]), float(bins.edges[-1]))
         tallest = max(float(np.max(bins.counts_d)), float(np.max(bins.counts_d_prime)))
-        self._fit(self.outputs, x=span, y=(0.0, bins.density(np.array(tallest))[0] * 1.15))
+        self._fit(self.outputs, x=span, y=(0.0, tallest / (bins.runs * bins.width) * 1.15))
         reach = np.concatenate([np.abs(loss[enough]) + 2 * se_loss[enough], [result.epsilon]])
         self._fit(self.loss, y=(-float(reach.max()) * 1.1, float(reach.max()) * 1.1))
         note = items["few_runs"]

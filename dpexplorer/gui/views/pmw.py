@@ -16,21 +16,26 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QHBoxLayout, QWidget
+from PySide6.QtWidgets import QWidget
 
 from dpexplorer.core.cancel import CancelToken, ProgressFn
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
 from dpexplorer.core.mechanisms.pmw import LAZY, UPDATE, PMWTranscript
 from dpexplorer.core.mechanisms.sparse_vector import BOTTOM, HALTED, TOP, SparseVector, SVTTranscript
 from dpexplorer.gui import palette
-from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, RED, View, dashed_line, keep_line_labels_inside
+from dpexplorer.gui.views.base import (
+    BLUE,
+    GREY,
+    ORANGE,
+    RED,
+    ResultView,
+    dashed_line,
+    keep_line_labels_inside,
+)
 from dpexplorer.gui.views.selection import (
     category_plot,
-    clear_and_show_error,
-    error_label,
     hbars,
     label_rows,
-    rich_label,
 )
 
 MECHANISMS = ("pmw", "sparse_vector")
@@ -107,7 +112,7 @@ def _square(colour: tuple[int, int, int]) -> str:
     return f"<span style='color:{palette.css(colour)}'>■</span>"
 
 
-class TranscriptView(View):
+class TranscriptView(ResultView):
     """Left: each query's error (PMW) or true answer (sparse vector), coloured by its round,
     with the threshold. Right: the budget-spending rounds used so far, with their limit."""
 
@@ -115,29 +120,15 @@ class TranscriptView(View):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("Transcript: every query in the order asked", parent)
-        self.error = error_label()
-        self.summary = rich_label()
         self.values = category_plot("error", "Error of each answer", "query (in the order asked)")
         self.rounds = category_plot("rounds used", "Rounds spent", "")
         self.rounds.setYLink(self.values)
         self.rounds.getAxis("left").setStyle(showValues=False)
-        row = QHBoxLayout()
-        row.addWidget(self.values, 3)
-        row.addWidget(self.rounds, 1)
-        self.body.addWidget(self.error)
-        self.body.addWidget(self.summary)
-        self.body.addLayout(row, 1)
+        self.place_plots((self.values, 3), (self.rounds, 1))
         self.result: TranscriptResult | None = None
 
-    def show_error(self, message: str) -> None:
-        """Show the core's message as it is, and clear the plots."""
-        clear_and_show_error(self, message, self.values, self.rounds)
-
     def show_result(self, result: TranscriptResult) -> None:
-        self.result = result
-        self.error.hide()
-        self.values.clear()
-        self.rounds.clear()
+        self.start_result(result)
         rows = np.arange(len(result.kinds), dtype=float)
         kinds = np.array(result.kinds, dtype=object)
         colours = self._colours(result)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QHBoxLayout, QWidget
+from PySide6.QtWidgets import QWidget
 
 from dpexplorer.core.mechanisms.base import Mechanism, NumericInput, QueryInput
 from dpexplorer.core.mechanisms.ptr import ProposeTestRelease, bottom_probability, pass_threshold
@@ -25,7 +25,7 @@ from dpexplorer.gui.views.base import (
     GREY,
     ORANGE,
     RED,
-    View,
+    ResultView,
     dashed_line,
     keep_line_labels_inside,
     new_plot,
@@ -33,12 +33,9 @@ from dpexplorer.gui.views.base import (
 from dpexplorer.gui.views.selection import (
     axis_end,
     category_plot,
-    clear_and_show_error,
     colour_key,
-    error_label,
     label_rows,
     paired_hbars,
-    rich_label,
 )
 
 MECHANISMS = ("ptr", "dist2instability", "dist2instability_mode")
@@ -146,7 +143,7 @@ def _distance_text(distance: float) -> str:
     return "∞ (never in trouble)" if not np.isfinite(distance) else f"{distance:,.0f}"
 
 
-class PTRView(View):
+class PTRView(ResultView):
     """Left: the chance of "⊥" against the distance, with D and D' marked. Right: the chances
     of "⊥" and of an answer on D and D'."""
 
@@ -154,8 +151,6 @@ class PTRView(View):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("The private test: distance to trouble and the chance of no answer (⊥)", parent)
-        self.error = error_label()
-        self.summary = rich_label()
         self.curve = new_plot(
             "distance to trouble d (rows that would have to change)",
             "chance of ⊥ (no answer)",
@@ -165,23 +160,11 @@ class PTRView(View):
         if legend is not None:  # bottom left: the curve falls from the top left to the bottom right
             legend.anchor(itemPos=(0, 1), parentPos=(0, 1), offset=(10, -10))
         self.chances = category_plot("probability", "Chance of ⊥ or an answer", "")
-        row = QHBoxLayout()
-        row.addWidget(self.curve, 3)
-        row.addWidget(self.chances, 2)
-        self.body.addWidget(self.error)
-        self.body.addWidget(self.summary)
-        self.body.addLayout(row, 1)
+        self.place_plots((self.curve, 3), (self.chances, 2))
         self.result: PTRResult | None = None
 
-    def show_error(self, message: str) -> None:
-        """Show the core's message as it is, and clear the plots."""
-        clear_and_show_error(self, message, self.curve, self.chances)
-
     def show_result(self, result: PTRResult) -> None:
-        self.result = result
-        self.error.hide()
-        self.curve.clear()
-        self.chances.clear()
+        self.start_result(result)
         self.curve.plot(
             result.curve_distance,
             result.curve_bottom,

@@ -16,12 +16,18 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QGridLayout, QWidget
 
-from dpexplorer.core.mechanisms.params import EPSILON, Param, validate_params
+from dpexplorer.core.mechanisms.params import (
+    EPSILON,
+    Param,
+    choice,
+    probability,
+    validate_params,
+    whole_number,
+)
 from dpexplorer.core.privacy_loss_walk import STEP_LAWS, RandomWalk, random_walk
 from dpexplorer.gui import palette
 from dpexplorer.gui.param_controls import ParamPanel
-from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, RED, View, new_plot
-from dpexplorer.gui.views.selection import clear_and_show_error, error_label, rich_label
+from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, RED, ResultView, new_plot
 
 QWIDGETSIZE_MAX = (1 << 24) - 1
 """Qt's "no maximum" size."""
@@ -39,43 +45,34 @@ SETTINGS: tuple[Param, ...] = (
     replace(
         EPSILON, default=0.1, help="The ε of each release; every release's privacy loss lies in [−ε, ε]."
     ),
-    Param(
-        name="t",
-        label="releases t",
-        type="int",
+    whole_number(
+        "t",
+        "releases t",
         default=200,
         low=1,
         high=5000,
         help="How many ε-DP releases are composed: the number of steps of the walk.",
     ),
-    Param(
-        name="delta_prime",
-        label="δ′ (advanced composition)",
-        type="float",
+    probability(
+        "delta_prime",
+        "δ′ (advanced composition)",
         default=1e-3,
-        low=0.0,
-        high=1.0,
-        low_open=True,
-        high_open=True,
-        log_scale=True,
         slider=(1e-9, 0.5),
         help=(
             "Advanced composition's extra failure probability: the walk ends above its ε′ at most this often."
         ),
     ),
-    Param(
-        name="paths",
-        label="sample paths",
-        type="int",
+    whole_number(
+        "paths",
+        "sample paths",
         default=400,
         low=1,
         high=5000,
         help=f"Simulated transcripts (the first {SHOWN_PATHS} are drawn; all are counted).",
     ),
-    Param(
-        name="law",
-        label="each release",
-        type="choice",
+    choice(
+        "law",
+        "each release",
         default="randomized_response",
         choices=tuple(STEP_LAWS),
         help="; ".join(f"{k}: {v}" for k, v in STEP_LAWS.items()),
@@ -107,24 +104,24 @@ def summary_html(walk: RandomWalk) -> str:
     )
 
 
-class RandomWalkView(View):
+class RandomWalkView(ResultView):
     """Controls over a plot of the walk against the number of releases."""
 
     settings_changed = Signal(dict)
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__("Composition as a random walk: the privacy loss of t releases", parent)
-        self.explanation.setText(
-            "Each release adds its privacy loss ln p<sub>D</sub>(o)/p<sub>D′</sub>(o), between −ε and ε; "
-            "the total wanders like a random walk, so it grows like t·ε² on average plus √t·ε, "
-            "not t·ε (Dwork &amp; Roth 2014, Theorem 3.20)."
+        super().__init__(
+            "Composition as a random walk: the privacy loss of t releases",
+            parent,
+            explanation="Each release adds its privacy loss ln p<sub>D</sub>(o)/p<sub>D′</sub>(o), between "
+            "−ε and ε; the total wanders like a random walk, so it grows like t·ε² on average plus "
+            "√t·ε, not t·ε (Dwork &amp; Roth 2014, Theorem 3.20).",
         )
         self.controls = ParamPanel()
         self.controls.build(SETTINGS)
         self.controls.changed.connect(self.settings_changed)
-        self.error = error_label()
-        self.summary = rich_label()
         self.plot = new_plot("releases t", "summed privacy loss")
+        self.result_plots = (self.plot,)  # beside or under its settings: see _arrange
         self.grid = QGridLayout()
         self.body.addLayout(self.grid, 1)
         self.beside: bool | None = None
@@ -178,15 +175,10 @@ class RandomWalkView(View):
     def plot_area(self) -> QWidget:
         return self.plot
 
-    def show_error(self, message: str) -> None:
-        clear_and_show_error(self, message, self.plot)
-
     def show_result(self, walk: RandomWalk) -> None:
-        self.result = walk
-        self.error.hide()
+        self.start_result(walk)
         self.set_text(self.summary, summary_html(walk))
         plot = self.plot
-        plot.clear()
         t = walk.releases.astype(float)
         shown = walk.paths[:SHOWN_PATHS]
         xs = np.tile(t, shown.shape[0])

@@ -13,15 +13,19 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
+from PySide6.QtWidgets import QWidget
 
 from dpexplorer.core.mechanisms.base import CategoricalOutput, Mechanism, QueryInput, SelectionInput
 from dpexplorer.core.mechanisms.exponential import max_abs_loss
 from dpexplorer.gui import palette
-from dpexplorer.gui.views.base import BLUE, ORANGE, RED, View, new_plot
-from dpexplorer.gui.views.live_text import LiveText
+from dpexplorer.gui.views.base import BLUE, ORANGE, ResultView, new_plot
+
+# error_label, clear_and_show_error and rich_label live in base.py now (the views' base): named
+# here too for the views that still import them from this module
+from dpexplorer.gui.views.base import clear_and_show_error as clear_and_show_error
+from dpexplorer.gui.views.base import error_label as error_label
+from dpexplorer.gui.views.base import rich_label as rich_label
 
 MECHANISMS = ("exponential", "noisy_max", "topk")
 """The mechanisms (registry names) this view serves."""
@@ -36,36 +40,6 @@ BAR = 0.38
 
 
 # ---------------------------------------------------------------- shared drawing helpers
-def error_label() -> QLabel:
-    """A red, word-wrapped, selectable label for messages from the core (shown as they are)."""
-    label = QLabel()
-    label.setWordWrap(True)
-    label.setStyleSheet(f"color: {palette.css(RED)}")
-    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-    label.hide()
-    return label
-
-
-def clear_and_show_error(view: Any, message: str, *plots: pg.PlotWidget) -> None:
-    """A view's job failed: forget its result, clear its plots, summary and CSV, and show the
-    core's message as it is (``view`` has ``result``, ``summary``, ``columns`` and ``error``)."""
-    view.result = None
-    for plot in plots:
-        plot.clear()
-        for side in ("left", "bottom"):  # the candidates' names belonged to the previous result
-            plot.getAxis(side).setTicks(None)
-    view.summary.clear()
-    view.explanation.clear()  # it described the previous result's mechanism
-    view.columns = {}
-    view.error.setText(message)
-    view.error.show()
-
-
-def rich_label() -> LiveText:
-    """A word-wrapped rich-text line for a view's summary (it changes with every slider step)."""
-    return LiveText()
-
-
 def category_plot(value_label: str, title: str, category_label: str) -> pg.PlotWidget:
     """A plot with one row per category, the first on top, values along the x axis."""
     plot = new_plot(value_label, category_label, title)
@@ -229,34 +203,20 @@ def job(mechanism: Mechanism, params: dict[str, Any], query: QueryInput, seed: i
 
 
 # ---------------------------------------------------------------- the view
-class SelectionView(View):
+class SelectionView(ResultView):
     """Scores (left) beside selection probabilities (right), on D (blue) and D' (orange)."""
 
     mechanisms = MECHANISMS
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("Scores and selection probabilities on D and D'", parent)
-        self.error = error_label()
-        self.summary = rich_label()
         self.scores = category_plot("score u(r) (higher is better)", "Score of each candidate", "candidate")
         self.probabilities = category_plot("probability of being selected", "Chance of being chosen", "")
-        self.plots = QHBoxLayout()
-        self.plots.addWidget(self.scores, 1)
-        self.plots.addWidget(self.probabilities, 1)
-        self.body.addWidget(self.error)
-        self.body.addWidget(self.summary)
-        self.body.addLayout(self.plots, 1)
+        self.plots = self.place_plots((self.scores, 1), (self.probabilities, 1))
         self.result: SelectionResult | None = None
 
-    def show_error(self, message: str) -> None:
-        """Show the core's message as it is, and clear the plots."""
-        clear_and_show_error(self, message, self.scores, self.probabilities)
-
     def show_result(self, result: SelectionResult) -> None:
-        self.result = result
-        self.error.hide()
-        for plot in (self.scores, self.probabilities):
-            plot.clear()
+        self.start_result(result)
         scores_top = axis_end(result.scores_d, result.scores_d_prime)
         paired_hbars(self.scores, result.scores_d, result.scores_d_prime, scores_top, "{:,.6g}")
         label_rows(self.scores, result.candidates)

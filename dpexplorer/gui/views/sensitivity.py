@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from PySide6.QtWidgets import QHBoxLayout, QWidget
+from PySide6.QtWidgets import QWidget
 
 from dpexplorer.core.mechanisms.base import Mechanism, NumericInput, QueryInput
 from dpexplorer.core.mechanisms.ptr import ProposeTestRelease
@@ -27,12 +27,11 @@ from dpexplorer.gui.views.base import (
     ORANGE,
     PURPLE,
     RED,
-    View,
+    ResultView,
     dashed_line,
     keep_line_labels_inside,
     new_plot,
 )
-from dpexplorer.gui.views.selection import clear_and_show_error, error_label, rich_label
 
 DEFAULT_BETA = 0.25
 """β when the mechanism has no ε to derive one from."""
@@ -157,40 +156,28 @@ def summary_html(result: SensitivityResult) -> str:
     return "<br>".join(rows)
 
 
-class SensitivityView(View):
+class SensitivityView(ResultView):
     """The numbers, and A(k), e^{-βk} A(k) against k with GS, S*(D), d and PTR's bound marked."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__("Sensitivity side by side: global, local, smooth", parent)
-        self.explanation.setText(
-            "A(k) is the largest local sensitivity among the datasets at most k rows away from D; "
-            "the smooth sensitivity is the largest e<sup>−βk</sup>A(k) over every k (Nissim, "
-            "Raskhodnikova &amp; Smith 2007; Dwork &amp; Roth 2014, chapter 7)."
+        super().__init__(
+            "Sensitivity side by side: global, local, smooth",
+            parent,
+            explanation="A(k) is the largest local sensitivity among the datasets at most k rows away "
+            "from D; the smooth sensitivity is the largest e<sup>−βk</sup>A(k) over every k (Nissim, "
+            "Raskhodnikova &amp; Smith 2007; Dwork &amp; Roth 2014, chapter 7).",
         )
-        self.error = error_label()
-        self.summary = rich_label()
         self.plot = new_plot("distance k (rows changed from D)", "sensitivity")
         self.plot.getPlotItem().legend.setOffset((70, 10))  # top left, where A(k) is still low
         self.zoom = new_plot("distance k", "sensitivity", "zoomed in on S*(D)")
         for plot in (self.plot, self.zoom):  # labels refit when a plot is laid out or resized
             plot.getViewBox().sigResized.connect(lambda _box, p=plot: keep_line_labels_inside(p))
-        plots = QHBoxLayout()
-        plots.addWidget(self.plot, 3)
-        plots.addWidget(self.zoom, 2)
-        self.body.addWidget(self.error)
-        self.body.addWidget(self.summary)
-        self.body.addLayout(plots, 1)
+        self.place_plots((self.plot, 3), (self.zoom, 2))
         self.result: SensitivityResult | None = None
 
-    def show_error(self, message: str) -> None:
-        clear_and_show_error(self, message, self.plot, self.zoom)
-
     def show_result(self, result: SensitivityResult) -> None:
-        self.result = result
-        self.error.hide()
+        self.start_result(result)
         self.set_text(self.summary, summary_html(result))
-        self.plot.clear()
-        self.zoom.clear()
         p = result.profile
         if p is None or not p.distances.size:
             self.plot.hide()
