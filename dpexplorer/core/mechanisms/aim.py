@@ -34,7 +34,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpexplorer.core.cancel import CancelToken, ProgressFn, checkpoint
 from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.core.marginals import (
     Clique,
@@ -109,9 +108,7 @@ def aim_steps(
     rho: Fraction,
     private: PrivateSteps,
     params: Mapping[str, Any],
-    *,
-    cancel: CancelToken | None = None,
-    progress: ProgressFn | None = None,
+    job: Job = NO_JOB,
 ) -> Transcript:
     """AIM's selections and measurements (module docstring), spending at most ``rho`` exactly.
     The model is refitted after each measurement with the declared estimator."""
@@ -128,7 +125,7 @@ def aim_steps(
     # the model in the loop only steers the selection (post-processing): a shorter fit, started
     # from the previous one; the final model (after the run) gets every declared iteration
     declared = int(params.get("iterations", 500))
-    fit = fitter(query, estimator, min(declared, max(ROUND_ITERATIONS, declared // 5)), cancel)
+    fit = fitter(query, estimator, min(declared, max(ROUND_ITERATIONS, declared // 5)), job.cancel)
 
     sigma2 = sigma2_for(ALPHA * rho / rounds, l2sq)
     epsilon = sqrt_down(8 * (1 - ALPHA) * rho / rounds)
@@ -139,7 +136,7 @@ def aim_steps(
     model: Model = fit(out.measurements, None)
     last = False
     while not last:
-        checkpoint(cancel, progress, float(out.rho_spent / rho))
+        job.checkpoint(float(out.rho_spent / rho))
         left = rho - out.rho_spent
         if left < 2 * (gaussian_cost(sigma2, l2sq) + em_cost(epsilon)):
             sigma2 = sigma2_for(ALPHA * left, l2sq)
@@ -164,7 +161,7 @@ def aim_steps(
             sigma2, epsilon = sigma2 / 4, 2 * epsilon
     assert out.rho_spent <= rho, "AIM spent more than its budget"
     out.model = model
-    checkpoint(cancel, progress, 1.0)
+    job.checkpoint(1.0)
     return out
 
 
@@ -211,6 +208,4 @@ class AIM(MarginalMechanism):
     def steps(
         self, params: Mapping[str, Any], query: MarginalInput, private: PrivateSteps, job: Job = NO_JOB
     ) -> Transcript:
-        return aim_steps(
-            query, Fraction(self.rho(params)), private, params, cancel=job.cancel, progress=job.progress
-        )
+        return aim_steps(query, Fraction(self.rho(params)), private, params, job)

@@ -50,7 +50,7 @@ from dpexplorer.core.mechanisms.base import (
 from dpexplorer.core.mechanisms.exponential import error_quantile, selection_accuracy
 from dpexplorer.core.mechanisms.params import EPSILON, Param, log_float, probability, whole_number
 from dpexplorer.core.mechanisms.registry import register
-from dpexplorer.core.mechanisms.runs import Job, RunMechanism
+from dpexplorer.core.mechanisms.runs import NO_JOB, Job, RunMechanism
 from dpexplorer.core.mechanisms.sparse_vector import check_workload, normalised_answers
 
 CHUNK = 1 << 20
@@ -361,9 +361,8 @@ def stream_sample(
     target: _Target,
     coef: float,
     rng: np.random.Generator,
+    job: Job = NO_JOB,
     *,
-    cancel: CancelToken | None = None,
-    progress: ProgressFn | None = None,
     workers: int = 2,
 ) -> np.ndarray:
     """One exact draw of a histogram h with P(h) proportional to exp(-coef |n a(h) - m c|_inf):
@@ -377,7 +376,7 @@ def stream_sample(
     done = 0
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for start in range(0, len(blocks), 4 * workers):
-            checkpoint(cancel, progress, done / enum.total)
+            job.checkpoint(done / enum.total)
             batch = blocks[start : start + 4 * workers]
             for block, lse in zip(
                 batch, pool.map(lambda b: _block_lse(enum, target, coef, b), batch), strict=True
@@ -386,7 +385,7 @@ def stream_sample(
                 if key > best_key:
                     best_key, best = key, block
                 done += (block[1].stop - block[1].start) * (block[2].stop - block[2].start)
-    checkpoint(cancel, progress, 1.0)
+    job.checkpoint(1.0)
     return _draw_in_block(enum, target, coef, best, rng)
 
 
@@ -585,7 +584,7 @@ class BLR(RunMechanism[BLRResult], PureEpsilonMechanism):
         enum = _Enumeration(query.workload, m)
         target = _target(query, "D", m)
         coef = _coefficient(params["epsilon"], query, target)
-        hist = stream_sample(enum, target, coef, rng, cancel=job.cancel, progress=job.progress)
+        hist = stream_sample(enum, target, coef, rng, job)
         synthetic = normalised_answers(query.workload, hist)
         truth = normalised_answers(query.workload, query.histogram_d)
         errors = np.abs(synthetic - truth)

@@ -34,7 +34,6 @@ import numpy as np
 
 from dpexplorer.core.accounting.guarantees import ZCDP
 from dpexplorer.core.accounting.single import zcdp_to_epsilon
-from dpexplorer.core.cancel import CancelToken, ProgressFn, checkpoint
 from dpexplorer.core.errors import InvalidParameterError, NotApplicableError
 from dpexplorer.core.marginals import (
     Clique,
@@ -189,9 +188,7 @@ def mst_steps(
     query: MarginalInput,
     rho: Fraction,
     private: PrivateSteps,
-    *,
-    cancel: CancelToken | None = None,
-    progress: ProgressFn | None = None,
+    job: Job = NO_JOB,
 ) -> Transcript:
     """MST's selection and measurements (module docstring) at exactly ``rho`` or less."""
     check_input(query)
@@ -202,7 +199,7 @@ def mst_steps(
     sigma1 = sigma2_for(third / d, l2sq)
     one_way: dict[int, np.ndarray] = {}
     for i in range(d):
-        checkpoint(cancel, progress, 0.3 * i / d)
+        job.checkpoint(0.3 * i / d)
         one_way[i] = private.measure(query.counts((i,)), sigma1)
         out.measurements.append(Measurement((i,), one_way[i], sigma1))
         out.rho_spent += gaussian_cost(sigma1, l2sq)
@@ -210,7 +207,7 @@ def mst_steps(
     component = list(range(d))
     chosen: list[Clique] = []
     for r in range(d - 1):
-        checkpoint(cancel, progress, 0.3 + 0.4 * r / (d - 1))
+        job.checkpoint(0.3 + 0.4 * r / (d - 1))
         pairs = [(i, j) for i in range(d) for j in range(i + 1, d) if component[i] != component[j]]
         scores = [l1_distance(query.counts(p), independent_pair(one_way, *p)) for p in pairs]
         pick = pairs[private.select(scores, epsilon, l1)]
@@ -220,7 +217,7 @@ def mst_steps(
         chosen.append(pick)
     sigma2 = sigma2_for(third / (d - 1), l2sq)
     for k, pair in enumerate(chosen):
-        checkpoint(cancel, progress, 0.7 + 0.3 * k / (d - 1))
+        job.checkpoint(0.7 + 0.3 * k / (d - 1))
         out.measurements.append(Measurement(pair, private.measure(query.counts(pair), sigma2), sigma2))
         out.rho_spent += gaussian_cost(sigma2, l2sq)
         out.rounds.append(Round(pair, float(epsilon), math.sqrt(sigma2), d * (d - 1) // 2))
@@ -244,4 +241,4 @@ class MST(MarginalMechanism):
     def steps(
         self, params: Mapping[str, Any], query: MarginalInput, private: PrivateSteps, job: Job = NO_JOB
     ) -> Transcript:
-        return mst_steps(query, Fraction(self.rho(params)), private, cancel=job.cancel, progress=job.progress)
+        return mst_steps(query, Fraction(self.rho(params)), private, job)

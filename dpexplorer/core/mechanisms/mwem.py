@@ -22,7 +22,6 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from dpexplorer.core.cancel import CancelToken, ProgressFn, checkpoint
 from dpexplorer.core.mechanisms.base import QueryInput, WorkloadInput
 from dpexplorer.core.mechanisms.exponential import exponential_log_pmf, sample_pmf
 from dpexplorer.core.mechanisms.params import EPSILON, Param, whole_number
@@ -34,7 +33,7 @@ from dpexplorer.core.mechanisms.pmw import (
     workload_row,
 )
 from dpexplorer.core.mechanisms.registry import register
-from dpexplorer.core.mechanisms.runs import Job
+from dpexplorer.core.mechanisms.runs import NO_JOB, Job
 from dpexplorer.core.row_count import COUNT_SHARE, split_epsilon
 
 MC_RUNS = 150
@@ -93,9 +92,7 @@ def mwem_run(
     params: Mapping[str, Any],
     rng: np.random.Generator,
     relation: str,
-    *,
-    cancel: CancelToken | None = None,
-    progress: ProgressFn | None = None,
+    job: Job = NO_JOB,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One run: (released average distribution, true answers as shares of the rows, selected
     queries, measurements). The denominator is drawn first, as a release does."""
@@ -106,13 +103,13 @@ def mwem_run(
     total = np.zeros_like(current)
     selected, measured = np.empty(rounds, dtype=np.int64), np.empty(rounds)
     for t in range(rounds):
-        checkpoint(cancel, progress, t / rounds)
+        job.checkpoint(t / rounds)
         approx = workload_answers(workload, current)
         choice = int(sample_pmf(np.exp(exponential_log_pmf(np.abs(approx - scaled), sigma)), rng, 1)[0])
         selected[t], measured[t] = choice, scaled[choice] + rng.laplace(scale=laplace_scale)
         current = mw_update(workload, current, selected[: t + 1], measured[: t + 1])
         total += current
-    checkpoint(cancel, progress, 1.0)
+    job.checkpoint(1.0)
     return total / rounds, truth, selected, measured
 
 
@@ -145,8 +142,7 @@ class MWEM(MonteCarloWorkload[MWEMResult]):
             params,
             rng,
             query.relation,
-            cancel=job.cancel,
-            progress=job.progress,
+            job,
         )
         answers = workload_answers(query.workload, released)
         errors = np.abs(answers - truth)

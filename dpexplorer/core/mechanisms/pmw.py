@@ -32,7 +32,6 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse._sparsetools import csr_matvec as _csr_matvec
 
-from dpexplorer.core.cancel import CancelToken, ProgressFn, checkpoint
 from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms.base import (
     WORKLOAD_ERROR,
@@ -46,7 +45,7 @@ from dpexplorer.core.mechanisms.base import (
 from dpexplorer.core.mechanisms.exponential import error_quantile, error_tail
 from dpexplorer.core.mechanisms.params import EPSILON, Param, log_float, whole_number
 from dpexplorer.core.mechanisms.registry import register
-from dpexplorer.core.mechanisms.runs import Job, R, RunMechanism
+from dpexplorer.core.mechanisms.runs import NO_JOB, Job, R, RunMechanism
 from dpexplorer.core.mechanisms.sparse_vector import BOTTOM, check_workload
 from dpexplorer.core.row_count import COUNT_SHARE, noisy_row_counts, split_epsilon
 
@@ -174,9 +173,7 @@ def pmw_run(
     params: Mapping[str, Any],
     rng: np.random.Generator,
     relation: str,
-    *,
-    cancel: CancelToken | None = None,
-    progress: ProgressFn | None = None,
+    job: Job = NO_JOB,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One run over all queries: (answers, is_update, updates_used, final public distribution,
     true answers of ``histogram`` as shares of its rows). The denominator is drawn first, as a
@@ -193,7 +190,7 @@ def pmw_run(
     used = np.zeros(k, dtype=np.int64)
     updates, i, batch = 0, 0, MIN_BATCH
     while i < k and updates < limit:
-        checkpoint(cancel, progress, i / k)
+        job.checkpoint(i / k)
         stop = min(i + batch, k)
         approx = _batch_answers(workload, i, stop, distribution)
         above = np.abs(scaled[i:stop] - approx) + rng.laplace(scale=nu, size=stop - i) >= noisy_threshold
@@ -213,7 +210,7 @@ def pmw_run(
         noisy_threshold = threshold + rng.laplace(scale=rho)
         i += 1
     used[i:] = updates
-    checkpoint(cancel, progress, 1.0)
+    job.checkpoint(1.0)
     return answers, is_update, used, distribution, truth
 
 
@@ -298,8 +295,7 @@ class PMW(MonteCarloWorkload[PMWTranscript]):
             params,
             rng,
             query.relation,
-            cancel=job.cancel,
-            progress=job.progress,
+            job,
         )
         kinds = tuple(
             BOTTOM if np.isnan(a) else (UPDATE if u else LAZY)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, NamedTuple, TypeVar
 
 import numpy as np
 
-from dpexplorer.core.cancel import CancelToken, ProgressFn
+from dpexplorer.core.cancel import CancelToken, ProgressFn, checkpoint
 from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
 
@@ -29,6 +29,10 @@ class Job(NamedTuple):
 
     cancel: CancelToken | None = None
     progress: ProgressFn | None = None
+
+    def checkpoint(self, fraction: float) -> None:
+        """Raise CancelledError if cancelled, else report ``fraction`` done."""
+        checkpoint(self.cancel, self.progress, fraction)
 
 
 NO_JOB = Job()
