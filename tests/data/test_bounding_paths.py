@@ -215,3 +215,29 @@ def test_a_file_gone_before_the_bounding_is_a_data_error(tmp_path) -> None:
     path.unlink()
     with pytest.raises(DataError, match="bound the contributions"):
         POLARS._rows(dataset, (BoundContributions("p", (AXIS,), 2, 2, 0),))
+
+
+@pytest.mark.parametrize("kind", ["sorted", "sorted float", "text", "missing"])
+def test_parts_of_the_persons_keep_the_same_rows(
+    kind: str, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above BOUND_PART_ROWS rows, the persons are chosen in parts by a hash of their id (here
+    3,000 rows in parts of 500 and of 60, in memory and from a Parquet file scanned lazily): the
+    same rows as in one part and as the window path; one person with every seventh row (429
+    rows over every group) bounded like the others: each person in at most k groups and r rows
+    per group."""
+    frame = _data(3000, 8).with_columns(_ids(kind, 9))
+    many = {pl.String: "many", pl.Float64: 1e6}.get(frame["p"].dtype, 10**6)
+    frame = frame.with_columns(pl.when(pl.col("i") % 7 == 0).then(pl.lit(many)).otherwise("p").alias("p"))
+    frame.write_parquet(tmp_path / "rows.parquet")
+    step = BoundContributions("p", (AXIS,), 3, 2, 11)
+    whole = POLARS._bound(frame.lazy(), step).collect()
+    assert whole.sort("i").equals(_windows_bound(frame.lazy(), step).collect().sort("i"))
+    for rows in (500, 60):
+        monkeypatch.setattr(engine, "BOUND_PART_ROWS", rows)
+        assert POLARS._bound(frame.lazy(), step).collect().equals(whole)
+        assert POLARS._bound(pl.scan_parquet(tmp_path / "rows.parquet"), step).collect().equals(whole)
+    cells = whole.with_columns(engine.cell_index_expr(step.keys, step.shape))  # "x", "y", missing: one cell
+    per_group = cells.group_by("p", "cell").len()
+    assert per_group.filter(pl.col("p") == many)["len"].sum() == 6
+    assert per_group["len"].max() <= 2 and per_group.group_by("p").len()["len"].max() <= 3

@@ -234,36 +234,33 @@ class PolarsEngine(Engine):
         """Contribution bounding (:class:`BoundContributions`): groups per person first (a random
         key per (person, group), the k smallest within the person), then rows per kept group (a
         random key per row, the r smallest within (person, group); ties by row order, as an
-        ordinal rank). The random keys are a seeded hash of the row number or of (person, group);
-        the two 63-bit seeds are :meth:`BoundContributions.hash_seeds`. The keys and the person
-        column are collected once and the choice made on them in numpy (:func:`_kept_rows`);
-        the frame is then filtered by the kept row numbers (the other columns are never held)."""
+        ordinal rank). The random keys are a seeded hash of the row number (among the rows with an
+        id) or of (person, group); the two 63-bit seeds are :meth:`BoundContributions.hash_seeds`.
+        The ids and keys are collected and the choice made on them in numpy (:func:`_kept_rows`),
+        in parts of at most about :data:`BOUND_PART_ROWS` rows (:func:`_choose_in_parts`); the
+        frame is then filtered by the kept row numbers (the other columns are never held)."""
         seeds = step.hash_seeds()
-        frame = frame.filter(pl.col(step.unit).is_not_null()).with_row_index("__row")
+        frame = frame.filter(pl.col(step.unit).is_not_null())
         cell = cell_index_expr(step.keys, step.shape).alias("__cell")
         # a random 64-bit key per (person, group); its ties are broken by the group's cell index
         # (as on Spark), never by truncating the key: a cell index is private with private keys,
         # and a key shortened to make room for it would tie often enough to show
-        pair_key = pl.struct(pl.col(step.unit), cell).hash(seeds[0])
+        keys = (pl.col(step.unit), pl.struct(pl.col(step.unit), cell).hash(seeds[0]).alias("__pair"), cell)
         try:  # collected here, when the plan is built: the evaluation's errors are DataErrors too
-            keys = frame.select(pl.col(step.unit), pair_key.alias("__pair"), cell).collect()
+            n = int(frame.select(pl.len()).collect(engine=STREAMING).item())
+            mask = np.zeros(n, dtype=bool)
+            if n > BOUND_PART_ROWS:
+                _choose_in_parts(frame, keys, step, seeds[1], mask)
+            elif n:
+                _choose(frame.select(*keys).collect(engine=STREAMING), np.arange(n), step, seeds[1], mask)
         except (pl.exceptions.PolarsError, OSError) as exc:
             raise DataError(f"could not bound the contributions per {step.unit!r}: {exc}") from exc
-        if keys.height == 0:
-            return frame.drop("__row")
-        row_type = frame.collect_schema()["__row"]
-
-        def row_keys(rows: np.ndarray) -> np.ndarray:
-            # the same values as pl.col("__row").hash(seed) on those rows
-            return pl.Series(rows).cast(row_type).hash(seeds[1]).to_numpy()
-
-        people = _person_runs(keys[step.unit])
-        pairs = (keys["__pair"].to_numpy(), keys["__cell"].to_numpy())
-        kept = _kept_rows(people, pairs, step.max_groups, step.max_rows, row_keys)
-        mask = np.zeros(keys.height, dtype=bool)
-        mask[kept] = True
-        # gathered by row number, so the mask meets its rows whatever the chunking of the frame
-        return frame.filter(pl.lit(pl.Series(mask)).gather(pl.col("__row"))).drop("__row")
+        # by row number, so the mask meets its rows whatever the chunking of the frame (a Python
+        # lookup per batch streams; a literal mask gathered by row number was 2.5x slower)
+        kept = pl.col("__row").map_batches(
+            lambda rows: pl.Series(mask[rows.to_numpy()]), return_dtype=pl.Boolean, is_elementwise=True
+        )
+        return frame.with_row_index("__row").filter(kept).drop("__row") if n else frame
 
     def _distinct(self, dataset: Dataset, request: DistinctCount, steps: tuple[RowStep, ...]) -> int:
         return int(
@@ -476,6 +473,65 @@ class _Persons:
     codes: np.ndarray
     count: int
     starts: np.ndarray | None
+
+
+BOUND_PART_ROWS = 1 << 23
+"""The contribution bounding holds the keys of at most about this many rows at once (some 70
+bytes a row with the choice's arrays and the engine's buffers): more rows are chosen in parts
+(:func:`_choose_in_parts`), 10M rows in 2, 100M in 12."""
+_PART_SEED = 0x9E3779B97F4A7C15
+"""The hash that puts a person in a part: fixed, not secret (it does not change the rows kept)."""
+_BUCKETS = 256
+
+
+def _choose_in_parts(
+    frame: pl.LazyFrame, keys: tuple[pl.Expr, ...], step: BoundContributions, row_seed: int, mask: np.ndarray
+) -> None:
+    """:func:`_choose` on parts of the persons: a hash of the id puts each person in one of 256
+    buckets, and each part, some consecutive buckets, is collected in a streaming pass of its
+    own (the filter on the bucket is pushed into the file's scan, so only the part's rows of
+    the group columns are decoded). The choice for a person depends only on the person's rows
+    and their row numbers, so the rows kept are the same in any number of parts. A first pass
+    keeps each row's bucket and the low byte of its pair key (2 bytes a row): a part's row
+    numbers are the positions of its buckets, and each row's pair key must match its byte (the
+    engine returned the part's rows in row order; else DataError: nothing is bounded amiss)."""
+    unit, pair = keys[0], keys[1]
+    bucket = unit.hash(_PART_SEED) % _BUCKETS
+    tags = frame.select(bucket.cast(pl.UInt8).alias("b"), (pair % 256).cast(pl.UInt8).alias("c"))
+    tagged = tags.collect(engine=STREAMING)
+    buckets, checks = tagged["b"].to_numpy(), tagged["c"].to_numpy()
+    del tagged
+    parts = min(-(-mask.size // BOUND_PART_ROWS), _BUCKETS)
+    for part in range(parts):
+        low, high = part * _BUCKETS // parts, (part + 1) * _BUCKETS // parts
+        numbers = np.flatnonzero((buckets >= low) & (buckets < high))
+        rows = frame.filter(bucket.is_between(low, high - 1)).select(*keys).collect(engine=STREAMING)
+        if rows.height != numbers.size or np.any(
+            (rows["__pair"].to_numpy() % 256).astype(np.uint8) != checks[numbers]
+        ):
+            raise DataError(
+                f"could not bound the contributions per {step.unit!r}: the rows were read out of order"
+            )
+        _choose(rows, numbers, step, row_seed, mask)
+
+
+def _choose(
+    keys: pl.DataFrame, numbers: np.ndarray, step: BoundContributions, row_seed: int, mask: np.ndarray
+) -> None:
+    """Set ``mask`` at the row numbers kept (:func:`_kept_rows`) among ``keys``: every row of
+    some persons (their id, pair key and cell), in row order, ``numbers`` their row numbers."""
+    if keys.height == 0:
+        return
+    people = _person_runs(keys.to_series(0))
+    pairs = (keys["__pair"].to_numpy(), keys["__cell"].to_numpy())
+    del keys  # (the ids are no longer needed: the codes name the persons)
+    index = pl.get_index_type()
+
+    def row_keys(rows: np.ndarray) -> np.ndarray:
+        # the same values as pl.col("__row").hash(seed) of with_row_index on those rows
+        return pl.Series(numbers[rows]).cast(index).hash(row_seed).to_numpy()
+
+    mask[numbers[_kept_rows(people, pairs, step.max_groups, step.max_rows, row_keys)]] = True
 
 
 def _person_runs(person: pl.Series) -> _Persons:
