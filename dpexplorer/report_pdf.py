@@ -27,7 +27,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtSvg import QSvgRenderer
 
-from dpexplorer.release.export import ExportError
+from dpexplorer.release.export import ExportError, write_new
 from dpexplorer.release.report import render_html
 from dpexplorer.release.report_model import Report
 from dpexplorer.release.report_plots import plots
@@ -113,17 +113,12 @@ def write_pdf(report: Report, path: str | os.PathLike[str]) -> Path:
     _ensure_app()
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     document = _document(report)
-    writer = _writer(report, str(tmp))
-    try:
+
+    def printed(tmp: Path) -> None:
+        writer = _writer(report, str(tmp))
         document.print_(writer)
         del writer  # the file is complete once the writer is gone
-        with open(tmp, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.link(tmp, target)
-    except FileExistsError:
-        raise ExportError(f"{target} already exists: nothing is ever overwritten") from None
-    finally:
-        tmp.unlink(missing_ok=True)
+
+    write_new(target, printed)
     return target

@@ -24,7 +24,7 @@ import io
 import json
 import os
 import secrets
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -86,17 +86,15 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, text: str | bytes) -> None:
-    """Write ``text`` (UTF-8 text, or bytes as they are) to ``path`` so that ``path`` is either
-    absent or complete, never replacing an existing file: temporary name, flush, fsync, hard link
-    to ``path`` (atomic on POSIX; :class:`ExportError` if ``path`` exists), removal of the
-    temporary name, fsync of the directory."""
+def write_new(path: Path, write: Callable[[Path], object]) -> None:
+    """Make the file ``path`` so that it is either absent or complete, never replacing an
+    existing file: ``write`` fills a temporary name beside it, which is fsynced and hard-linked
+    to ``path`` (atomic on POSIX; :class:`ExportError` if ``path`` exists), then removed; the
+    directory is fsynced. Every file a release or its report writes is made so."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}{TMP_SUFFIX}")
-    data = text.encode("utf-8") if isinstance(text, str) else text
     try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
+        write(tmp)
+        with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
         os.link(tmp, path)
     except FileExistsError:
@@ -104,6 +102,12 @@ def atomic_write(path: Path, text: str | bytes) -> None:
     finally:
         tmp.unlink(missing_ok=True)
     _fsync_dir(path.parent)
+
+
+def atomic_write(path: Path, text: str | bytes) -> None:
+    """Write ``text`` (UTF-8 text, or bytes as they are) to ``path`` by :func:`write_new`."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    write_new(path, lambda tmp: tmp.write_bytes(data))
 
 
 @contextlib.contextmanager

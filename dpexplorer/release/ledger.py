@@ -459,7 +459,10 @@ class Ledger:
         steward names it, else the name its content was filed under before, else ``fingerprint``.
         Budgets and measurements kept under ``fingerprint`` or a ``legacy`` key (the file's
         SHA-256 of older ledgers) move to that key (where both had a budget, the smaller epsilon
-        and delta are kept), and the aliases are remembered. InvalidParameterError if the content
+        and delta are kept), and the aliases are remembered. Rows a key already known as an alias
+        of this dataset holds again (an older dpexplorer, which knows no aliases, charging under
+        the file's SHA-256 after the move) move too, at every lookup: the budget counts every
+        charge made for this data under any of its keys. InvalidParameterError if the content
         is already filed under another name (one dataset, one budget). ``checked``: ``legacy``
         holds every older key of this dataset, so :meth:`legacy_pending` is False from now on."""
         if name is not None and not name.strip():
@@ -471,7 +474,8 @@ class Ledger:
                 raise InvalidParameterError(
                     f"this data is already accounted under dataset {filed[0]!r}; use that name"
                 )
-            for other in dict.fromkeys([fingerprint, *legacy]):
+            aliases = [r[0] for r in db.execute("SELECT fingerprint FROM aliases WHERE dataset = ?", (key,))]
+            for other in dict.fromkeys([fingerprint, *legacy, *aliases]):
                 if other != key:
                     self._move(db, other, key)
             if checked:

@@ -203,3 +203,20 @@ def test_one_ledger_shared_by_threads(ledger: Ledger) -> None:
     for thread in threads:
         thread.join()
     assert len(accepted) == 8 and ledger.spent(FP) == 1.0
+
+
+def test_rows_charged_under_an_older_key_after_the_move_are_counted(ledger: Ledger) -> None:
+    """An older dpexplorer (before aliases: it keys a dataset by its file's SHA-256) may charge
+    under that key again after this ledger moved it to the content key: the next lookup of the
+    dataset moves those rows too, though no older key is looked for any more, so the budget
+    counts them (it never looks fresh for the same data)."""
+    old, key = FP, "cd" * 16
+    ledger.set_budget(old, 2.0, 1e-6, "basic")
+    _charge(ledger, PureDP(0.5), old)
+    assert ledger.identify(key, legacy=[old], checked=True) == key
+    assert ledger.spent(key) == 0.5 and not ledger.legacy_pending(key)
+    ledger.set_budget(old, 3.0, 1e-6, "basic")  # the older tool finds no budget, sets one again
+    _charge(ledger, PureDP(0.7), old)
+    assert ledger.identify(key) == key  # as dataset_key calls it once the move is done
+    assert ledger.spent(key) == pytest.approx(1.2) and ledger.measurements(old) == []
+    assert ledger.budget(key).epsilon == 2.0 and ledger.budget(old) is None  # the smaller budget
