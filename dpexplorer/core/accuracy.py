@@ -17,7 +17,7 @@ import functools
 from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -541,9 +541,6 @@ class NoisyReleaseMechanism(ProfileMechanism):
     the exact delta (generic :func:`hockey_stick`; subclasses with a closed form override
     :meth:`privacy_profile`) and the simulation all follow from :meth:`releases`. They release
     a number from a numeric query."""
-
-    input_type: ClassVar[type] = NumericInput
-    output_kind: ClassVar[Literal["numeric"]] = "numeric"
 
     @abstractmethod
     def releases(self, params: Mapping[str, Any], query: QueryInput) -> ReleasePair:

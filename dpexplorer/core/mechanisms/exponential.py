@@ -89,8 +89,6 @@ class CategoricalPureMechanism(PureEpsilonMechanism):
     :class:`CategoricalOutput`: the exponential mechanism, report-noisy-max, top-k, sparse
     vector): delta(epsilon) is the exact hockey-stick sum over its output pmfs on D and D'."""
 
-    output_kind: ClassVar[Literal["categorical"]] = "categorical"
-
     def delta_at(self, params: Mapping[str, Any], query: QueryInput, epsilon: float) -> float:
         out = self.output_distribution(params, query)
         assert isinstance(out, CategoricalOutput)
@@ -101,8 +99,6 @@ class NoisyArgmaxMechanism(CategoricalPureMechanism):
     """A selection that reports the candidate whose noisy score is highest (the exponential
     mechanism by the Gumbel-max trick, report-noisy-max): one noise scale for every candidate,
     Delta_u / epsilon for monotone scores when the user allows it, else 2 Delta_u / epsilon."""
-
-    input_type: ClassVar[type] = SelectionInput
 
     def scale(self, params: Mapping[str, Any], query: SelectionInput) -> float:
         """The noise scale: sigma of exp(u / sigma), b of report-noisy-max."""
@@ -305,6 +301,8 @@ class ExponentialMechanism(NoisyArgmaxMechanism):
         "Picks one candidate, favouring high scores exponentially: the best is likeliest, "
         "but close runners-up win often."
     )
+    input_type: ClassVar[type] = SelectionInput
+    output_kind: ClassVar[Literal["categorical"]] = "categorical"
     params: ClassVar[tuple[Param, ...]] = (EPSILON, USE_MONOTONE)
     order: ClassVar[int] = 40
 

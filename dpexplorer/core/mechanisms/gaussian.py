@@ -14,7 +14,7 @@ seed 001, there OCR'd without the 1/t; Dwork & Roth 2014, Appendix A)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from scipy import optimize, special, stats
@@ -22,7 +22,7 @@ from scipy import optimize, special, stats
 from dpexplorer.core import accuracy as acc
 from dpexplorer.core.accounting.guarantees import ApproxDP, GaussianNoise
 from dpexplorer.core.errors import InvalidParameterError
-from dpexplorer.core.mechanisms.base import AccuracyReport, QueryInput, with_key_selection
+from dpexplorer.core.mechanisms.base import AccuracyReport, NumericInput, QueryInput, with_key_selection
 from dpexplorer.core.mechanisms.params import DELTA, EPSILON, Param, choice
 from dpexplorer.core.mechanisms.registry import register
 
@@ -96,6 +96,8 @@ class GaussianMechanism(acc.NoisyReleaseMechanism):
         "Adds normal noise scaled to the query's l2 sensitivity. (ε, δ)-DP; composes well over "
         "many queries (zCDP) and suits vector queries where few coordinates change."
     )
+    input_type: ClassVar[type] = NumericInput
+    output_kind: ClassVar[Literal["numeric"]] = "numeric"
     params: ClassVar[tuple[Param, ...]] = (GAUSSIAN_EPSILON, DELTA, CALIBRATION)
     order: ClassVar[int] = 20
 

@@ -8,7 +8,7 @@ P(|Y| > ln(1/beta) b) = beta for one coordinate, and P(max_i |Y_i| >= ln(d/beta)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -105,6 +105,8 @@ class LaplaceMechanism(acc.NoisyReleaseMechanism):
         "Adds Laplace noise scaled to the query's l1 sensitivity. Pure ε-DP (δ = 0); "
         "the typical error is sensitivity / ε."
     )
+    input_type: ClassVar[type] = NumericInput
+    output_kind: ClassVar[Literal["numeric"]] = "numeric"
     params: ClassVar[tuple[Param, ...]] = (LAPLACE_EPSILON,)
     order: ClassVar[int] = 10
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from scipy import integrate, optimize
@@ -189,6 +189,8 @@ class ReportNoisyMax(NoisyArgmaxMechanism):
     name: ClassVar[str] = "noisy_max"
     label: ClassVar[str] = "Report noisy max"
     summary: ClassVar[str] = "Adds noise to every score and reports which candidate came out on top."
+    input_type: ClassVar[type] = SelectionInput
+    output_kind: ClassVar[Literal["categorical"]] = "categorical"
     params: ClassVar[tuple[Param, ...]] = (EPSILON, NOISE, USE_MONOTONE)
     order: ClassVar[int] = 41
 

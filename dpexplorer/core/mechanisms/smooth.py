@@ -268,6 +268,9 @@ class DataStatisticMechanism(acc.NoisyReleaseMechanism):
     """Base of the releases of a median, quantile or trimmed mean whose noise follows the data
     (smooth sensitivity, propose-test-release): they need the column's values and bounds."""
 
+    input_type: ClassVar[type] = NumericInput
+    output_kind: ClassVar[Literal["numeric"]] = "numeric"
+
     def accepts(self, query: QueryInput) -> str | None:
         try:
             check_data_query(query, self.label)

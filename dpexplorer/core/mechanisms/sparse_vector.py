@@ -194,6 +194,7 @@ class SparseVector(CategoricalPureMechanism):
         "Goes through many queries and only says which exceed a threshold, paying only for the ones that do."
     )
     input_type: ClassVar[type] = WorkloadInput
+    output_kind: ClassVar[Literal["categorical"]] = "categorical"
     params: ClassVar[tuple[Param, ...]] = (EPSILON, THRESHOLD, MAX_POSITIVES, COUNT_SHARE)
     order: ClassVar[int] = 43
     refresh_threshold: ClassVar[bool] = True

@@ -155,6 +155,7 @@ class TopK(CategoricalPureMechanism):
     label: ClassVar[str] = "Private top-k"
     summary: ClassVar[str] = "Reports the k highest-scoring candidates in order, with noise."
     input_type: ClassVar[type] = SelectionInput
+    output_kind: ClassVar[Literal["categorical"]] = "categorical"
     params: ClassVar[tuple[Param, ...]] = (EPSILON, K, METHOD, USE_MONOTONE)
     order: ClassVar[int] = 42
 
