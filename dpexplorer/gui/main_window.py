@@ -41,7 +41,6 @@ from dpexplorer.gui.theory_views import TheoryViews
 from dpexplorer.gui.undo import UndoHistory
 from dpexplorer.gui.views.accuracy import AccuracyView
 from dpexplorer.gui.views.audit_panel import AuditPanel
-from dpexplorer.gui.views.clipping import CLIPPED_KINDS, ClippingView
 from dpexplorer.gui.views.neighbours import NeighboursView
 from dpexplorer.gui.window_files import DATASET_VIEW, PEEK_VIEW, WindowFiles
 from dpexplorer.gui.window_menus import WindowMenus
@@ -51,6 +50,7 @@ from dpexplorer.gui.window_sessions import WindowSessions
 
 if TYPE_CHECKING:
     from dpexplorer.data.load import Dataset
+    from dpexplorer.gui.views.clipping import ClippingView
     from dpexplorer.gui.workspace import Workspace
 
 SIDE_PANEL_WIDTH = 480
@@ -65,6 +65,8 @@ class MainWindow(WindowMenus, WindowFiles, WindowRelease, WindowSessions, Window
 
     dataset_loaded = Signal(object)
     error_shown = Signal(str)
+    clipping_view: ClippingView
+    """The Where to clip tab, built with the workspace (after the first paint)."""
 
     def __init__(self, *, interactive: bool = True, restore_layout: bool = True) -> None:
         super().__init__()
@@ -140,11 +142,6 @@ class MainWindow(WindowMenus, WindowFiles, WindowRelease, WindowSessions, Window
         self.audit_panel = AuditPanel(self.compute)
         self.neighbours_view.body.addWidget(self.audit_panel)
         self.explorer.inputs_changed.connect(self.audit_panel.set_inputs)
-        # where to clip (issue 21): a tab for clipped statistics, and the private bounds
-        self.clipping_view = ClippingView(self.compute)
-        self.tabs.insertTab(self.tabs.indexOf(self.dataset_view), self.clipping_view, "Where to clip")
-        self.explorer.inputs_changed.connect(self._clipping_context)
-        self.clipping_view.private_bounds_requested.connect(self.open_private_bounds_dialog)
         self.explorer.query_ready.connect(lambda _q: self._restore_session_mechanism())
         self.explorer.registry_ready.connect(self._build_workspace)
         self.tabs.currentChanged.connect(lambda _i: self._submit_visible())
@@ -165,6 +162,8 @@ class MainWindow(WindowMenus, WindowFiles, WindowRelease, WindowSessions, Window
             self.resize(1440, 900)
 
     def _clipping_context(self, mechanism: object, params: dict, query_input: object, _seed: int) -> None:
+        from dpexplorer.gui.views.clipping import CLIPPED_KINDS  # imported with the workspace
+
         query = self.explorer.query
         if self.dataset is None or getattr(query, "kind", "") not in CLIPPED_KINDS:
             self.clipping_view.clear("Choose a sum, mean, quantile or trimmed mean to see where to clip.")
@@ -178,16 +177,22 @@ class MainWindow(WindowMenus, WindowFiles, WindowRelease, WindowSessions, Window
             self.workspace.submit_visible()
 
     def _build_workspace(self) -> None:
-        """The budget, risk and mechanism-specific views (their modules were imported on a
-        worker with the mechanisms, keeping scipy off the start-up path)."""
+        """The where-to-clip, budget, risk and mechanism-specific views (their modules were
+        imported on a worker with the mechanisms, keeping scipy and superqt off the start-up
+        path), inserted before the Data tab."""
         if self.workspace is not None:
             return
         from dpexplorer.gui.workspace import Workspace
 
         self.workspace = Workspace(self.compute, self.tabs, self)
         data_index = self.tabs.indexOf(self.dataset_view)
-        self.tabs.insertTab(data_index, self.workspace.budget_view, "Budget")
-        self.tabs.insertTab(data_index + 1, self.workspace.risk_view, "Risk")
+        # where to clip (issue 21): a tab for clipped statistics, and the private bounds
+        self.clipping_view = self.workspace.clipping_view
+        self.tabs.insertTab(data_index, self.clipping_view, "Where to clip")
+        self.explorer.inputs_changed.connect(self._clipping_context)
+        self.clipping_view.private_bounds_requested.connect(self.open_private_bounds_dialog)
+        self.tabs.insertTab(data_index + 1, self.workspace.budget_view, "Budget")
+        self.tabs.insertTab(data_index + 2, self.workspace.risk_view, "Risk")
         self.workspace.budget_view.add_requested.connect(self.add_current_to_plan)
         if self.dataset_view.sampling_rate is not None:
             self.workspace.budget_view.set_sampling_rate(self.dataset_view.sampling_rate)

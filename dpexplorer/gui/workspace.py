@@ -1,5 +1,8 @@
 """The views beyond the two core ones: the mechanism-specific view of the current mechanism,
-the budget plan and the risk view, wired to the compute service.
+where to clip, the budget plan and the risk view, wired to the compute service. Imported on a
+worker with the mechanisms and built once they are in, after the window's first paint (none of
+these tabs is the one shown at start: the clipping view's slider alone, superqt, took 0.06 s
+of the start-up to import).
 
 Each view brings its own pure job function (module-level ``job`` / ``budget_job`` /
 ``risk_job``); this module only decides which view is shown and routes requests, results and
@@ -21,6 +24,7 @@ from dpexplorer.gui.views import blr, pmw, ptr, selection, synthetic
 from dpexplorer.gui.views.base import View
 from dpexplorer.gui.views.budget import BudgetView
 from dpexplorer.gui.views.budget_jobs import budget_job
+from dpexplorer.gui.views.clipping import ClippingView
 from dpexplorer.gui.views.risk import RiskView, risk_job
 
 SPECIFIC_JOB = "specific"
@@ -43,7 +47,7 @@ SPECIFIC_VIEWS: tuple[tuple[ModuleType, Callable[[], View], str], ...] = (
 
 
 class Workspace(QObject):
-    """Owns the mechanism-specific views and the budget and risk views."""
+    """Owns the mechanism-specific views, the clipping view and the budget and risk views."""
 
     def __init__(self, compute: ComputeService, tabs: QTabWidget, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -56,6 +60,7 @@ class Workspace(QObject):
                 self.specific[name] = (module, view, title)
         self.blr_view: blr.BLRView = self.specific["blr"][1]  # type: ignore[assignment]
         self.shown_specific: View | None = None
+        self.clipping_view = ClippingView(compute)  # it submits its own job; the window gives its context
         self.budget_view = BudgetView()
         self.risk_view = RiskView()
         self.current: tuple[Mechanism, dict[str, Any], QueryInput, int] | None = None
@@ -135,22 +140,20 @@ class Workspace(QObject):
         if view in RUN_JOBS:
             self._runner(view).set_progress(fraction)  # type: ignore[attr-defined]
 
+    def _delivered_to(self, view: str) -> View | None:
+        """The view a job's result or failure goes to (a long run's view excepted: see
+        :meth:`_runner`); None when no view takes it now."""
+        views = {SPECIFIC_JOB: self.shown_specific, BUDGET_JOB: self.budget_view, RISK_JOB: self.risk_view}
+        return views.get(view)
+
     def _on_result(self, view: str, generation: int, result: object) -> None:
-        if view == SPECIFIC_JOB and self.shown_specific is not None:
-            self.shown_specific.deliver(result)
-        elif view in RUN_JOBS:
+        if view in RUN_JOBS:
             self._runner(view).show_result(result)  # type: ignore[attr-defined]
-        elif view == BUDGET_JOB:
-            self.budget_view.deliver(result)
-        elif view == RISK_JOB:
-            self.risk_view.deliver(result)
+        elif (target := self._delivered_to(view)) is not None:
+            target.deliver(result)
 
     def _on_failure(self, view: str, generation: int, message: str) -> None:
-        if view == SPECIFIC_JOB and self.shown_specific is not None:
-            self.shown_specific.show_error(message)  # type: ignore[attr-defined]
-        elif view in RUN_JOBS:
+        if view in RUN_JOBS:
             self._runner(view).run_failed(message)  # type: ignore[attr-defined]
-        elif view == BUDGET_JOB:
-            self.budget_view.show_error(message)
-        elif view == RISK_JOB:
-            self.risk_view.show_error(message)
+        elif (target := self._delivered_to(view)) is not None:
+            target.show_error(message)  # type: ignore[attr-defined]
