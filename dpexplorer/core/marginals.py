@@ -36,6 +36,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import partial
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -537,23 +538,14 @@ def fitter(
     query: MarginalInput, estimator: str, iterations: int, cancel: CancelToken | None = None
 ) -> Fitter:
     """fit(measurements, warm model) with the chosen estimator (:func:`choose_estimator`)."""
-    kind = choose_estimator(query.sizes, estimator)
+    dense = choose_estimator(query.sizes, estimator) == "dense"
+    estimate: Callable[..., Model] = fit_dense if dense else partial(fit_pgm, query.columns)
+    model_type = DenseModel if dense else PGMModel
 
     def fit(measurements: Sequence[Measurement], warm: Model | None) -> Model:
         checkpoint(cancel)
-        if kind == "dense":
-            return fit_dense(
-                query.sizes, measurements, iterations, warm=warm if isinstance(warm, DenseModel) else None,
-                cancel=cancel,
-            )  # fmt: skip
-        return fit_pgm(
-            query.columns,
-            query.sizes,
-            measurements,
-            iterations,
-            warm=warm if isinstance(warm, PGMModel) else None,
-            cancel=cancel,
-        )
+        start = warm if isinstance(warm, model_type) else None  # a warm start of the other kind is ignored
+        return estimate(query.sizes, measurements, iterations, warm=start, cancel=cancel)
 
     return fit
 
