@@ -47,7 +47,7 @@ from dpexplorer.data.engine.base import (
 )
 from dpexplorer.data.errors import DataError
 from dpexplorer.data.load import ColumnInfo, Dataset, date_span_exprs, kind_of_dtype, span
-from dpexplorer.data.queries import Axis, date_columns
+from dpexplorer.data.queries import Axis
 
 STREAMING: Final = "streaming"
 
@@ -78,7 +78,7 @@ def _axis_index(axis: Axis) -> pl.Expr:
     at 14 categories) or a replace_strict (as fast, but not streaming: it held 6 GB on 100M
     rows)."""
     cats = axis.categories
-    if cats is None or not all(isinstance(c, str) for c in cats):  # Axis refuses repeated categories
+    if cats is None or not axis.text_match:  # Axis refuses repeated categories
         return axis.index_expr()
     return (
         pl.col(axis.column)
@@ -227,7 +227,7 @@ class PolarsEngine(Engine):
     @staticmethod
     def _filter(frame: pl.LazyFrame, step: Filter) -> pl.LazyFrame:
         # null counts as false
-        return frame.filter(step.predicate.expr(date_columns(frame.collect_schema())))
+        return frame.filter(step.predicate.expr(frame.collect_schema()))
 
     @staticmethod
     def _bound(frame: pl.LazyFrame, step: BoundContributions) -> pl.LazyFrame:
@@ -295,7 +295,7 @@ class PolarsEngine(Engine):
     def _row_count(self, dataset: Dataset, request: RowCount, steps: tuple[RowStep, ...]) -> int:
         if request.where is None and not steps:
             return dataset.n_rows
-        expr = pl.len() if request.where is None else request.where.expr(date_columns(dataset.schema)).sum()
+        expr = pl.len() if request.where is None else request.where.expr(dataset.schema).sum()
         return int(self._select(dataset, steps, expr.alias("n"))["n"][0])
 
     def _moments(self, dataset: Dataset, request: ClippedMoments, steps: tuple[RowStep, ...]) -> Moments:
