@@ -1,14 +1,20 @@
 """The release dialog: what will be released, its cost under the dataset's accountant, the
 budget left after it and where the files go. It calls the release module through the compute
-service; the ledger's refusal messages are shown as they are."""
+service; the ledger's refusal messages are shown as they are.
+
+For MST or AIM on a marginals query it offers a synthetic table (records drawn from the fitted
+model, as CSV and/or Parquet: :mod:`dpexplorer.release.synthetic_tables`) or the noisy marginals
+the mechanism measures (the generic release); both charge the same guarantee first."""
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -20,6 +26,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QRadioButton,
     QScrollArea,
     QVBoxLayout,
     QWidget,
@@ -34,12 +41,45 @@ METHODS = ("basic", "advanced", "optimal", "zcdp", "rdp", "pld")
 PREVIEW_JOB = "release-preview"
 BUDGET_JOB = "release-budget"
 RELEASE_JOB = "release-run"
+SYNTHETIC_MECHANISMS = ("mst", "aim")
+"""The mechanisms whose release on a marginals query may be a synthetic table."""
 
 
 def _declared(mechanism: str) -> tuple[Param, ...]:
     from dpexplorer.core.mechanisms.registry import get
 
     return get(mechanism).params
+
+
+def offers_table(query: Any, mechanism: str) -> bool:
+    """Whether the release can be a synthetic table: MST or AIM on a marginals query."""
+    from dpexplorer.data.queries import Marginals
+
+    return mechanism in SYNTHETIC_MECHANISMS and isinstance(query, Marginals)
+
+
+def table_preview(
+    dataset: Any,
+    query: Any,
+    mechanism: str,
+    params: dict[str, Any],
+    relation: str,
+    ledger_path: str,
+    formats: tuple[str, ...],
+) -> jobs.ReleasePreview:
+    """A synthetic table's release (:func:`~dpexplorer.release.synthetic_tables.prepare_synthetic`:
+    the marginals counted now, nothing drawn or charged), filed under the dataset's key in the
+    ledger and priced against its budget, its records to be written as ``formats``."""
+    from dpexplorer.release.ledger import Ledger
+    from dpexplorer.release.release import dataset_key, price
+    from dpexplorer.release.synthetic_tables import prepare_synthetic
+
+    with Ledger(ledger_path) as ledger:
+        key = dataset_key(dataset, ledger)
+        prepared = prepare_synthetic(
+            dataset, query, mechanism, params, key=key, relation=relation, formats=list(formats)
+        )
+        return jobs.ReleasePreview(prepared, price(prepared, ledger))  # type: ignore[arg-type]
 
 
 class ReleaseDialog(QDialog):
@@ -83,7 +123,8 @@ class ReleaseDialog(QDialog):
             f"{k} = {format_value(p, params[p.name])}" for p in _declared(mechanism) for k in [p.label]
         )
         self.what = QLabel(
-            f"<b>Releasing</b> {query.describe()}<br><b>with</b> {mechanism} ({settings})"
+            f"<b>Releasing</b> {html.escape(query.describe())}<br><b>with</b> {mechanism} "
+            f"({html.escape(settings)})"
             f"<br><b>from</b> {dataset.path.name}"
             + (
                 ""
@@ -119,6 +160,8 @@ class ReleaseDialog(QDialog):
         layout = QVBoxLayout(self.content)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.what)
+        self.table_box = self._table_box(offers_table(query, mechanism), sampling_rate is not None)
+        layout.addWidget(self.table_box)
         self.warning = QLabel(warning)
         self.warning.setWordWrap(True)
         self.warning.setStyleSheet(f"color: {palette.css(palette.WARNING_TEXT)};")
@@ -162,13 +205,70 @@ class ReleaseDialog(QDialog):
         box.hide()
         return box
 
+    def _table_box(self, offered: bool, sampled: bool) -> QGroupBox:
+        """What to release for MST or AIM on a marginals query (hidden otherwise)."""
+        box = QGroupBox("What to release")
+        self.table_choice = QRadioButton(
+            "A synthetic table: records drawn from the model fitted to the noisy marginals"
+        )
+        self.marginals_choice = QRadioButton("Only the noisy marginals the mechanism measures")
+        self.table_choice.setChecked(offered)
+        self.marginals_choice.setChecked(not offered)
+        self.format_boxes = {"csv": QCheckBox("CSV"), "parquet": QCheckBox("Parquet")}
+        self.format_boxes["csv"].setChecked(True)
+        formats = QHBoxLayout()
+        formats.addWidget(QLabel("Records as:"))
+        for check in self.format_boxes.values():
+            formats.addWidget(check)
+            check.toggled.connect(lambda _on: self._price())
+        formats.addStretch(1)
+        note = QLabel(
+            "Either way the same guarantee is charged first. The table also writes the measured "
+            "marginals (JSON) and its provenance; fitting the model and drawing the records is "
+            "post-processing."
+            + (" A synthetic table claims no sampling amplification: charged without it." if sampled else "")
+        )
+        note.setWordWrap(True)
+        self.table_note = note
+        form = QVBoxLayout(box)
+        form.addWidget(self.table_choice)
+        form.addLayout(formats)
+        form.addWidget(self.marginals_choice)
+        form.addWidget(note)
+        self.table_choice.toggled.connect(lambda _on: self._price())
+        box.setVisible(offered)
+        return box
+
+    @property
+    def formats(self) -> tuple[str, ...]:
+        return tuple(f for f, check in self.format_boxes.items() if check.isChecked())
+
+    def table_chosen(self) -> bool:
+        return self.table_box.isVisibleTo(self) and self.table_choice.isChecked()
+
     def _choose_dir(self) -> None:
         chosen = QFileDialog.getExistingDirectory(self, "Release files go to", self.out_dir.text())
         if chosen:
             self.out_dir.setText(chosen)
 
     def _price(self) -> None:
-        self.compute.submit(PREVIEW_JOB, jobs.release_preview, *self.request)
+        self.preview = None
+        self.release_button.setEnabled(False)
+        table = self.table_chosen()
+        self.setWindowTitle("Release a synthetic table" if table else "Release a statistic")
+        for check in self.format_boxes.values():
+            check.setEnabled(table)
+        if not table:
+            self.compute.submit(PREVIEW_JOB, jobs.release_preview, *self.request)
+            return
+        if not self.formats:
+            self.cost.setText("Choose CSV, Parquet or both for the synthetic records.")
+            return
+        self.cost.setText("Counting the marginals and pricing the release…")
+        dataset, query, mechanism, params, relation, ledger, _rate = self.request
+        self.compute.submit(
+            PREVIEW_JOB, table_preview, dataset, query, mechanism, params, relation, ledger, self.formats
+        )
 
     def _set_budget(self) -> None:
         try:
@@ -225,9 +325,11 @@ class ReleaseDialog(QDialog):
         from dpexplorer.gui.result_card import ResultCard
 
         self.result = released.result
-        for widget in (self.warning, self.cost, self.budget_box, self.out_row):
+        for widget in (self.warning, self.cost, self.budget_box, self.out_row, self.table_box):
             widget.hide()
-        self.what.setText(f"<b>Released</b> {self.query_text} (ledger row {released.result.row_id}).")
+        self.what.setText(
+            f"<b>Released</b> {html.escape(self.query_text)} (ledger row {released.result.row_id})."
+        )
         self.message.setText("")
         self.message.setStyleSheet("")
         self.card = ResultCard(released)

@@ -31,7 +31,10 @@ FILE_NAMES = {
     "provenance": "provenance",
     "report": "report (HTML)",
     "report_pdf": "report (PDF)",
+    "parquet": "records (Parquet)",
 }
+TABLE_FILE_NAMES = {"csv": "records (CSV)", "json": "measured marginals (JSON)"}
+"""A synthetic table's files (release/synthetic_tables.py), where they differ from a statistic's."""
 
 
 KIND_SENTENCES = {
@@ -99,11 +102,18 @@ def _budget_line(released: Released) -> str:
     )
 
 
-def _file_links(files: dict[str, Path]) -> str:
+def _is_table(result: Any) -> bool:
+    from dpexplorer.release.synthetic_tables import TableResult  # only once a release is shown
+
+    return isinstance(result, TableResult)
+
+
+def _file_links(files: dict[str, Path], table: bool = False) -> str:
+    names = {**FILE_NAMES, **(TABLE_FILE_NAMES if table else {})}
     links = []
     for key, path in files.items():
         url = QUrl.fromLocalFile(str(path)).toString()
-        links.append(f'<a href="{html.escape(url)}">{html.escape(FILE_NAMES.get(key, key))}</a>')
+        links.append(f'<a href="{html.escape(url)}">{html.escape(names.get(key, key))}</a>')
     folder = QUrl.fromLocalFile(str(Path(next(iter(files.values()))).parent)).toString() if files else ""
     where = f' · <a href="{html.escape(folder)}">open the folder</a>' if folder else ""
     return "Files: " + " · ".join(links) + where
@@ -153,7 +163,7 @@ def card_html(released: Released) -> str:
     return (
         f"<p>{title}</p><table cellspacing='0' cellpadding='3'>{head}{body}</table>{more}"
         f"<p>{html.escape(_capital(sentence))}</p>{_rank_line(released)}<p>{_budget_line(released)}</p>"
-        f"<p>{_file_links(result.files)}</p>"
+        f"<p>{_file_links(result.files, table=_is_table(result))}</p>"
         + (f"<p><b>Note:</b> {html.escape(released.report_warning)}</p>" if released.report_warning else "")
     )
 
