@@ -13,3 +13,9 @@ class DataError(DPExplorerError):
         if not message:
             raise ValueError("a DataError needs a message")
         super().__init__(message)
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type's name when it has none)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

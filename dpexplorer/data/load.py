@@ -8,15 +8,13 @@ loads on the app's start-up path.
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import gzip
 import hashlib
 import io
 import os
 import re
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -26,30 +24,39 @@ import polars as pl
 
 from dpexplorer.core.cancel import CancelToken, ProgressFn, checkpoint
 from dpexplorer.data.cells import text_value
-from dpexplorer.data.errors import DataError
+from dpexplorer.data.errors import DataError, first_line
+from dpexplorer.data.sniff import (
+    CHUNK_BYTES,
+    SEPARATOR_NAMES,
+    WHITESPACE,
+    Format,
+    Source,
+    check_binary,
+    fields,
+    format_of,
+    header,
+    is_utf8,
+    ragged_rows,
+    read_head,
+    rows_text,
+    scan_utf8,
+    set_aside,
+    set_aside_note,
+    transcoded,
+)
 
 if TYPE_CHECKING:
     from dpexplorer.data.identity import Sums
 
 Kind = Literal["numeric", "categorical", "boolean", "date"]
-Format = Literal["csv", "csv.gz", "parquet"]
 
-HEAD_BYTES = 1 << 16
-CHUNK_BYTES = 1 << 20
 INFER_ROWS = 10_000
 SAMPLE_ROWS = 10_000
 NUMERIC_SHARE = 0.95
 """A text column is read as numeric when at least this share of its values are numbers."""
-SEPARATORS = (",", "\t", ";", "|")
 MISSING_TEXT = ["", "NA"]
 """Fields read as missing values, quoted or not: empty (``""`` is how a writer that quotes every
 field spells it) and ``NA`` (R's default); the content fingerprint reads text the same way."""
-WHITESPACE = " "
-"""Separator value meaning "any run of spaces or tabs" (such files are turned into CSV first)."""
-SEPARATOR_NAMES = {",": "commas", "\t": "tabs", ";": "semicolons", "|": "pipes", WHITESPACE: "whitespace"}
-ENCODING_NAMES = {"cp1252": "Windows-1252 (cp1252)", "latin-1": "Latin-1 (ISO-8859-1)"}
-SNIFF_LINES = 20
-"""Lines (header included) the delimiter is sniffed from."""
 ISO_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 """A text column becomes a date column only when every value it holds is exactly this (and a real
 date): its text is then the date's own ISO text, so nothing about the data changes but its type."""
@@ -226,9 +233,7 @@ def _collect(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     return frame
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+_first_line = first_line
 
 
 def _stamp(path: Path) -> tuple[int, int]:
@@ -346,237 +351,6 @@ def content_fingerprint_v1(frame: pl.DataFrame | pl.LazyFrame, cancel: CancelTok
     return digest.hexdigest()
 
 
-# ---------------------------------------------------------------- file kind, head, header
-def _format_of(path: Path, magic: bytes) -> Format:
-    name = path.name.lower()
-    if magic.startswith(b"\x1f\x8b") or name.endswith(".gz"):
-        return "csv.gz"
-    if magic.startswith(b"PAR1") or name.endswith((".parquet", ".pq")):
-        return "parquet"
-    return "csv"
-
-
-Source = Path | bytes
-"""Where text is read from: the file, or its text already decoded and re-encoded as UTF-8 CSV in
-memory (a file in another encoding, or delimited by whitespace)."""
-
-
-def _open_text_bytes(src: Source, fmt: Format) -> io.BytesIO | gzip.GzipFile | io.BufferedReader:
-    if isinstance(src, bytes):
-        return io.BytesIO(src)
-    return gzip.open(src, "rb") if fmt == "csv.gz" else open(src, "rb")
-
-
-def _read_head(path: Path, fmt: Format) -> bytes:
-    try:
-        with _open_text_bytes(path, fmt) as fh:
-            return fh.read(HEAD_BYTES)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise DataError(f"{path.name} could not be read as {fmt} (is it corrupt?): {exc}") from exc
-
-
-def _check_binary(path: Path, head: bytes) -> None:
-    """DataError for binary content (NUL bytes) in the first 64 KiB."""
-    if b"\x00" in head:
-        raise DataError(
-            f"{path.name} looks like a binary file (it contains NUL bytes), not CSV/TSV text: "
-            "export the data as CSV or Parquet"
-        )
-
-
-def _is_utf8(head: bytes) -> bool:
-    """Whether the head (cut at its last full line when it is the 64 KiB head) is UTF-8."""
-    cut = head if len(head) < HEAD_BYTES else head[: head.rfind(b"\n") + 1]
-    try:
-        cut.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def _transcoded(path: Path, fmt: Format, sep: str, notes: list[str]) -> bytes:
-    """The whole file as UTF-8 CSV text in memory: decoded as UTF-8, else as Windows-1252 (else
-    Latin-1, which decodes any byte), with a note; whitespace-delimited lines turned into CSV."""
-    try:
-        with _open_text_bytes(path, fmt) as fh:
-            raw = fh.read()
-    except (OSError, EOFError, zlib.error) as exc:
-        raise DataError(f"{path.name} could not be read as {fmt} (is it corrupt?): {exc}") from exc
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        encoding = "cp1252"
-        try:
-            text = raw.decode(encoding)
-        except UnicodeDecodeError:
-            encoding, text = "latin-1", raw.decode("latin-1")
-        notes.append(
-            f"read as {ENCODING_NAMES[encoding]} text: the file is not UTF-8 (first at line {line:,}); "
-            "re-save it as UTF-8 if a name or category looks wrong"
-        )
-    if sep == WHITESPACE:
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerows(line.split() for line in text.splitlines() if line.strip())
-        text = buffer.getvalue()
-    if "\x00" in text:
-        raise DataError(
-            f"{path.name} contains NUL bytes, which CSV text never holds: "
-            "export the data again as CSV or Parquet"
-        )
-    return text.encode("utf-8")
-
-
-def _not_utf8(path: Path, data: bytes, pos: int, line_offset: int = 0) -> DataError:
-    line = line_offset + data.count(b"\n", 0, pos) + 1
-    return DataError(
-        f"{path.name}, line {line:,}: byte 0x{data[pos]:02x} is not UTF-8 text: "
-        "re-save the file with UTF-8 encoding"
-    )
-
-
-def _scan_utf8(path: Path, fmt: Format) -> DataError:
-    """Find the first line with bytes that are not UTF-8 (streamed)."""
-    decoder_lines = 0
-    with _open_text_bytes(path, fmt) as fh:
-        carry = b""
-        while chunk := fh.read(CHUNK_BYTES):
-            data = carry + chunk
-            cut = data.rfind(b"\n") + 1 or len(data)
-            try:
-                data[:cut].decode("utf-8")
-            except UnicodeDecodeError as exc:
-                return _not_utf8(path, data, exc.start, decoder_lines)
-            decoder_lines += data.count(b"\n", 0, cut)
-            carry = data[cut:]
-        with contextlib.suppress(UnicodeDecodeError):
-            carry.decode("utf-8")
-            return DataError(f"{path.name} could not be decoded as UTF-8 text: re-save it as UTF-8")
-        return _not_utf8(path, carry, 0, decoder_lines)
-
-
-def _fields(line: str, sep: str) -> int:
-    """Number of fields of one line split at ``sep`` (quotes respected)."""
-    if sep == WHITESPACE:
-        return len(line.split())
-    return len(next(csv.reader([line], delimiter=sep), []))
-
-
-def sniff_separator(lines: list[str]) -> str:
-    """The delimiter of CSV text from its first lines: among comma, tab, semicolon and pipe, the
-    one that splits the header into the most fields with as many fields on (nearly) every
-    following line; else the one most frequent in the header; else whitespace when it splits
-    every line into the same number (> 1) of fields and the data holds numbers; else comma (one
-    column)."""
-    header, body = lines[0], [line for line in lines[1:SNIFF_LINES] if line.strip()]
-
-    def consistent(sep: str) -> bool:
-        width = _fields(header, sep)
-        agree = sum(_fields(line, sep) == width for line in body)
-        return width > 1 and agree >= max(1, (len(body) * 9) // 10) if body else width > 1
-
-    fitting = [sep for sep in SEPARATORS if consistent(sep)]
-    if fitting:
-        return max(fitting, key=lambda sep: _fields(header, sep))
-    counted = max(SEPARATORS, key=header.count)
-    if header.count(counted):
-        return counted
-    numbers = any(_is_number(field) for line in body for field in line.split())
-    # a number in the data: "first name" over rows "John Smith" stays one column of text
-    return WHITESPACE if consistent(WHITESPACE) and numbers else ","
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _header(path: Path, head: bytes) -> tuple[str, list[str], bool]:
-    """(separator, column names, whether any data line follows the header)."""
-    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
-    if len(head) >= HEAD_BYTES:  # the last line may be cut
-        text = text[: text.rfind("\n") + 1]
-    first, _, rest = text.partition("\n")
-    if not first.strip():
-        raise DataError(f"{path.name}: line 1 (the header) is blank: put the column names on the first line")
-    name = path.name.lower()
-    lines = [line.rstrip("\r") for line in text.splitlines()]
-    sep = "\t" if name.endswith((".tsv", ".tsv.gz", ".tab")) else sniff_separator(lines)
-    first = first.rstrip("\r")
-    names = first.split() if sep == WHITESPACE else next(csv.reader([first], delimiter=sep))
-    for i, col in enumerate(names, start=1):
-        if not col.strip():
-            raise DataError(f"{path.name}, line 1: column {i} has a blank name: give every column a name")
-    seen: dict[str, int] = {}
-    for i, col in enumerate(names, start=1):
-        if col in seen:
-            raise DataError(
-                f"{path.name}, line 1: columns {seen[col]} and {i} are both named {col!r}: "
-                "give every column a different name"
-            )
-        seen[col] = i
-    return sep, names, bool(rest.strip()) or len(head) >= HEAD_BYTES
-
-
-# ---------------------------------------------------------------- ragged rows
-def _field_counts(src: Source, fmt: Format, sep: str) -> Iterator[tuple[int, int]]:
-    """(line number, number of fields) of every data record (streamed with the csv module)."""
-    with _open_text_bytes(src, fmt) as raw:
-        text = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
-        reader = csv.reader(text, delimiter=sep)
-        next(reader, None)
-        for record in reader:
-            yield reader.line_num, len(record)
-
-
-def _ragged_rows(
-    path: Path, fmt: Format, sep: str, expected: int, src: Source | None = None
-) -> tuple[list[int], list[str], list[int]]:
-    """Row indices (0-based, as polars numbers its rows) with the wrong number of fields, up to
-    3 examples, and the indices of blank lines. Polars reads a blank line as a row of missing
-    values; it holds no record (Python's csv, pandas and Spark skip it), except in a file of
-    one column, where it is how a missing value is written (polars writes it so)."""
-    bad: list[int] = []
-    blank: list[int] = []
-    examples: list[str] = []
-    try:
-        for row, (line, count) in enumerate(_field_counts(path if src is None else src, fmt, sep)):
-            if count == 0:
-                if expected > 1:
-                    blank.append(row)
-            elif count != expected:
-                bad.append(row)
-                if len(examples) < 3:
-                    examples.append(f"line {line:,}: {count} fields, expected {expected}")
-    except (OSError, csv.Error, UnicodeDecodeError, EOFError, zlib.error) as exc:
-        raise DataError(f"{path.name} could not be checked for ragged rows: {_first_line(exc)}") from exc
-    return bad, examples, blank
-
-
-def _set_aside_note(bad: list[int], examples: list[str], blank: list[int], notes: list[str]) -> list[int]:
-    """Notes on the rows set aside (wrong number of fields; blank lines); their indices."""
-    if bad:
-        notes.append(f"{_rows(len(bad))} set aside: wrong number of fields ({'; '.join(examples)})")
-    if blank:
-        notes.append(f"{len(blank):,} blank line{'' if len(blank) == 1 else 's'} skipped (no record)")
-    return sorted(bad + blank)
-
-
-def _set_aside(frame: pl.DataFrame | pl.LazyFrame, rows: list[int]) -> pl.DataFrame | pl.LazyFrame:
-    """``frame`` without the rows at these 0-based indices."""
-    if not rows:
-        return frame
-    return frame.with_row_index("__row").filter(~pl.col("__row").is_in(rows)).drop("__row")
-
-
-def _rows(n: int) -> str:
-    return f"{n:,} row" + ("" if n == 1 else "s")
-
-
 # ---------------------------------------------------------------- reading
 _PARSE_ERROR = re.compile(r"could not parse `(.*?)` as dtype `?(\w+)`? at column '(.*?)'")
 
@@ -644,12 +418,12 @@ def _read(
                     len(_scan(path, fmt, sep, overrides, truncate).collect_schema()) if src is None else 0
                 )
                 if src is not None:
-                    expected = _fields(src[: src.find(b"\n")].decode("utf-8").lstrip("\ufeff"), sep)
-                too_many = _set_aside_note(*_ragged_rows(path, fmt, sep, expected, src), notes)
+                    expected = fields(src[: src.find(b"\n")].decode("utf-8").lstrip("\ufeff"), sep)
+                too_many = set_aside_note(*ragged_rows(path, fmt, sep, expected, src), notes)
             elif "utf-8" in message.lower() or "utf8" in message.lower():
                 if not lazy and src is None:
                     raise _NotUtf8 from exc
-                raise _scan_utf8(path, fmt) from exc
+                raise scan_utf8(path, fmt) from exc
             else:
                 raise DataError(f"{path.name} could not be read as {fmt}: {_first_line(exc)}") from exc
         except OSError as exc:
@@ -690,7 +464,7 @@ def _numeric_text(frame: pl.DataFrame | pl.LazyFrame, notes: list[str]) -> pl.Da
             example_value = counts[name + "\x00v"][0]
             notes.append(
                 f"column {name!r}: text that is not a number (e.g. {example_value!r}) in "
-                f"{_rows(n - num)} of this numeric column; those values are treated as missing"
+                f"{rows_text(n - num)} of this numeric column; those values are treated as missing"
             )
     # infinities stay for _non_finite, which makes them missing with its own note
     return frame.with_columns(text_value(pl.col(c)).alias(c) for c in converted) if converted else frame
@@ -735,7 +509,7 @@ def _non_finite(frame: pl.DataFrame | pl.LazyFrame, notes: list[str]) -> pl.Data
         n_bad = int(counts[c][0])
         if n_bad:
             notes.append(
-                f"column {c!r}: NaN or infinity in {_rows(n_bad)}; those values are treated as missing"
+                f"column {c!r}: NaN or infinity in {rows_text(n_bad)}; those values are treated as missing"
             )
     fix = [
         pl.when(pl.col(c).is_finite()).then(pl.col(c)).otherwise(None).alias(c)
@@ -759,7 +533,7 @@ def _short_rows(
     names = frame.collect_schema().names()
     if fmt == "parquet" or int(_collect(frame.select(pl.col(names[-1]).null_count()))[names[-1]][0]) == 0:
         return []
-    return _set_aside_note(*_ragged_rows(path, fmt, sep, len(names), src), notes)
+    return set_aside_note(*ragged_rows(path, fmt, sep, len(names), src), notes)
 
 
 @dataclass(frozen=True)
@@ -787,13 +561,13 @@ def text_layout(path: str | os.PathLike[str]) -> TextLayout:
             magic = fh.read(4)
     except OSError as exc:
         raise DataError(f"{path.name} could not be read ({exc.strerror or exc})") from exc
-    fmt = _format_of(path, magic)
+    fmt = format_of(path, magic)
     if fmt == "parquet":
         return TextLayout(fmt, ",", True, True, stamp)
-    head = _read_head(path, fmt)
-    _check_binary(path, head)
-    utf8 = _is_utf8(head)
-    sep, _, has_rows = _header(path, head)
+    head = read_head(path, fmt)
+    check_binary(path, head)
+    utf8 = is_utf8(head)
+    sep, _, has_rows = header(path, head)
     return TextLayout(fmt, sep, utf8, has_rows, stamp)
 
 
@@ -857,7 +631,7 @@ def _load(path: Path, lazy: bool | None, layout: TextLayout | None) -> Dataset:
     if lazy and fmt == "csv.gz":
         raise DataError(f"{path.name} is gzip-compressed and cannot be scanned lazily: decompress it first")
     frame, src, sep, too_many = _parse(path, fmt, sep, lazy, notes, utf8)
-    frame = _set_aside(frame, too_many or _short_rows(path, fmt, sep, frame, notes, src))
+    frame = set_aside(frame, too_many or _short_rows(path, fmt, sep, frame, notes, src))
     frame = _non_finite(_iso_dates(_numeric_text(_clean_columns(path, frame, notes), notes)), notes)
     return _finish(path, fmt, frame, notes, stamp)
 
@@ -875,7 +649,7 @@ def _parse(
             pass
     if lazy:
         raise DataError(f"{path.name} is too large to read as text that is not UTF-8: re-save it as UTF-8")
-    src = _transcoded(path, fmt, sep, notes)
+    src = transcoded(path, fmt, sep, notes)
     csv_sep = "," if sep == WHITESPACE else sep
     frame, too_many = _read(path, fmt, csv_sep, False, notes, src)
     return frame, src, csv_sep, too_many

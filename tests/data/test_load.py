@@ -156,13 +156,13 @@ def test_a_layout_passed_on_is_not_sniffed_again_unless_the_file_changed(tmp_pat
     p = write(tmp_path, "f.csv", "a;b\n1;2\n")
     layout = text_layout(p)
     sniffs: list[Path] = []
-    real = load._header
+    real = load.header
 
     def counted(path, head):
         sniffs.append(path)
         return real(path, head)
 
-    monkeypatch.setattr(load, "_header", counted)
+    monkeypatch.setattr(load, "header", counted)
     ds = load_dataset(p, layout=layout)
     assert sniffs == [] and ds.column_names == ("a", "b") and ds.n_rows == 1
     p.write_text("a|b|c\n1|2|3\n4|5|6\n")

@@ -13,8 +13,9 @@ import pytest
 from dpexplorer.data.answers import true_answer
 from dpexplorer.data.engine import POLARS
 from dpexplorer.data.errors import DataError
-from dpexplorer.data.load import content_fingerprint_v1, load_dataset, sniff_separator
+from dpexplorer.data.load import content_fingerprint_v1, load_dataset
 from dpexplorer.data.queries import Compare, PredicateCount, where
+from dpexplorer.data.sniff import sniff_separator
 
 
 def _write(tmp_path: Path, name: str, data: bytes | str) -> Path:

@@ -17,9 +17,8 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property, reduce
+from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -32,7 +31,6 @@ from pyspark.sql import types as T
 from pyspark.sql.window import Window as SparkWindow
 
 from dpexplorer.core.mechanisms.base import CentredMoments
-from dpexplorer.data.conditions import ORDERED, Reading, ValueKind, combine, reading
 from dpexplorer.data.engine.base import (
     BoundContributions,
     CellCounts,
@@ -45,7 +43,6 @@ from dpexplorer.data.engine.base import (
     Filter,
     GroupedCentredSums,
     GroupedSortedClipped,
-    Lattice,
     MeanParts,
     Moments,
     OrderWindow,
@@ -55,15 +52,23 @@ from dpexplorer.data.engine.base import (
     SortedClipped,
     Window,
     by_cell,
-    exact_lattices,
     window_answer,
 )
 from dpexplorer.data.engine.polars_engine import centred_moments, empty_moments, moments_from
+from dpexplorer.data.engine.spark_columns import (
+    centred_columns,
+    clipped_column,
+    literal_col,
+    moment_columns,
+    polars_schema,
+    predicate_column,
+    text_number,
+    with_cell,
+)
 from dpexplorer.data.errors import DataError
 from dpexplorer.data.load import (
     ISO_DATE,
     MISSING_TEXT,
-    WHITESPACE,
     ColumnInfo,
     TextLayout,
     fingerprint_file,
@@ -72,22 +77,10 @@ from dpexplorer.data.load import (
     span,
     text_layout,
 )
-from dpexplorer.data.queries import Axis, Compare, Predicate, date_columns
+from dpexplorer.data.queries import date_columns
+from dpexplorer.data.sniff import WHITESPACE
 
 LOCAL_MASTER = "local[*]"
-_TYPES: dict[type, pl.DataType] = {
-    T.BooleanType: pl.Boolean(),
-    T.ByteType: pl.Int64(),
-    T.ShortType: pl.Int64(),
-    T.IntegerType: pl.Int64(),
-    T.LongType: pl.Int64(),
-    T.FloatType: pl.Float64(),
-    T.DoubleType: pl.Float64(),
-    T.DecimalType: pl.Float64(),
-    T.StringType: pl.String(),
-    T.DateType: pl.Date(),
-    T.TimestampType: pl.Datetime(),
-}
 
 
 def spark_log_path() -> Path:
@@ -182,182 +175,6 @@ def spark_session(master: str | None = None) -> SparkSession:
         os.close(saved)
         os.close(log_fd)
     return session
-
-
-# ---------------------------------------------------------------- translation of query values
-def _col(name: str) -> Column:
-    """Column ``name`` taken literally (a dot or a space in a name is not a path into a struct)."""
-    return F.col("`" + name.replace("`", "``") + "`")
-
-
-def _textual(dtype: pl.DataType | None) -> bool:
-    """As :func:`dpexplorer.data.cells._read_as_text`: a column read through its text."""
-    return dtype is None or not (dtype.is_numeric() or dtype in (pl.Boolean, pl.Date))
-
-
-def _cell(kind: ValueKind, name: str, dtype: pl.DataType | None) -> Column:
-    """Column ``name`` read as numbers, days or text by the per-cell rule (the readers of
-    :mod:`dpexplorer.data.cells`: ``cell_number``, ``cell_date``, ``cell_text``)."""
-    c = _col(name)
-    if kind == "number":
-        if dtype == pl.Date:
-            return F.lit(None).cast("double")
-        return _text_number(c.cast("string")) if _textual(dtype) else c.cast("double")
-    if kind == "day":
-        if dtype == pl.Date:
-            return c
-        if not _textual(dtype):
-            return F.lit(None).cast("date")
-        text = c.cast("string")
-        day = F.try_to_date(text, "yyyy-MM-dd")
-        return F.when(F.date_format(day, "yyyy-MM-dd") == text, day)
-    if dtype == pl.Date:
-        return F.date_format(c, "yyyy-MM-dd")
-    return c.cast("string") if _textual(dtype) else F.lit(None).cast("string")
-
-
-def _equal_to(name: str, dtype: pl.DataType | None, readings: tuple[Reading, ...]) -> Column:
-    """As :func:`dpexplorer.data.conditions.equal_to`: never null."""
-    kinds: tuple[ValueKind, ...] = ("number", "day", "text")
-    parts = [
-        _cell(kind, name, dtype).isin([v for k, v in readings if k == kind])
-        for kind in kinds
-        if any(k == kind for k, _ in readings)
-    ]
-    return F.coalesce(reduce(lambda a, b: a | b, parts), F.lit(False))
-
-
-def _compare(p: Compare, schema: Mapping[str, pl.DataType]) -> Column:
-    """One comparison by the per-cell rule of :mod:`dpexplorer.data.conditions` (never null)."""
-    dtype = schema.get(p.column)
-    if p.op in ORDERED:
-        kind, value = p.readings[0]
-        cell, v = _cell(kind, p.column, dtype), F.lit(value)
-        ops = {"<": cell < v, "<=": cell <= v, ">": cell > v, ">=": cell >= v}
-        return F.coalesce(ops[p.op], F.lit(False))
-    equal = _equal_to(p.column, dtype, p.readings)
-    if p.op != "!=":
-        return equal
-    present = _col(p.column).isNotNull()
-    if _textual(dtype):  # a cell spelling NaN or an infinity holds no value (cells.cell_present)
-        read = _text_value(_col(p.column).cast("string"))
-        present = present & (read.isNull() | ~(F.isnan(read) | read.isin(float("inf"), float("-inf"))))
-    return present & ~equal
-
-
-def predicate_column(p: Predicate, schema: Mapping[str, pl.DataType]) -> Column:
-    """``p`` as a Spark boolean column, never null, by the per-cell rule of
-    :mod:`dpexplorer.data.conditions` (as the polars engine): ``schema`` (the polars types of
-    the columns) only picks how cells are read."""
-    return combine(p, lambda c: _compare(c, schema), lambda a, b: a & b, lambda a, b: a | b, lambda a: ~a)
-
-
-def polars_schema(frame: DataFrame) -> pl.Schema:
-    """The polars type each of ``frame``'s Spark types is read as."""
-    return pl.Schema({f.name: _TYPES.get(type(f.dataType), pl.String()) for f in frame.schema.fields})
-
-
-def axis_column(axis: Axis, dtype: pl.DataType | None = None) -> Column:
-    """The cell index of each row on ``axis`` (as :meth:`Axis.index_expr`: text categories
-    that spell no number are matched against the cells' text, as the polars engine does, so a
-    date column's days are matched by their ISO text; others by the per-cell rule)."""
-    c = _col(axis.column)
-    if axis.categories is not None:
-        out: Column = F.lit(len(axis.categories))
-        for i, cat in reversed(list(enumerate(axis.categories))):
-            if axis.text_match:
-                hit = F.coalesce(c.cast("string") == F.lit(str(cat)), F.lit(False))
-            else:
-                hit = _equal_to(axis.column, dtype, (reading(cat),))
-            out = F.when(hit, F.lit(i)).otherwise(out)
-        return out.cast("long")
-    edges = axis.edges or ()
-    inner: Column = F.lit(0)
-    for i, e in enumerate(edges[1:-1], start=1):
-        inner = F.when(c >= F.lit(e), F.lit(i)).otherwise(inner)
-    return F.when(c.isNull(), F.lit(len(edges) - 1)).otherwise(inner).cast("long")
-
-
-JOIN_ABOVE = 16
-"""An axis of more text categories than this is matched by a join (:func:`with_cell`)."""
-
-
-def with_cell(frame: DataFrame, axes: tuple[Axis, ...], name: str) -> DataFrame:
-    """``frame`` with the row-major cell index over ``axes`` (0 for no axis: one cell of all
-    rows; as polars_engine.cell_index_expr) in column ``name``. An axis of more than JOIN_ABOVE
-    text categories is matched by a left join with a table of (category, index), each category
-    once, so every row stays once: a chain of one test per category (:func:`axis_column`) made
-    a plan too deep for Spark at a few hundred categories, and privately selected keys have as
-    many as the values that occur (a private number, so it must not decide whether a query
-    runs)."""
-    shape = tuple(len(a.labels) for a in axes)
-    strides = np.cumprod((1, *shape[:0:-1]))[::-1] if shape else ()
-    cell: Column = F.lit(0).cast("long")
-    joined: list[str] = []
-    for j, (axis, stride) in enumerate(zip(axes, strides, strict=True)):
-        cats = axis.categories
-        if cats is None or len(cats) <= JOIN_ABOVE or not axis.text_match:
-            part = axis_column(axis, polars_schema(frame).get(axis.column))
-        else:
-            key, index = f"__key{j}", f"__index{j}"
-            table = frame.sparkSession.createDataFrame(
-                list(zip(cats, range(len(cats)), strict=True)), f"`{key}` string, `{index}` long"
-            )
-            on = _col(axis.column).cast("string") == F.col(key)
-            frame = frame.join(table, on, "left").drop(key)  # Spark broadcasts a small table
-            part, joined = F.coalesce(F.col(index), F.lit(len(cats)).cast("long")), [*joined, index]
-        cell = cell + part * int(stride)
-    return frame.withColumn(name, cell).drop(*joined)
-
-
-def lattice_sum(value: Column, lattice: Lattice) -> Column:
-    """polars_engine.lattice_sum in Spark: the same integer per row (IEEE doubles, floor, clamp),
-    added exactly as decimal(38, 0)."""
-    t = F.floor(value * F.lit(lattice.scale) + F.lit(0.5))
-    t = F.least(F.greatest(t, F.lit(lattice.low)), F.lit(lattice.high))
-    return F.sum(t.cast("decimal(38,0)"))
-
-
-def centred_columns(request: CentredSums | GroupedCentredSums) -> tuple[Column, ...]:
-    """The aggregates of :class:`CentredSums` (named as polars_engine.centred_exprs)."""
-    half = (request.upper - request.lower) / 2.0
-    raw = F.coalesce(_col(request.column).cast("double"), F.lit(float(request.midpoint)))
-    y = clipped_column(request) - F.lit(request.midpoint)
-    squares = y * y - F.lit(half * half / 2.0)
-    columns = (
-        F.count(F.lit(1)).alias("n"),
-        F.sum(y).alias("s"),
-        *((F.sum(squares).alias("q"),) if request.squares else ()),
-        F.sum((raw < F.lit(float(request.lower))).cast("long")).alias("low"),
-        F.sum((raw > F.lit(float(request.upper))).cast("long")).alias("high"),
-        F.avg(raw).alias("mean"),
-    )
-    if not request.exact:
-        return columns
-    _, centred, square = exact_lattices(request)
-    columns = (*columns, lattice_sum(y, centred).alias("se"))
-    return (*columns, lattice_sum(squares, square).alias("qe")) if request.squares else columns
-
-
-def moment_columns(request: ClippedMoments) -> tuple[Column, ...]:
-    """The aggregates of :class:`ClippedMoments` but the row count (named as
-    polars_engine.moment_exprs); with ``exact``, the lattice sum as well."""
-    v = clipped_column(request)
-    columns = (F.sum(v).alias("total"), F.min(v).alias("lo"), F.max(v).alias("hi"))
-    return (*columns, lattice_sum(v, exact_lattices(request)[0]).alias("te")) if request.exact else columns
-
-
-def clipped_column(
-    request: ClippedMoments
-    | SortedClipped
-    | CentredSums
-    | GroupedCentredSums
-    | GroupedSortedClipped
-    | PersonContributions,
-) -> Column:
-    """Cast to double, missing at the midpoint, clipped to [lower, upper] (as polars)."""
-    v = F.coalesce(_col(request.column).cast("double"), F.lit(float(request.midpoint)))
-    return F.least(F.greatest(v, F.lit(float(request.lower))), F.lit(float(request.upper)))
 
 
 # ---------------------------------------------------------------- the dataset reference
@@ -458,10 +275,6 @@ def _read(session: SparkSession, source: str) -> tuple[DataFrame, list[str]]:
     return _iso_dates(frame), notes
 
 
-FLOAT_TEXT = r"^[+-]?(([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?|(?i:inf|infinity|nan))$"
-"""The text polars parses as a float (no hexadecimal, no Java's 1d or 1f suffixes)."""
-
-
 def _read_text(session: SparkSession, path: Path, layout: TextLayout) -> tuple[DataFrame, list[str]]:
     """A CSV/TSV file as :func:`dpexplorer.data.load.load_dataset` reads it, so that both
     engines see one table (issue 17): the same separator, the polars loader's column names and
@@ -501,26 +314,6 @@ def _read_text(session: SparkSession, path: Path, layout: TextLayout) -> tuple[D
     return frame, list(reference.warnings)
 
 
-def _text_number(text: Column) -> Column:
-    """A text cell as a number by the rule of :mod:`dpexplorer.data.cells` (the polars engine's):
-    ``true``/``false`` 1/0, a decimal number its value, NaN, infinities and anything else missing."""
-    number = _text_value(text)
-    bad = F.isnan(number) | number.isin(float("inf"), float("-inf"))
-    return F.when(~bad, number)
-
-
-def _text_value(text: Column) -> Column:
-    """As :func:`dpexplorer.data.cells.text_value`: the value a text cell reads as, NaN and
-    infinities kept, null where it is neither a number nor true/false."""
-    stripped = F.regexp_replace(text, r"^\s+|\s+$", "")
-    lowered = F.lower(stripped)
-    return (
-        F.when(lowered == "true", F.lit(1.0))
-        .when(lowered == "false", F.lit(0.0))
-        .when(stripped.rlike(FLOAT_TEXT), stripped.try_cast("double"))
-    )
-
-
 def _as_read(text: Column, dtype: pl.DataType) -> Column:
     """A text field as the polars loader types it: a value that is not a number is missing in a
     numeric column (the loader counted it), and NaN and infinities are made missing later. A
@@ -529,7 +322,7 @@ def _as_read(text: Column, dtype: pl.DataType) -> Column:
     if dtype == pl.Int64:
         return text.try_cast("long")
     if dtype == pl.Float64:
-        return _text_number(text)
+        return text_number(text)
     if dtype == pl.Boolean:
         return F.when(F.lower(text) == "true", F.lit(True)).when(F.lower(text) == "false", F.lit(False))
     if dtype == pl.Date:
@@ -547,20 +340,23 @@ def _iso_dates(frame: DataFrame) -> DataFrame:
         return frame
 
     def every_value_a_date(name: str) -> Column:
-        c = _col(name)
+        c = literal_col(name)
         same = F.date_format(F.try_to_date(c, "yyyy-MM-dd"), "yyyy-MM-dd") == c
         ok = c.isNull() | (c.rlike(ISO_DATE) & F.coalesce(same, F.lit(False)))
         return F.min(ok.cast("int"))
 
     row = frame.agg(
         *(every_value_a_date(c).alias(f"ok{i}") for i, c in enumerate(texts)),
-        *(F.count(_col(c)).alias(f"n{i}") for i, c in enumerate(texts)),
+        *(F.count(literal_col(c)).alias(f"n{i}") for i, c in enumerate(texts)),
     ).collect()[0]
     dates = [c for i, c in enumerate(texts) if row[f"ok{i}"] == 1 and row[f"n{i}"]]  # all missing: text
     if not dates:
         return frame
     return frame.select(
-        *(F.to_date(_col(c), "yyyy-MM-dd").alias(c) if c in dates else _col(c) for c in frame.columns)
+        *(
+            F.to_date(literal_col(c), "yyyy-MM-dd").alias(c) if c in dates else literal_col(c)
+            for c in frame.columns
+        )
     )
 
 
@@ -568,7 +364,7 @@ def _finite(frame: DataFrame) -> tuple[DataFrame, list[str]]:
     floats = [f.name for f in frame.schema.fields if isinstance(f.dataType, T.FloatType | T.DoubleType)]
     if not floats:
         return frame, []
-    bad = {c: F.isnan(_col(c)) | _col(c).isin(float("inf"), float("-inf")) for c in floats}
+    bad = {c: F.isnan(literal_col(c)) | literal_col(c).isin(float("inf"), float("-inf")) for c in floats}
     row = frame.agg(*(F.sum(F.when(b, 1).otherwise(0)).alias(c) for c, b in bad.items())).collect()[0]
     notes = [
         f"column {c!r}: NaN or infinity in {int(row[c]):,} rows; those values are treated as missing"
@@ -576,7 +372,7 @@ def _finite(frame: DataFrame) -> tuple[DataFrame, list[str]]:
         if row[c]
     ]
     fixed = [
-        F.when(bad[c], F.lit(None)).otherwise(_col(c)).alias(c) if c in bad else _col(c)
+        F.when(bad[c], F.lit(None)).otherwise(literal_col(c)).alias(c) if c in bad else literal_col(c)
         for c in frame.columns
     ]
     return (frame.select(*fixed) if notes else frame), notes
@@ -632,14 +428,14 @@ class SparkEngine(Engine):
 
     def as_numbers(self, dataset: SparkDataset, column: str) -> SparkDataset:
         """As the polars engine's (:meth:`Engine.as_numbers`), by the rule of
-        :mod:`dpexplorer.data.cells` (:func:`_text_number` for text)."""
+        :mod:`dpexplorer.data.cells` (:func:`.spark_columns.text_number` for text)."""
         import dataclasses
 
         dtype = dataset.schema.get(column)
         if dtype == pl.String:
-            number = _text_number(_col(column))
+            number = text_number(literal_col(column))
         elif dtype == pl.Boolean or (dtype is not None and dtype.is_numeric()):
-            number = _col(column).cast("double")
+            number = literal_col(column).cast("double")
         else:
             number = F.lit(None).cast("double")
         return dataclasses.replace(dataset, frame=dataset.frame.withColumn(column, number))
@@ -676,8 +472,8 @@ class SparkEngine(Engine):
         dropped together: not a uniform choice). Identical rows are interchangeable, so which
         of them gets which occurrence number changes no aggregate."""
         pair_seed, row_seed = step.hash_seeds()
-        columns = [_col(c) for c in frame.columns]
-        unit = _col(step.unit)
+        columns = [literal_col(c) for c in frame.columns]
+        unit = literal_col(step.unit)
         frame = with_cell(frame.where(unit.isNotNull()), step.keys, "__cell")
         pair_key = F.xxhash64(F.lit(pair_seed), unit, F.col("__cell"))
         by_person = SparkWindow.partitionBy(unit).orderBy(pair_key, F.col("__cell"))
@@ -740,13 +536,13 @@ class SparkEngine(Engine):
 
     def _distinct(self, dataset: SparkDataset, request: DistinctCount, steps: tuple[RowStep, ...]) -> int:
         frame = self._frame(dataset, steps)
-        return int(frame.agg(F.countDistinct(_col(request.column)).alias("n")).collect()[0]["n"])
+        return int(frame.agg(F.countDistinct(literal_col(request.column)).alias("n")).collect()[0]["n"])
 
     def _values(
         self, dataset: SparkDataset, request: DistinctValues, steps: tuple[RowStep, ...]
     ) -> tuple[str, ...]:
         """As the polars engine: the distinct non-missing values as text, sorted."""
-        column = _col(request.column)
+        column = literal_col(request.column)
         rows = self._frame(dataset, steps).where(column.isNotNull()).select(column.cast("string").alias("v"))
         return tuple(sorted(r["v"] for r in rows.distinct().collect()))
 
@@ -758,9 +554,9 @@ class SparkEngine(Engine):
         y = clipped_column(request) - F.lit(request.midpoint) if request.column else F.lit(0.0)
         grouped = (
             self._frame(dataset, steps)
-            .where(_col(request.unit).isNotNull())
+            .where(literal_col(request.unit).isNotNull())
             .transform(lambda rows: with_cell(rows, request.axes, "cell"))
-            .groupBy(_col(request.unit).cast("string").alias("__id"), F.col("cell"))
+            .groupBy(literal_col(request.unit).cast("string").alias("__id"), F.col("cell"))
             .agg(F.count(F.lit(1)).alias("n"), F.sum(y).alias("s"))
         )
         rows = _to_polars(grouped)
@@ -797,10 +593,10 @@ class SparkEngine(Engine):
         schema = dataset.schema
         dates = date_columns(schema)
         row = dataset.frame.agg(
-            *(F.sum(_col(c).isNull().cast("long")).alias(f"m{i}") for i, c in enumerate(names)),
-            *(F.approx_count_distinct(_col(c)).alias(f"d{i}") for i, c in enumerate(names)),
-            *(F.min(_col(c)).alias(f"\x1f<{c}") for c in dates),
-            *(F.max(_col(c)).alias(f"\x1f>{c}") for c in dates),
+            *(F.sum(literal_col(c).isNull().cast("long")).alias(f"m{i}") for i, c in enumerate(names)),
+            *(F.approx_count_distinct(literal_col(c)).alias(f"d{i}") for i, c in enumerate(names)),
+            *(F.min(literal_col(c)).alias(f"\x1f<{c}") for c in dates),
+            *(F.max(literal_col(c)).alias(f"\x1f>{c}") for c in dates),
         ).collect()[0]
         found = row.asDict()
         return tuple(
@@ -821,8 +617,8 @@ class SparkEngine(Engine):
         ranges: dict[str, tuple[float, float]] = {}
         if numeric:
             row = dataset.frame.agg(
-                *(F.min(_col(c)).alias(f"lo{i}") for i, c in enumerate(numeric)),
-                *(F.max(_col(c)).alias(f"hi{i}") for i, c in enumerate(numeric)),
+                *(F.min(literal_col(c)).alias(f"lo{i}") for i, c in enumerate(numeric)),
+                *(F.max(literal_col(c)).alias(f"hi{i}") for i, c in enumerate(numeric)),
             ).collect()[0]
             for i, c in enumerate(numeric):
                 low, high = row[f"lo{i}"], row[f"hi{i}"]
@@ -830,7 +626,9 @@ class SparkEngine(Engine):
                     ranges[c] = (float(low), float(high))
         top_values: dict[str, list[str]] = {}
         for c in (c.name for c in columns if c.kind != "numeric"):
-            counts = dataset.frame.where(_col(c).isNotNull()).groupBy(_col(c).alias("v")).count()
+            counts = (
+                dataset.frame.where(literal_col(c).isNotNull()).groupBy(literal_col(c).alias("v")).count()
+            )
             # the values as Python objects, shown as the polars engine shows them (True, not true)
             top_values[c] = [str(r["v"]) for r in counts.orderBy(F.desc("count"), "v").limit(top).collect()]
         return DatasetSummary(dataset.n_rows, columns, ranges, top_values)
