@@ -65,6 +65,11 @@ neighbours differ by adding or removing a row), or ``rate`` = m/N, m rows drawn 
 replacement from N (neighbours differ by replacing a row)."""
 
 
+Amplifiable = LaplaceNoise | GaussianNoise | PureDP
+"""The guarantees whose amplification by subsampling the accountants know (a
+:class:`Subsampled` base); usable with ``isinstance``."""
+
+
 @dataclass(frozen=True)
 class Subsampled:
     """``base`` (Laplace or Gaussian noise, or pure epsilon-DP) run on a secret random subsample
@@ -72,7 +77,7 @@ class Subsampled:
     about how the data were drawn: the accountant believes it; the steward must make it true.
     For ``without_replacement`` the base is taken as its guarantee under the replace relation."""
 
-    base: LaplaceNoise | GaussianNoise | PureDP
+    base: Amplifiable
     rate: float
     scheme: str = "poisson"
 
@@ -89,6 +94,6 @@ def poisson_subsampled(g: Guarantee, rate: float | None, relation: str = "add_re
     equal, and the hockey-stick divergence is jointly convex)."""
     if rate is None or rate >= 1 or relation != "add_remove":
         return g
-    if isinstance(g, LaplaceNoise | GaussianNoise | PureDP):
+    if isinstance(g, Amplifiable):
         return Subsampled(g, rate)
     return g

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dpexplorer.core.accounting.guarantees import (
     SCHEMES,
     ZCDP,
+    Amplifiable,
     ApproxDP,
     GaussianNoise,
     Guarantee,
@@ -57,7 +58,7 @@ def _check_rdp(curve: RDPCurve) -> None:
 
 
 def _check_subsampled(g: Subsampled) -> None:
-    if not isinstance(g.base, LaplaceNoise | GaussianNoise | PureDP):
+    if not isinstance(g.base, Amplifiable):
         raise InvalidParameterError(
             f"Subsampled: the base must be Laplace or Gaussian noise or pure DP, got {type(g.base).__name__}"
         )
