@@ -37,7 +37,7 @@ import numpy as np
 from dpexplorer.core.cancel import CancelToken, ProgressFn, checkpoint
 from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.mechanisms.blr import all_multisets, multiset_count
-from dpexplorer.core.mechanisms.pmw import pmw_run
+from dpexplorer.core.mechanisms.pmw import answered_max_error, pmw_run
 from dpexplorer.core.row_count import split_epsilon
 
 K_GRID = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -161,9 +161,7 @@ def pmw_max_error(
 ) -> tuple[float, float]:
     """One PMW run: (max error over the answered queries, 0 if none; share answered ⊥)."""
     answers, _, _, _, truth = pmw_run(workload, histogram, params, rng, relation)
-    answered = ~np.isnan(answers)
-    worst = float(np.abs(answers[answered] - truth[answered]).max()) if answered.any() else 0.0
-    return worst, float(1.0 - answered.mean())
+    return answered_max_error(answers, truth), float(1.0 - (~np.isnan(answers)).mean())
 
 
 def error_against_k(

@@ -137,12 +137,7 @@ class MWEM(MonteCarloWorkload[MWEMResult]):
         assert isinstance(query, WorkloadInput)
         check_any_workload(query)
         released, truth, selected, measured = mwem_run(
-            query.workload,
-            query.histogram_d,
-            params,
-            rng,
-            query.relation,
-            job,
+            query.workload, query.histogram_d, params, rng, query.relation, job
         )
         answers = workload_answers(query.workload, released)
         errors = np.abs(answers - truth)

@@ -156,6 +156,12 @@ def simulation_inputs(
     return query, hist, workload_answers(query.workload, hist_d) / hist_d.sum()
 
 
+def answered_max_error(answers: np.ndarray, truth: np.ndarray) -> float:
+    """max |answer - truth| over the answered queries (an answer is NaN for ⊥); 0 if none."""
+    answered = ~np.isnan(answers)
+    return float(np.abs(answers[answered] - truth[answered]).max()) if answered.any() else 0.0
+
+
 def noise_scales(params: Mapping[str, Any], denominator: float, relation: str) -> tuple[float, float, float]:
     """(threshold noise, test noise, answer noise) Laplace scales of NumericSparse, for answers
     as shares of ``denominator`` (Delta = 1 / denominator), at the epsilon left after the row
@@ -240,11 +246,7 @@ class MonteCarloWorkload(RunMechanism[R], PureEpsilonMechanism):
         """A run's max error over the answered queries (0 if none) against D's true answers."""
         query, hist, truth = simulation_inputs(query, on)
 
-        def max_error(rng: np.random.Generator) -> float:
-            errors = np.abs(self.answers(params, query, hist, rng) - truth)
-            return float(np.nanmax(errors)) if np.any(~np.isnan(errors)) else 0.0
-
-        return max_error
+        return lambda rng: answered_max_error(self.answers(params, query, hist, rng), truth)
 
     def output_distribution(self, params: Mapping[str, Any], query: QueryInput) -> NumericOutput:
         """Monte-Carlo distribution of the max error of the answered queries against D's true
@@ -290,12 +292,7 @@ class PMW(MonteCarloWorkload[PMWTranscript]):
         assert isinstance(query, WorkloadInput)
         check_any_workload(query)
         answers, is_update, used, distribution, truth = pmw_run(
-            query.workload,
-            query.histogram_d,
-            params,
-            rng,
-            query.relation,
-            job,
+            query.workload, query.histogram_d, params, rng, query.relation, job
         )
         kinds = tuple(
             BOTTOM if np.isnan(a) else (UPDATE if u else LAZY)
