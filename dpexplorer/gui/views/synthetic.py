@@ -33,16 +33,8 @@ from dpexplorer.core.synthetic_error import (
     round_costs,
 )
 from dpexplorer.gui import palette
-from dpexplorer.gui.views.base import GREY, PURPLE, View
-from dpexplorer.gui.views.selection import (
-    BAR,
-    category_plot,
-    clear_and_show_error,
-    error_label,
-    hbars,
-    label_rows,
-    rich_label,
-)
+from dpexplorer.gui.views.base import GREY, PURPLE, ResultView
+from dpexplorer.gui.views.selection import BAR, category_plot, hbars, label_rows
 from dpexplorer.gui.views.synthetic_pages import CurvePage, MarginalPair, PickerPage, RoundsPage, run_job
 
 __all__ = ["MECHANISMS", "MarginalErrorView", "MarginalErrors", "job", "run_job"]
@@ -151,7 +143,7 @@ def _square(colour: tuple[int, int, int]) -> str:
     return f"<span style='color:{palette.css(colour)}'>■</span>"
 
 
-class MarginalErrorView(View):
+class MarginalErrorView(ResultView):
     """Four pages (module docstring). On the first, one row per 2-way marginal: the synthetic
     table's TVD (purple; marked * when the run measured that marginal) above the independent
     baseline's (grey). Signals :attr:`run_requested` and :attr:`cancel_requested` for the curve
@@ -163,8 +155,6 @@ class MarginalErrorView(View):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("Synthetic data over marginals: how close the synthetic table is", parent)
-        self.error = error_label()
-        self.summary = rich_label()
         self.plot = category_plot(
             "total-variation distance", "True against synthetic 2-way marginals", "marginal"
         )
@@ -180,10 +170,10 @@ class MarginalErrorView(View):
         self.body.addWidget(self.error)
         self.body.addWidget(self.summary)
         self.body.addWidget(self.pages, 1)
+        self.result_plots = (self.plot,)
         self.curve_page.run_requested.connect(self.run_requested)
         self.curve_page.cancel_requested.connect(self.cancel_requested)
         self.pages.currentChanged.connect(lambda _index: self._page_columns())
-        self.result: MarginalErrors | None = None
         self._errors_columns: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ the curve's job
@@ -210,7 +200,7 @@ class MarginalErrorView(View):
         )
 
     def show_error(self, message: str) -> None:
-        clear_and_show_error(self, message, self.plot)
+        super().show_error(message)
         self.curve_page.enable(False)
         self._errors_columns = {}
 
@@ -222,8 +212,7 @@ class MarginalErrorView(View):
             return
         if self.result is not None and self.result.workload != result.workload:
             self.curve_page.clear()  # drawn for another query
-        self.result = result
-        self.error.hide()
+        self.start_result(result)
         self._draw_errors(result)
         self.curve_page.enable(True)
         self.curve_page.set_cost(f"{result.seconds:.1f} s")
@@ -234,7 +223,6 @@ class MarginalErrorView(View):
         self._page_columns()
 
     def _draw_errors(self, result: MarginalErrors) -> None:
-        self.plot.clear()
         rows = np.arange(len(result.labels), dtype=float)
         hbars(self.plot, rows - BAR / 2, result.synthetic, PURPLE)
         hbars(self.plot, rows + BAR / 2, result.independent, GREY)

@@ -21,8 +21,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QProgressBar,
-    QPushButton,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -43,7 +41,8 @@ from dpexplorer.core.synthetic_error import (
 )
 from dpexplorer.gui import palette
 from dpexplorer.gui.plot_export import Column
-from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, PALETTE, PURPLE, new_plot
+from dpexplorer.gui.views.base import BLUE, GREY, ORANGE, PALETTE, PURPLE, new_plot, rich_label
+from dpexplorer.gui.views.run_controls import RunControls
 from dpexplorer.gui.views.selection import (
     MAX_TICK_LABELS,
     axis_end,
@@ -51,10 +50,8 @@ from dpexplorer.gui.views.selection import (
     colour_key,
     label_rows,
     paired_hbars,
-    rich_label,
 )
 
-PROGRESS_STEPS = 1000
 CURVE_COLOURS = dict(zip(METHODS, (PURPLE, PALETTE[2], ORANGE, GREY), strict=True))
 """MST, AIM, direct, independent (independent grey, as on the per-marginal page)."""
 CURVE_SYMBOLS = dict(zip(METHODS, ("o", "s", "t", "d"), strict=True))
@@ -88,90 +85,65 @@ class CurvePage(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.cost = rich_label()
-        self.run_button = QPushButton("Run the curve")
-        self.run_button.setToolTip("Fit MST and AIM at each ε (exploration only: never a release)")
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setToolTip("Stop the fits; nothing is drawn")
-        self.progress = QProgressBar()
-        self.progress.setRange(0, PROGRESS_STEPS)
-        self.progress.setFormat("%p% of the fits done")
-        self.status = QLabel()
-        self.status.setWordWrap(True)
-        controls = QHBoxLayout()
-        controls.addWidget(self.cost, 3)
-        controls.addWidget(self.run_button)
-        controls.addWidget(self.cancel_button)
-        controls.addWidget(self.progress, 1)
+        self.controls = RunControls(
+            "Run the curve",
+            "Fit MST and AIM at each ε (exploration only: never a release)",
+            "Stop the fits; nothing is drawn",
+            "%p% of the fits done",
+        )
+        self.run_button, self.cancel_button = self.controls.run_button, self.controls.cancel_button
+        self.progress, self.status = self.controls.progress, self.controls.status
         self.plot = new_plot("privacy budget ε (log scale)", "mean TVD, workload", "")
         self.plot.getPlotItem().legend = None  # the key is the line above the plot: it hides no point
         self.summary = rich_label()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(controls)
-        layout.addWidget(self.status)
+        layout.addWidget(self.controls)
         layout.addWidget(self.summary)
         layout.addWidget(self.plot, 1)
-        self.run_button.clicked.connect(self._on_run)
-        self.cancel_button.clicked.connect(self._on_cancel)
+        self.controls.run_requested.connect(self._on_run)
+        self.controls.cancel_requested.connect(self._on_cancel)
         self.curve: ErrorCurve | None = None
-        self.running = False
-        self.ready = False
         self.columns: dict[str, Column] = {}
         self.set_cost("")
-        self._idle("Press Run to fit MST and AIM at each ε.")
         self.clear()
+
+    @property
+    def running(self) -> bool:
+        return self.controls.running
 
     def set_cost(self, run_seconds: str) -> None:
         """What a curve costs, given the current single run's time in words ("" unknown)."""
         points = ", ".join(f"{e:g}" for e in DEFAULT_EPSILONS)
         each = f" (the run above took {run_seconds})" if run_seconds else ""
-        self.cost.setText(
+        self.controls.info.setText(
             f"Run fits MST and AIM at ε = {points}{each}: {2 * len(DEFAULT_EPSILONS)} fits, AIM the "
             "slow one; on Adult's default five columns about half a minute to a minute on two cores."
         )
 
     def enable(self, ready: bool) -> None:
         """Whether a marginals query is in (the button waits for one)."""
-        self.ready = ready
-        if not self.running:
-            self.run_button.setEnabled(ready)
-
-    def _idle(self, status: str) -> None:
-        self.running = False
-        self.run_button.setEnabled(self.ready)
-        self.cancel_button.setEnabled(False)
-        self.progress.setValue(0)
-        self.progress.setVisible(False)
-        self.status.setText(status)
+        self.controls.set_ready(ready)
 
     def _on_run(self) -> None:
-        if self.ready and not self.running:
-            self.run_started()
-            self.run_requested.emit()
+        self.run_started()
+        self.run_requested.emit()
 
     def _on_cancel(self) -> None:
-        if self.running:
-            self.run_cancelled()
-            self.cancel_requested.emit()
+        self.run_cancelled()
+        self.cancel_requested.emit()
 
     def run_started(self) -> None:
-        self.running = True
-        self.run_button.setEnabled(False)
-        self.cancel_button.setEnabled(True)
-        self.progress.setValue(0)
-        self.progress.setVisible(True)
-        self.status.setText("Fitting MST and AIM at each ε…")
+        self.controls.started("Fitting MST and AIM at each ε…")
 
     def run_cancelled(self) -> None:
-        self._idle("Cancelled: the curve was not drawn.")
+        self.controls.idle("Cancelled: the curve was not drawn.")
 
     def run_failed(self, message: str) -> None:
-        self._idle(f"The curve stopped: {message}")
+        self.controls.idle(f"The curve stopped: {message}")
 
     def set_progress(self, fraction: float) -> None:
-        if self.running:
-            self.progress.setValue(round(min(max(fraction, 0.0), 1.0) * PROGRESS_STEPS))
+        self.controls.set_progress(fraction)
 
     def clear(self) -> None:
         """A new query: the old curve no longer describes it."""
@@ -189,7 +161,7 @@ class CurvePage(QWidget):
         self.summary.clear()
         self.columns = {}
         if not self.running:
-            self.status.setText("Press Run to fit MST and AIM at each ε.")
+            self.status.setText("Press Run the curve to fit MST and AIM at each ε.")
 
     def show_baselines(self, baselines: ErrorCurve) -> None:
         """The two baselines of the current query (free: computed with the single run), unless
@@ -210,7 +182,7 @@ class CurvePage(QWidget):
         """Draw ``curve`` (every method it holds); a curve with MST and AIM ends a run."""
         self.curve = curve
         if self._complete(curve):
-            self._idle(f"Done in {sum(curve.seconds.values()):.1f} s (seed {curve.seed}).")
+            self.controls.idle(f"Done in {sum(curve.seconds.values()):.1f} s (seed {curve.seed}).")
         elif not self.running:
             self.status.setText("The two baselines are drawn; press Run the curve to add MST and AIM.")
         self.plot.clear()
