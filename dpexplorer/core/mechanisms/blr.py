@@ -575,7 +575,7 @@ class BLR(RunMechanism[BLRResult], PureEpsilonMechanism):
         pmf = np.exp(log_d if on == "D" else log_dp)
         return values[rng.choice(values.size, size=size, p=pmf / pmf.sum())]
 
-    def release(
+    def one_run(
         self, params: Mapping[str, Any], query: QueryInput, rng: np.random.Generator, job: Job
     ) -> BLRResult:
         """One release by the streaming exact sampler, with its errors and the seed's bound."""

@@ -147,7 +147,7 @@ class MarginalMechanism(RunMechanism[SyntheticResult]):
     ) -> Transcript:
         """The DP part of a run (selection and measurement) with ``private``'s noise."""
 
-    def release(
+    def one_run(
         self, params: Mapping[str, Any], query: QueryInput, rng: np.random.Generator, job: Job
     ) -> SyntheticResult:
         """One exploration run (seeded noise): transcript, model and records."""

@@ -130,7 +130,7 @@ class MWEM(MonteCarloWorkload[MWEMResult]):
     proof: ClassVar[str] = "basic composition of 2T steps"
     bound_note: ClassVar[str] = "MWEM's proven bound (Theorem 2.2) is not drawn"
 
-    def release(
+    def one_run(
         self, params: Mapping[str, Any], query: QueryInput, rng: np.random.Generator, job: Job
     ) -> MWEMResult:
         """One release on D with its errors against the true answers."""

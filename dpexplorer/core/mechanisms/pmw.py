@@ -285,7 +285,7 @@ class PMW(MonteCarloWorkload[PMWTranscript]):
         "the proven bound α = Õ((εn)^−1/2) (Dwork & Roth 2014, section 4.2) has no constants"
     )
 
-    def release(
+    def one_run(
         self, params: Mapping[str, Any], query: QueryInput, rng: np.random.Generator, job: Job
     ) -> PMWTranscript:
         """One run on D with its transcript."""

@@ -1,5 +1,5 @@
 """The run view's contract, written once for the mechanisms that have one (BLR, PMW, MWEM, MST,
-AIM): ``run`` makes one release on D with the exploration RNG, cancellable between chunks, and
+AIM): ``run`` makes one run on D with the exploration RNG, cancellable between chunks, and
 stamps on its result the seconds it took; ``simulate`` is, unless a mechanism knows its output
 law exactly, that many independent runs' error statistic."""
 
@@ -40,7 +40,7 @@ NO_JOB = Job()
 
 
 class RunMechanism(Mechanism, Generic[R]):
-    """A mechanism with a run view: :meth:`release` is its one release on D; :meth:`run` times
+    """A mechanism with a run view: :meth:`one_run` is its one run on D; :meth:`run` times
     it. ``simulate`` repeats independent runs through :meth:`run_error`, and ``delta_at`` refuses,
     naming the proven guarantee (:meth:`proven`): a mechanism with an exact output law overrides
     both instead."""
@@ -55,13 +55,13 @@ class RunMechanism(Mechanism, Generic[R]):
         progress: ProgressFn | None = None,
     ) -> R:
         """One run on D with the exploration RNG ``rng`` (never a release to publish): the result
-        of :meth:`release`, its ``seconds`` the wall time of the whole run (checks included)."""
+        of :meth:`one_run`, its ``seconds`` the wall time of the whole run (checks included)."""
         start = time.perf_counter()
-        result = self.release(params, query, rng, Job(cancel, progress))
+        result = self.one_run(params, query, rng, Job(cancel, progress))
         return dataclasses.replace(result, seconds=time.perf_counter() - start)
 
     @abstractmethod
-    def release(self, params: Mapping[str, Any], query: QueryInput, rng: np.random.Generator, job: Job) -> R:
+    def one_run(self, params: Mapping[str, Any], query: QueryInput, rng: np.random.Generator, job: Job) -> R:
         """One run's result (``seconds`` left at its default: :meth:`run` sets it); checks the
         input first (NotApplicableError or DPExplorerError, from public facts only)."""
 
