@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSignalBlocker, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -62,6 +62,23 @@ class ParamControl(QWidget):
         self.error.setWordWrap(True)
         self.error.hide()
 
+    def _lay_out(self, *parts: QWidget | QHBoxLayout, error: bool = True) -> None:
+        """``parts`` one above the other, then the error line (unless not ``error``), edge to edge."""
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        for part in parts:
+            if isinstance(part, QWidget):
+                layout.addWidget(part)
+            else:
+                layout.addLayout(part)
+        if error:
+            layout.addWidget(self.error)
+
+    def _described(self, widget: QWidget, part: str = "") -> None:
+        """``widget`` with the control's tooltip and the declaration's accessible name."""
+        widget.setToolTip(self.toolTip())
+        name_from_declaration(widget, self.param, part)
+
     def value(self) -> Any:
         return self._value
 
@@ -110,20 +127,15 @@ class NumberControl(ParamControl):
         self.low, self.high = param.slider_span()
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.setRange(0, SLIDER_STEPS)
-        self.slider.setToolTip(self.toolTip())
         self.field = QLineEdit()
         self.field.setMaximumWidth(90)
-        self.field.setToolTip(self.toolTip())
-        name_from_declaration(self.slider, param, "slider")
-        name_from_declaration(self.field, param, "value")
+        self._described(self.slider, "slider")
+        self._described(self.field, "value")
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.slider, 1)
         row.addWidget(self.field)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(row)
-        layout.addWidget(self.error)
+        self._lay_out(row)
         self._show(param.default)
         self.slider.valueChanged.connect(self._slider_moved)
         self.field.editingFinished.connect(lambda: self._accept(_typed_number(self.field.text())))
@@ -155,9 +167,8 @@ class NumberControl(ParamControl):
         self._accept(value)
 
     def _show(self, value: Any) -> None:
-        self.slider.blockSignals(True)
-        self.slider.setValue(self.position_of(float(value)))
-        self.slider.blockSignals(False)
+        with QSignalBlocker(self.slider):
+            self.slider.setValue(self.position_of(float(value)))
         self.field.setText(format_value(self.param, value))
 
 
@@ -166,37 +177,28 @@ class ChoiceControl(ParamControl):
         super().__init__(param, parent)
         self.combo = QComboBox()
         self.combo.addItems(list(param.choices))
-        self.combo.setToolTip(self.toolTip())
-        name_from_declaration(self.combo, param)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.combo)
-        layout.addWidget(self.error)
+        self._described(self.combo)
+        self._lay_out(self.combo)
         self._show(param.default)
         self.combo.currentTextChanged.connect(self._accept)
 
     def _show(self, value: Any) -> None:
-        self.combo.blockSignals(True)
-        self.combo.setCurrentText(str(value))
-        self.combo.blockSignals(False)
+        with QSignalBlocker(self.combo):
+            self.combo.setCurrentText(str(value))
 
 
 class FlagControl(ParamControl):
     def __init__(self, param: Param, parent: QWidget | None = None) -> None:
         super().__init__(param, parent)
         self.box = QCheckBox(param.label)
-        self.box.setToolTip(self.toolTip())
-        name_from_declaration(self.box, param)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.box)
+        self._described(self.box)
+        self._lay_out(self.box, error=False)
         self._show(param.default)
         self.box.toggled.connect(self._accept)
 
     def _show(self, value: Any) -> None:
-        self.box.blockSignals(True)
-        self.box.setChecked(bool(value))
-        self.box.blockSignals(False)
+        with QSignalBlocker(self.box):
+            self.box.setChecked(bool(value))
 
 
 def make_control(param: Param) -> ParamControl:

@@ -14,6 +14,7 @@ from dpexplorer.gui.throttle import Throttle
 from dpexplorer.gui.window_parts import WindowParts
 
 if TYPE_CHECKING:
+    from dpexplorer.gui.views.base import ResultView
     from dpexplorer.gui.views.error_against_k import ErrorAgainstKView
     from dpexplorer.gui.views.random_walk import RandomWalkView
     from dpexplorer.gui.views.sensitivity import SensitivityView
@@ -113,18 +114,21 @@ class TheoryViews(QObject):
     def stop(self) -> None:
         self._walk_throttle.stop()
 
+    def _view(self, job: str) -> ResultView | None:
+        """The view a job's result or failure goes to (None before the views are built)."""
+        views = {
+            SENSITIVITY_JOB: self.sensitivity_view,
+            RANDOM_WALK_JOB: self.random_walk_view,
+            ERROR_K_JOB: self.error_k_view,
+        }
+        return views.get(job)
+
     def _on_result(self, view: str, generation: int, result: object) -> None:
-        if view == SENSITIVITY_JOB and self.sensitivity_view is not None:
-            self.sensitivity_view.deliver(result)
-        elif view == RANDOM_WALK_JOB and self.random_walk_view is not None:
-            self.random_walk_view.deliver(result)
-        elif view == ERROR_K_JOB and self.error_k_view is not None:
-            self.error_k_view.deliver(result)
+        target = self._view(view)
+        if target is not None:
+            target.deliver(result)
 
     def _on_failure(self, view: str, generation: int, message: str) -> None:
-        if view == SENSITIVITY_JOB and self.sensitivity_view is not None:
-            self.sensitivity_view.show_error(message)
-        elif view == RANDOM_WALK_JOB and self.random_walk_view is not None:
-            self.random_walk_view.show_error(message)
-        elif view == ERROR_K_JOB and self.error_k_view is not None:
-            self.error_k_view.show_error(message)
+        target = self._view(view)
+        if target is not None:
+            target.show_error(message)

@@ -215,6 +215,22 @@ def dashed_line(
     return pg.InfiniteLine(pos=pos, angle=angle, pen=pen, label=label, labelOpts=options)
 
 
+def marker_line(
+    plot: pg.PlotWidget | pg.PlotItem,
+    x: float,
+    colour: tuple[int, int, int],
+    label: str,
+    position: float,
+    side: int = 0,
+    *,
+    opacity: int = 210,
+) -> None:
+    """A thick dashed vertical line at ``x`` on ``plot``, its label at ``position`` (0..1) up
+    the line, right of it (``side`` 0) or left (1), on the plot's background (``opacity``/255)."""
+    fill = palette.colour(palette.PLOT_BACKGROUND, opacity)
+    plot.addItem(dashed_line(colour, label, position, pos=x, width=2, fill=fill, side=side))
+
+
 def keep_line_labels_inside(plot: pg.PlotWidget | pg.PlotItem) -> None:
     """Put each vertical line's label on the side of its line where it fits in the plot (right
     by default, left near the right edge), and slide each horizontal line's label along it until

@@ -26,16 +26,22 @@ from dpexplorer.core.mechanisms.base import Mechanism, QueryInput, WorkloadInput
 from dpexplorer.core.mechanisms.blr import MWEM_HINT, BLRResult, synthetic_size
 from dpexplorer.core.mechanisms.sparse_vector import normalised_answers
 from dpexplorer.gui import palette
-from dpexplorer.gui.views.base import GREEN, GREY, RED, View, dashed_line, keep_line_labels_inside
+from dpexplorer.gui.views.base import (
+    GREEN,
+    GREY,
+    RED,
+    ResultView,
+    keep_line_labels_inside,
+    marker_line,
+    rich_label,
+)
 from dpexplorer.gui.views.selection import (
     axis_end,
     category_plot,
     colour_key,
-    error_label,
     hbars,
     label_rows,
     paired_hbars,
-    rich_label,
 )
 
 MECHANISMS = ("blr",)
@@ -169,7 +175,7 @@ def _count_text(count: int) -> str:
     return f"{count:,}" if count < 10**15 else f"about 10^{len(str(count)) - 1}"
 
 
-class BLRView(View):
+class BLRView(ResultView):
     """The plan, the Run / Cancel controls, and the last run's synthetic data and errors.
 
     Signals: :attr:`run_requested` (the user pressed Run: submit :func:`run_job`),
@@ -197,8 +203,6 @@ class BLRView(View):
         self.progress.setFormat("%p% of the candidates scored")
         self.status = QLabel()
         self.status.setWordWrap(True)
-        self.error = error_label()
-        self.summary = rich_label()
         controls = QHBoxLayout()
         controls.addWidget(self.plan_label, 3)
         controls.addWidget(self.run_button)
@@ -210,14 +214,9 @@ class BLRView(View):
         self.errors = category_plot(
             "error |q(synthetic) − q(D)| (share of rows)", "Error of each workload query", "query"
         )
-        plots = QHBoxLayout()
-        plots.addWidget(self.universe, 1)
-        plots.addWidget(self.errors, 1)
         self.body.addLayout(controls)
         self.body.addWidget(self.status)
-        self.body.addWidget(self.error)
-        self.body.addWidget(self.summary)
-        self.body.addLayout(plots, 1)
+        self.place_plots((self.universe, 1), (self.errors, 1))
         self.run_button.clicked.connect(self._on_run)
         self.cancel_button.clicked.connect(self._on_cancel)
         self.plan: BLRPlan | None = None
@@ -371,30 +370,14 @@ class BLRView(View):
             self.errors.addItem(waiting)
         else:
             hbars(self.errors, rows, run.result.query_errors, GREY, height=0.6)
-            self._vertical(
-                run.result.max_error, GREEN, f"measured max error {run.result.max_error:.3g}", 0.5, 0
-            )
+            label = f"measured max error {run.result.max_error:.3g}"
+            marker_line(self.errors, run.result.max_error, GREEN, label, 0.5, 0, opacity=230)
             reach = max(run.result.max_error * 1.3, min(bound, 1.0) * 1.1 if np.isfinite(bound) else 0.0)
             self.errors.setXRange(0.0, reach or 1.0, padding=0.0)
         if np.isfinite(bound):
-            self._vertical(bound, RED, f"proven bound {bound:.3g} (prob. ≥ {1 - plan.beta:.0%})", 0.97, 1)
+            label = f"proven bound {bound:.3g} (prob. ≥ {1 - plan.beta:.0%})"
+            marker_line(self.errors, bound, RED, label, 0.97, 1, opacity=230)
         keep_line_labels_inside(self.errors)
-
-    def _vertical(
-        self, x: float, colour: tuple[int, int, int], label: str, position: float, side: int
-    ) -> None:
-        """A dashed vertical line with its label to the right (``side`` 0) or left (1) of it."""
-        self.errors.addItem(
-            dashed_line(
-                colour,
-                label,
-                position,
-                pos=x,
-                width=2,
-                fill=palette.colour(palette.PLOT_BACKGROUND, 230),
-                side=side,
-            )
-        )
 
     @staticmethod
     def _summary(plan: BLRPlan, run: BLRRun | None) -> str:

@@ -33,6 +33,7 @@ from dpexplorer.gui.views.base import (
     RED,
     View,
     configure_plot,
+    error_label,
     set_axis_label,
     sticky_range,
 )
@@ -50,7 +51,6 @@ from dpexplorer.gui.views.neighbours_shapes import (
     span_width,
 )
 from dpexplorer.gui.views.outcomes import ShownOutcomes, readable_ticks, span_for_name
-from dpexplorer.gui.views.selection import error_label
 from dpexplorer.gui.views.spanning import Bands, Rules, Spanning
 
 THIN = 1

@@ -26,8 +26,8 @@ from dpexplorer.gui.views.base import (
     ORANGE,
     RED,
     ResultView,
-    dashed_line,
     keep_line_labels_inside,
+    marker_line,
     new_plot,
 )
 from dpexplorer.gui.views.selection import (
@@ -171,7 +171,7 @@ class PTRView(ResultView):
             pen=palette.pen(GREY, width=2),
             name="P(⊥) = P(d + Lap(1/ε) ≤ threshold)",
         )
-        self._vertical(result.threshold, RED, f"threshold ln(1/δ)/ε = {result.threshold:.3g}", 0.5)
+        marker_line(self.curve, result.threshold, RED, f"threshold ln(1/δ)/ε = {result.threshold:.3g}", 0.5)
         reach = float(result.curve_distance[-1])
         for distance, bottom, color, name, position, side in (
             (result.distance_d, result.bottom_d, BLUE, "d(D)", 0.92, 0),
@@ -199,22 +199,6 @@ class PTRView(ResultView):
             "threshold": [result.threshold],
         }
 
-    def _vertical(
-        self, x: float, color: tuple[int, int, int], label: str, position: float, side: int = 0
-    ) -> None:
-        """A dashed vertical line with its label to the right (``side`` 0) or left (1) of it."""
-        self.curve.addItem(
-            dashed_line(
-                color,
-                label,
-                position,
-                pos=x,
-                width=2,
-                fill=palette.colour(palette.PLOT_BACKGROUND, 210),
-                side=side,
-            )
-        )
-
     def _mark(
         self,
         distance: float,
@@ -228,7 +212,7 @@ class PTRView(ResultView):
         """A line at the distance with its chance of ⊥; off the plot's right end an arrow."""
         text = f"{name} = {_distance_text(distance)}: P(⊥) = {bottom:.3g}"
         if distance <= reach:
-            self._vertical(distance, color, text, position, side)
+            marker_line(self.curve, distance, color, text, position, side)
             self.curve.plot([distance], [bottom], pen=None, symbol="o", symbolBrush=color, symbolSize=10)
             return
         arrow = pg.TextItem(
