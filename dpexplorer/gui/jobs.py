@@ -296,14 +296,26 @@ def release_preview(
     relation: str,
     ledger_path: str,
     sampling_rate: float | None = None,
+    table_formats: tuple[str, ...] = (),
 ) -> ReleasePreview:
     """Validate the release and price it against the ledger (charges nothing); with
     ``sampling_rate``, under the steward's claim that the file is a secret Poisson sample
-    (:func:`release.with_sampling_rate`: amplified charge, claim in the provenance)."""
+    (:func:`release.with_sampling_rate`: amplified charge, claim in the provenance). With
+    ``table_formats``, a synthetic table of MST or AIM on a marginals query, its records to be
+    written as those files (:func:`synthetic_tables.prepare_synthetic`: the marginals counted now;
+    no sampling amplification is claimed for it)."""
     from dpexplorer.release.ledger import Ledger
-    from dpexplorer.release.release import prepare, price, with_sampling_rate
+    from dpexplorer.release.release import dataset_key, prepare, price, with_sampling_rate
 
     with Ledger(ledger_path) as ledger:
+        if table_formats:
+            from dpexplorer.release.synthetic_tables import prepare_synthetic
+
+            key = dataset_key(dataset, ledger)
+            table = prepare_synthetic(
+                dataset, query, mechanism, params, key=key, relation=relation, formats=list(table_formats)
+            )
+            return ReleasePreview(table, price(table, ledger))  # type: ignore[arg-type]
         prepared = prepare(dataset, query, mechanism, params, relation=relation, ledger=ledger)  # type: ignore[arg-type]
         if sampling_rate is not None:
             prepared = with_sampling_rate(prepared, sampling_rate)

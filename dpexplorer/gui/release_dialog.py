@@ -58,30 +58,6 @@ def offers_table(query: Any, mechanism: str) -> bool:
     return mechanism in SYNTHETIC_MECHANISMS and isinstance(query, Marginals)
 
 
-def table_preview(
-    dataset: Any,
-    query: Any,
-    mechanism: str,
-    params: dict[str, Any],
-    relation: str,
-    ledger_path: str,
-    formats: tuple[str, ...],
-) -> jobs.ReleasePreview:
-    """A synthetic table's release (:func:`~dpexplorer.release.synthetic_tables.prepare_synthetic`:
-    the marginals counted now, nothing drawn or charged), filed under the dataset's key in the
-    ledger and priced against its budget, its records to be written as ``formats``."""
-    from dpexplorer.release.ledger import Ledger
-    from dpexplorer.release.release import dataset_key, price
-    from dpexplorer.release.synthetic_tables import prepare_synthetic
-
-    with Ledger(ledger_path) as ledger:
-        key = dataset_key(dataset, ledger)
-        prepared = prepare_synthetic(
-            dataset, query, mechanism, params, key=key, relation=relation, formats=list(formats)
-        )
-        return jobs.ReleasePreview(prepared, price(prepared, ledger))  # type: ignore[arg-type]
-
-
 class ReleaseDialog(QDialog):
     """Opened with everything a release needs; computes through ``compute``. After the release
     it shows the result card (:mod:`dpexplorer.gui.result_card`) in place of the price and
@@ -265,10 +241,7 @@ class ReleaseDialog(QDialog):
             self.cost.setText("Choose CSV, Parquet or both for the synthetic records.")
             return
         self.cost.setText("Counting the marginals and pricing the release…")
-        dataset, query, mechanism, params, relation, ledger, _rate = self.request
-        self.compute.submit(
-            PREVIEW_JOB, table_preview, dataset, query, mechanism, params, relation, ledger, self.formats
-        )
+        self.compute.submit(PREVIEW_JOB, jobs.release_preview, *self.request[:-1], None, self.formats)
 
     def _set_budget(self) -> None:
         try:
