@@ -86,9 +86,10 @@ if TYPE_CHECKING:
     from dpexplorer.core.accounting.guarantees import Guarantee
     from dpexplorer.core.mechanisms.base import AccuracyReport, CategoricalOutput, NumericOutput
     from dpexplorer.core.planning import BudgetReport
+    from dpexplorer.release.charge import ReleaseFailedError
     from dpexplorer.release.export import ExportError
     from dpexplorer.release.ledger import BudgetExceededError, NoBudgetError
-    from dpexplorer.release.release import ReleaseFailedError, ReleaseResult
+    from dpexplorer.release.release import ReleaseResult
 
 _LAZY = {
     "AccuracyReport": "dpexplorer.core.mechanisms.base",
@@ -98,7 +99,7 @@ _LAZY = {
     "ExportError": "dpexplorer.release.export",
     "NoBudgetError": "dpexplorer.release.ledger",
     "NumericOutput": "dpexplorer.core.mechanisms.base",
-    "ReleaseFailedError": "dpexplorer.release.release",
+    "ReleaseFailedError": "dpexplorer.release.charge",
     "ReleaseResult": "dpexplorer.release.release",
 }
 """Public names defined in heavier modules (scipy, the samplers), imported on first use: the

@@ -255,8 +255,8 @@ def _write_report(args: argparse.Namespace, ledger: Any, first_row: int, token: 
 def run(args: argparse.Namespace) -> int:
     """Validate the plan, then release it; one line on stderr and a documented non-zero code on
     failure (module docstring)."""
+    from dpexplorer.release.charge import ReleaseFailedError
     from dpexplorer.release.ledger import BudgetExceededError
-    from dpexplorer.release.release import ReleaseFailedError
 
     progress: dict[str, Any] = {"total": 0, "released": 0}
     try:

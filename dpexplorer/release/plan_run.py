@@ -261,8 +261,9 @@ def release_prepared(
     (ExportError) before anything is charged; then each entry is charged, drawn and written
     (:func:`dpexplorer.release.release.execute`), ``on_release(number, prepared, result)``
     called after each. Returns (prepared, result) per entry."""
+    from dpexplorer.release.charge import charged_guarantee, execute
     from dpexplorer.release.export import check_output_dir, remove_partial_files
-    from dpexplorer.release.release import PreparedRelease, charged_guarantee, execute
+    from dpexplorer.release.release import PreparedRelease
 
     if not prepared:
         return []
@@ -273,13 +274,9 @@ def release_prepared(
     remove_partial_files(out_dir)
     released: list[tuple[Any, Any]] = []
     for number, item in enumerate(prepared, start=1):
-        if isinstance(item, PreparedRelease):
+        if isinstance(item, PreparedRelease):  # not a synthetic table (entry kind "synthetic")
             item = with_released_total(item, released)
-            result: Any = execute(item, ledger=ledger, out_dir=out_dir, directory_checked=True)
-        else:  # a synthetic table (entry kind "synthetic"); its module (estimators, scipy) only then
-            from dpexplorer.release.synthetic_tables import release_table
-
-            result = release_table(item, ledger=ledger, out_dir=out_dir, directory_checked=True)
+        result = execute(item, ledger=ledger, out_dir=out_dir, directory_checked=True)
         released.append((item, result))
         if on_release is not None:
             on_release(number, item, result)

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpexplorer.core.errors import InvalidParameterError
+from dpexplorer.release.charge import charged_guarantee, execute
 from dpexplorer.release.ledger import Ledger
-from dpexplorer.release.release import PreparedRelease, ReleaseResult, charged_guarantee, execute, prepare
+from dpexplorer.release.release import PreparedRelease, ReleaseResult, prepare
 from dpexplorer.release.samplers import BitSource
 
 MECHANISM = "dp_quantile"

@@ -10,65 +10,52 @@ All or nothing: :func:`prepare` checks everything that can be checked without th
 parameters, an exact path, finite numbers within the samplers' reach) and :func:`execute`
 checks the output directory before charging. If anything fails after the charge (including
 Ctrl+C), the ledger row is marked ``failed`` with the reason, any file written is removed, and
-:class:`ReleaseFailedError` says what was charged for nothing. ⊥ ("no answer", a valid DP
+:class:`~dpexplorer.release.charge.ReleaseFailedError` says what was charged for nothing. ⊥
+("no answer", a valid DP
 output of PTR and the distance tests) is released like any value, with no interval."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
-import dpexplorer
 from dpexplorer.core.accounting.guarantees import (
-    ApproxDP,
     GaussianNoise,
     Guarantee,
     LaplaceNoise,
     PureDP,
-    Subsampled,
 )
 from dpexplorer.core.errors import DPExplorerError, InvalidParameterError, NotApplicableError
 from dpexplorer.core.mechanisms import registry
 from dpexplorer.core.mechanisms.base import NumericInput, QueryInput, Relation, SelectionInput
+from dpexplorer.release.charge import (
+    Charged,
+    charged_for,
+    charged_guarantee,
+    check_provenance,
+    filed,
+    provenance,
+)
+from dpexplorer.release.charge import execute as execute
 from dpexplorer.release.exact import ExactRelease, Value
 from dpexplorer.release.export import (
     Table,
-    check_output_dir,
     export_release,
     new_token,
-    remove_partial_files,
     value_rows,
 )
-from dpexplorer.release.ledger import Budget, Ledger, LedgerError, guarantee_to_dict, total_epsilon
+from dpexplorer.release.ledger import Budget, Ledger, total_epsilon
 from dpexplorer.release.plans import exact_release
 from dpexplorer.release.published import Drawn, Published, declared, integral_flags, publish
 from dpexplorer.release.rational import float_down, float_up
 from dpexplorer.release.samplers import BitSource, default_bit_source
-
-ZCDP_INCAPABLE = frozenset({"pld", "optimal"})
-"""Accountant methods of ``compose`` that take no zCDP guarantee."""
-
-
-class ReleaseFailedError(DPExplorerError):
-    """A release failed after its charge: the budget is spent, nothing was released (or, when
-    ``files_written``, the files exist but the ledger could not record it). ``epsilon``/``delta``
-    are what was charged for it; the ledger row says the same."""
-
-    def __init__(
-        self, message: str, *, row_id: int, epsilon: float, delta: float, files_written: bool
-    ) -> None:
-        super().__init__(message)
-        self.row_id, self.epsilon, self.delta, self.files_written = row_id, epsilon, delta, files_written
-        self.interrupted = False
 
 
 @dataclass(frozen=True)
@@ -106,6 +93,17 @@ class PreparedRelease:
     """For ``total_from_entry``: the released total of the plan entry it names and that entry's
     half-width at any level, set once that entry is released
     (:func:`dpexplorer.release.plan_run.with_released_total`)."""
+
+    def check(self, charged: Guarantee, ledger: Ledger) -> None:
+        """Before the charge: the provenance can be written as JSON (finite numbers only; built
+        with a stand-in row id and interval) and a declared total is known."""
+        trial = {"ci": [[0.0, 0.0]], "bits": "", "ledger": str(ledger.path)}
+        check_provenance(_sidecar(self, 0, charged, trial))
+        _consistent_with(self)
+
+    def write(self, row: Charged, out_dir: str | os.PathLike[str], bits: BitSource | None) -> ReleaseResult:
+        """Draw the noise and write the files of ledger row ``row`` (:func:`execute`)."""
+        return _draw_and_write(self, row, out_dir, bits)
 
 
 def with_sampling_rate(prepared: PreparedRelease, rate: float) -> PreparedRelease:
@@ -331,37 +329,6 @@ def _identity(dataset: Any) -> str:
     return str(getattr(dataset, "content_fingerprint", None) or dataset.fingerprint)
 
 
-def filed(prepared: PreparedRelease, ledger: Ledger) -> PreparedRelease:
-    """``prepared`` under its dataset's key in ``ledger``: what that ledger kept under a legacy
-    key moves there first (:meth:`Ledger.identify`), and a content filed under a steward's name
-    is charged under that name. Unchanged when there is nothing to move."""
-    if not prepared.legacy:
-        return prepared
-    key = ledger.identify(prepared.fingerprint, legacy=prepared.legacy)
-    return dataclasses.replace(prepared, fingerprint=key, legacy=())
-
-
-def charged_for(exact: ExactRelease, method: str | None, sampling_rate: float | None = None) -> Guarantee:
-    """The guarantee charged for the exact release ``exact`` under the accountant ``method``
-    (None: no budget set): the path's own (e.g. ZCDP for the discrete Gaussian), or, where that
-    accountant cannot compose it (``pld`` and ``optimal`` take no zCDP), the path's (epsilon,
-    delta) statement (:attr:`ExactRelease.approx`), which is implied by it; with a steward's
-    Poisson ``sampling_rate`` < 1, the amplified guarantee. The one rule for the ledger's charge,
-    its price and the planner's (:func:`planned_charge`)."""
-    if sampling_rate is not None and sampling_rate < 1:
-        return Subsampled(exact.guarantee, sampling_rate)  # type: ignore[arg-type]
-    if method in ZCDP_INCAPABLE and exact.approx is not None:
-        return ApproxDP(*exact.approx)
-    return exact.guarantee
-
-
-def charged_guarantee(prepared: PreparedRelease, ledger: Ledger) -> Guarantee:
-    """The guarantee the ledger is charged for ``prepared`` under the dataset's accountant
-    (:func:`charged_for`)."""
-    budget = ledger.budget(prepared.fingerprint)
-    return charged_for(prepared.exact, budget.method if budget else None, prepared.sampling_rate)
-
-
 def planned_charge(
     mechanism_name: str, params: Mapping[str, Any], query_input: QueryInput, method: str | None
 ) -> Guarantee:
@@ -481,40 +448,6 @@ def _consistent_with(
     return prepared.total[0], prepared.total[1], prepared.exact.ci_at
 
 
-def provenance(
-    prepared: Chargeable, charged: Guarantee, row_id: int, ledger_path: str, body: Mapping[str, Any]
-) -> dict[str, Any]:
-    """A release's provenance (its sidecar JSON), the same frame for a statistic and a synthetic
-    table: what was declared and charged, then ``body`` (what this kind of release adds), then
-    the software, the dataset's ledger key, the ledger row and path, and the time."""
-    exact = prepared.exact
-    return {
-        "mechanism": prepared.mechanism,
-        "parameters": prepared.parameters,
-        "query": prepared.query,
-        "relation": prepared.relation,
-        "epsilon": exact.epsilon,
-        "delta": exact.delta,
-        "rho": exact.rho,
-        "guarantee_charged": guarantee_to_dict(charged),
-        **body,
-        "software": f"dpexplorer {dpexplorer.__version__}",
-        "dataset_fingerprint": prepared.fingerprint,
-        "ledger_row_id": row_id,
-        "ledger_path": ledger_path,
-        "time": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
-
-
-def check_provenance(trial: Mapping[str, Any]) -> None:
-    """InvalidParameterError unless ``trial`` (a release's provenance built before the charge
-    with stand-in values) can be written as JSON: finite numbers only."""
-    try:
-        json.dumps(trial, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidParameterError(f"the release's provenance cannot be written: {exc}") from None
-
-
 def _sidecar(
     prepared: PreparedRelease, row_id: int, charged: Guarantee, result: dict[str, Any]
 ) -> dict[str, Any]:
@@ -575,151 +508,11 @@ def _table(prepared: PreparedRelease, labels: tuple[str, ...], published: Publis
     )
 
 
-def execute(
-    prepared: PreparedRelease,
-    *,
-    ledger: Ledger,
-    out_dir: str | os.PathLike[str],
-    bits: BitSource | None = None,
-    directory_checked: bool = False,
-) -> ReleaseResult:
-    """Check the output directory, charge, then sample, then write (module docstring).
-    ExportError (the directory), BudgetExceededError / NoBudgetError are raised before anything
-    is charged or drawn; after the charge, any failure (KeyboardInterrupt included) marks the row
-    ``failed`` and raises :class:`ReleaseFailedError`. ``directory_checked``: the caller has
-    already run :func:`check_output_dir` for this release's token and
-    :func:`remove_partial_files` on ``out_dir`` (the CLI does both once for a whole plan).
-    Charged under the dataset's key in ``ledger``, legacy keys moved first (:func:`filed`)."""
-    prepared = filed(prepared, ledger)
-    charged = charged_guarantee(prepared, ledger)
-    trial = {"ci": [[0.0, 0.0]], "bits": "", "ledger": str(ledger.path)}  # stand-ins
-    check_provenance(_sidecar(prepared, 0, charged, trial))
-    _consistent_with(prepared)  # a declared total must be known before the charge
-    _, result = charge_and_run(
-        prepared,
-        charged,
-        ledger=ledger,
-        out_dir=out_dir,
-        directory_checked=directory_checked,
-        run=lambda row: _draw_and_write(prepared, ledger, out_dir, bits, row, charged),
-    )
-    return result
-
-
-class Chargeable(Protocol):
-    """What the ledger files a release under and what a failure after the charge reports: a
-    statistic's :class:`PreparedRelease` or a synthetic table's release."""
-
-    @property
-    def fingerprint(self) -> str: ...
-    @property
-    def token(self) -> str: ...
-    @property
-    def query(self) -> dict[str, Any]: ...
-    @property
-    def mechanism(self) -> str: ...
-    @property
-    def parameters(self) -> dict[str, Any]: ...
-    @property
-    def relation(self) -> str: ...
-    @property
-    def exact(self) -> Any: ...
-
-
-class Written(Protocol):
-    """What a release wrote: its files by kind, the provenance among them."""
-
-    @property
-    def files(self) -> dict[str, Path]: ...
-
-
-WrittenT = TypeVar("WrittenT", bound=Written)
-
-
-def charge_and_run(
-    prepared: Chargeable,
-    charged: Guarantee,
-    *,
-    ledger: Ledger,
-    out_dir: str | os.PathLike[str],
-    directory_checked: bool,
-    run: Callable[[int], WrittenT],
-) -> tuple[int, WrittenT]:
-    """Check the budget and the output directory (unless ``directory_checked``: a plan run
-    checked its total and the directory once), charge ``charged`` to the ledger, then ``run`` the
-    release with its ledger row id, then mark the row released with its provenance file. Nothing
-    is charged when a check refuses; after the charge any failure (KeyboardInterrupt included)
-    marks the row failed and raises :class:`ReleaseFailedError`; a ledger that cannot record the
-    files written raises it too (``files_written``; the row still says 'charged', so the budget
-    is counted). Returns the row id and what ``run`` returned."""
-    if not directory_checked:
-        ledger.check(prepared.fingerprint, [charged])  # a refusal leaves no trace, not even a directory
-        check_output_dir(out_dir, [prepared.token])
-        remove_partial_files(out_dir)
-    row_id = ledger.charge(
-        prepared.fingerprint,
-        query=prepared.query,
-        mechanism=prepared.mechanism,
-        parameters=prepared.parameters,
-        guarantee=charged,
-    )
-    try:
-        result = run(row_id)
-    except BaseException as exc:
-        failure = _failed(prepared, ledger, row_id, exc)
-        if failure is exc:
-            raise
-        raise failure from exc
-    try:
-        ledger.mark_released(row_id, result.files["provenance"])
-    except LedgerError as exc:
-        raise ReleaseFailedError(
-            f"released to {result.files['provenance']}, but the ledger could not record it (its "
-            f"row {row_id} still says 'charged', so the budget is counted): {exc}",
-            row_id=row_id,
-            epsilon=prepared.exact.epsilon,
-            delta=prepared.exact.delta,
-            files_written=True,
-        ) from exc
-    return row_id, result
-
-
-def _failed(prepared: Chargeable, ledger: Ledger, row_id: int, exc: BaseException) -> BaseException:
-    """Mark the row failed (when the ledger still can) and say what was spent for nothing, as a
-    ReleaseFailedError (``interrupted`` for Ctrl+C). SystemExit passes through, the row marked."""
-    if isinstance(exc, KeyboardInterrupt):
-        reason = "interrupted (Ctrl+C) after the charge"
-    elif isinstance(exc, OSError):
-        reason = f"the files could not be written: {exc.strerror or exc}"
-    else:
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-    try:
-        ledger.mark_failed(row_id, reason)
-        recorded = f"ledger row {row_id} records it as failed, with this reason"
-    except (LedgerError, KeyboardInterrupt):
-        recorded = f"ledger row {row_id} still says 'charged' (the ledger could not be updated)"
-    exact = prepared.exact
-    error = ReleaseFailedError(
-        f"charged epsilon {exact.epsilon:.6g}, delta {exact.delta:.3g} for {prepared.mechanism} "
-        f"but released nothing: {reason}; {recorded}",
-        row_id=row_id,
-        epsilon=exact.epsilon,
-        delta=exact.delta,
-        files_written=False,
-    )
-    error.interrupted = isinstance(exc, KeyboardInterrupt)
-    return exc if isinstance(exc, SystemExit) else error
-
-
 def _draw_and_write(
-    prepared: PreparedRelease,
-    ledger: Ledger,
-    out_dir: str | os.PathLike[str],
-    bits: BitSource | None,
-    row_id: int,
-    charged: Guarantee,
+    prepared: PreparedRelease, row: Charged, out_dir: str | os.PathLike[str], bits: BitSource | None
 ) -> ReleaseResult:
     """Draw the noise and write the files (removed again on failure, by the exporter)."""
+    ledger, row_id, charged = row.ledger, row.row_id, row.guarantee
     exact = prepared.exact
     source = bits if bits is not None else default_bit_source()
     values = exact.draw(source)

@@ -51,6 +51,7 @@ from dpexplorer.core.mechanisms import registry
 from dpexplorer.core.mechanisms.base import Mechanism
 from dpexplorer.core.mechanisms.mst import MarginalMechanism, check_input
 from dpexplorer.release import samplers
+from dpexplorer.release.charge import Charged, check_provenance, execute, provenance
 from dpexplorer.release.exact import ExactRelease, Value
 from dpexplorer.release.export import (
     _directory_lock,
@@ -191,6 +192,16 @@ class TableRelease:
         """As :class:`~.release.PreparedRelease`'s: declared facts only."""
         return {"statistic": "synthetic table", **self.input.public_domain()}
 
+    def check(self, charged: Guarantee, ledger: Ledger) -> None:
+        """Before the charge: the provenance can be written as JSON (built with stand-ins)."""
+        check_provenance(_sidecar(self, 0, charged, ledger, "", 0))
+
+    def write(self, row: Charged, out_dir: str | os.PathLike[str], bits: BitSource | None) -> TableResult:
+        """Run selection and measurement with the exact samplers, fit the model, draw the
+        records and write them, the measurements (JSON) and the sidecar of ledger row
+        ``row_id`` (:func:`~dpexplorer.release.release.execute`)."""
+        return _run_and_write(self, row, out_dir, bits)
+
 
 @dataclass(frozen=True)
 class TableResult:
@@ -320,8 +331,6 @@ def seed_policy(unit: Any, bits: str) -> dict[str, str]:
 def _sidecar(
     prepared: TableRelease, row_id: int, charged: Guarantee, ledger: Ledger, bits: str, rows: int | None
 ) -> dict[str, Any]:
-    from dpexplorer.release.release import provenance
-
     exact = prepared.exact
     body = {
         "statistic": "synthetic table over marginals",
@@ -338,43 +347,18 @@ def _sidecar(
     return provenance(prepared, charged, row_id, str(ledger.path), body)
 
 
-def release_table(
-    prepared: TableRelease,
-    *,
-    ledger: Ledger,
-    out_dir: str | os.PathLike[str],
-    bits: BitSource | None = None,
-    directory_checked: bool = False,
-) -> TableResult:
-    """Check the directory and the budget (unless ``directory_checked``: a plan run checked
-    its total and the directory once for all entries), charge, then run selection and measurement with the
-    exact samplers, fit the model, draw the records and write them (CSV), the measurements (JSON)
-    and the sidecar. A failure after the charge marks the ledger row failed and raises
-    :class:`~dpexplorer.release.release.ReleaseFailedError` (nothing is left half-written)."""
-    from dpexplorer.release.release import charge_and_run, charged_for, check_provenance
-
-    budget = ledger.budget(prepared.fingerprint)
-    charged = charged_for(prepared.exact, budget.method if budget else None)
-    check_provenance(_sidecar(prepared, 0, charged, ledger, "", 0))
-    _, result = charge_and_run(
-        prepared,
-        charged,
-        ledger=ledger,
-        out_dir=out_dir,
-        directory_checked=directory_checked,
-        run=lambda row: _run_and_write(prepared, ledger, out_dir, bits, row, charged),
-    )
-    return result
+def release_table(prepared: TableRelease, **options: Any) -> TableResult:
+    """:func:`dpexplorer.release.release.execute` of a synthetic table (``options`` its
+    keywords): check the directory and the budget, charge, then run selection and measurement
+    with the exact samplers, fit the model, draw the records and write them, the measurements
+    (JSON) and the sidecar (:meth:`TableRelease.write`)."""
+    return execute(prepared, **options)
 
 
 def _run_and_write(
-    prepared: TableRelease,
-    ledger: Ledger,
-    out_dir: str | os.PathLike[str],
-    bits: BitSource | None,
-    row_id: int,
-    charged: Guarantee,
+    prepared: TableRelease, row: Charged, out_dir: str | os.PathLike[str], bits: BitSource | None
 ) -> TableResult:
+    ledger, row_id, charged = row.ledger, row.row_id, row.guarantee
     import polars as pl
 
     source = bits if bits is not None else default_bit_source()

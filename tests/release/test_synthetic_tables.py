@@ -24,7 +24,8 @@ from dpexplorer.data.load import load_dataset
 from dpexplorer.data.marginals import Marginals, adult_marginals, marginal_input
 from dpexplorer.data.queries import Axis, PrivacyUnit, query_from_dict
 from dpexplorer.release.ledger import BudgetExceededError, Ledger
-from dpexplorer.release.release import ReleaseFailedError, dataset_key
+from dpexplorer.release.charge import ReleaseFailedError
+from dpexplorer.release.release import dataset_key
 from dpexplorer.release.samplers import SeededBitSource
 from dpexplorer.release.synthetic_tables import (
     discrete_gaussian_parameters,
