@@ -19,6 +19,7 @@ from dpexplorer.data.default import default_dataset_path
 from dpexplorer.data.load import load_dataset
 from dpexplorer.gui.compute import ComputeService
 from dpexplorer.gui.views import blr, pmw, ptr, selection
+from dpexplorer.gui.views.run_controls import PROGRESS_STEPS
 
 OCCUPATIONS = ("Prof-specialty", "Craft-repair", "Exec-managerial", "Adm-clerical", "Sales")
 SEX = q.Axis("sex", categories=("Male", "Female"))
@@ -314,7 +315,7 @@ def test_blr_cancelled_mid_run_leaves_the_view_usable(qtbot, service, marginals)
     view.run_button.click()
     assert view.running and view.cancel_button.isEnabled() and not view.run_button.isEnabled()
     qtbot.waitUntil(lambda: view.progress.value() > 0, timeout=10_000)
-    assert view.progress.value() < blr.PROGRESS_STEPS
+    assert view.progress.value() < PROGRESS_STEPS
     view.cancel_button.click()
     assert not service.busy
     service.shutdown()  # returns at once; the worker stops at its next checkpoint

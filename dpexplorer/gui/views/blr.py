@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
+from PySide6.QtWidgets import QWidget
 
 from dpexplorer.core.cancel import CancelToken, ProgressFn
 from dpexplorer.core.errors import CancelledError, DPExplorerError
@@ -33,8 +33,8 @@ from dpexplorer.gui.views.base import (
     ResultView,
     keep_line_labels_inside,
     marker_line,
-    rich_label,
 )
+from dpexplorer.gui.views.run_controls import RunControls
 from dpexplorer.gui.views.selection import (
     axis_end,
     category_plot,
@@ -46,7 +46,6 @@ from dpexplorer.gui.views.selection import (
 
 MECHANISMS = ("blr",)
 """The mechanisms (registry names) this view serves."""
-PROGRESS_STEPS = 1000
 
 
 @dataclass(frozen=True, eq=False)
@@ -191,38 +190,27 @@ class BLRView(ResultView):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("BLR: a synthetic dataset chosen among all possible ones", parent)
-        self.plan_label = rich_label()
-        self.run_button = QPushButton("Run BLR")
-        self.run_button.setToolTip(
-            "Draw one synthetic dataset by scoring every candidate (exploration only: never a release)"
+        self.controls = RunControls(
+            "Run BLR",
+            "Draw one synthetic dataset by scoring every candidate (exploration only: never a release)",
+            "Stop the run; nothing is shown or released",
+            "%p% of the candidates scored",
         )
-        self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setToolTip("Stop the run; nothing is shown or released")
-        self.progress = QProgressBar()
-        self.progress.setRange(0, PROGRESS_STEPS)
-        self.progress.setFormat("%p% of the candidates scored")
-        self.status = QLabel()
-        self.status.setWordWrap(True)
-        controls = QHBoxLayout()
-        controls.addWidget(self.plan_label, 3)
-        controls.addWidget(self.run_button)
-        controls.addWidget(self.cancel_button)
-        controls.addWidget(self.progress, 1)
+        self.run_button, self.cancel_button = self.controls.run_button, self.controls.cancel_button
+        self.progress, self.status = self.controls.progress, self.controls.status
         self.universe = category_plot(
             "share of the rows", "The data over the universe", "cell of the universe"
         )
         self.errors = category_plot(
             "error |q(synthetic) − q(D)| (share of rows)", "Error of each workload query", "query"
         )
-        self.body.addLayout(controls)
-        self.body.addWidget(self.status)
+        self.body.addWidget(self.controls)
         self.place_plots((self.universe, 1), (self.errors, 1))
-        self.run_button.clicked.connect(self._on_run)
-        self.cancel_button.clicked.connect(self._on_cancel)
+        self.controls.run_requested.connect(self._on_run)
+        self.controls.cancel_requested.connect(self._on_cancel)
         self.plan: BLRPlan | None = None
         self.run: BLRRun | None = None
-        self.running = False
-        self._set_idle("Press Run to draw a synthetic dataset.")
+        self.controls.idle("Press Run to draw a synthetic dataset.")
         self.explanation.setText(
             "<b>BLR</b> (the net mechanism) considers <i>every</i> possible synthetic dataset of m "
             "rows over the universe and picks one by the exponential mechanism: the smaller its "
@@ -232,49 +220,35 @@ class BLRView(ResultView):
 
     # ------------------------------------------------------------------ controls
     @property
+    def running(self) -> bool:
+        return self.controls.running
+
+    @property
     def can_run(self) -> bool:
         return self.plan is not None and not self.plan.refusal and not self.running
 
-    def _set_idle(self, status: str) -> None:
-        self.running = False
-        self.run_button.setEnabled(self.can_run)
-        self.cancel_button.setEnabled(False)
-        self.progress.setValue(0)
-        self.progress.setVisible(False)
-        self.status.setText(status)
-
     def _on_run(self) -> None:
-        if not self.can_run:
-            return
         self.run_started()
         self.run_requested.emit()
 
     def _on_cancel(self) -> None:
-        if not self.running:
-            return
         self.run_cancelled()
         self.cancel_requested.emit()
 
     def run_started(self) -> None:
         """Busy: Run disabled, Cancel enabled, the previous run's result cleared."""
-        self.running = True
         self.run = None
         self.error.hide()
         self._draw()
-        self.run_button.setEnabled(False)
-        self.cancel_button.setEnabled(True)
-        self.progress.setValue(0)
-        self.progress.setVisible(True)
-        self.status.setText("Scoring every candidate synthetic dataset…")
+        self.controls.started("Scoring every candidate synthetic dataset…")
 
     def run_cancelled(self) -> None:
         """Back to idle with nothing shown (call it too when the lead cancels the run itself)."""
-        self._set_idle("Cancelled: no synthetic dataset was drawn.")
+        self.controls.idle("Cancelled: no synthetic dataset was drawn.")
 
     def set_progress(self, fraction: float) -> None:
         """The share of the candidates scored so far (0 to 1)."""
-        if self.running:
-            self.progress.setValue(round(min(max(fraction, 0.0), 1.0) * PROGRESS_STEPS))
+        self.controls.set_progress(fraction)
 
     # ------------------------------------------------------------------ results
     def show_result(self, result: BLRPlan | BLRRun) -> None:
@@ -291,34 +265,32 @@ class BLRView(ResultView):
             self.run = None  # drawn under other parameters
         if changed and not self.running and self.run is None:
             self.status.setText("Press Run to draw a synthetic dataset.")
-        self.plan_label.setText(self._plan_text(plan))
+        self.controls.info.setText(self._plan_text(plan))
         self.error.setText(plan.refusal)
         self.error.setVisible(bool(plan.refusal))
-        if not self.running:
-            self.run_button.setEnabled(self.can_run)
+        self.controls.set_ready(not plan.refusal)
         self._draw()
 
     def show_run(self, run: BLRRun) -> None:
         self.run = run
         self.plan = self.plan or run.plan
-        self._set_idle(f"Done in {run.result.seconds:.3g} s (seed {run.seed}).")
+        self.controls.idle(f"Done in {run.result.seconds:.3g} s (seed {run.seed}).")
         self._draw()
 
     def show_error(self, message: str) -> None:
         """The plan job failed: its message shown as it is; nothing can run until a new plan."""
         self.plan = None
-        self.plan_label.clear()
+        self.controls.info.clear()
         self.error.setText(message)
         self.error.show()
-        if not self.running:
-            self.run_button.setEnabled(False)
+        self.controls.set_ready(False)
         self._draw()
 
     def run_failed(self, message: str) -> None:
         """The run job failed (a refusal, or a bug): its message shown as it is; back to idle."""
         self.error.setText(message)
         self.error.show()
-        self._set_idle("The run stopped.")
+        self.controls.idle("The run stopped.")
 
     def _plan_text(self, plan: BLRPlan) -> str:
         over = plan.candidates > plan.max_candidates
