@@ -108,6 +108,7 @@ class ReleaseDialog(QDialog):
                 else f", declared a secret sample of its population (each person kept with "
                 f"probability q = {sampling_rate:g}): charged the amplified guarantee, and the claim "
                 "is recorded in the release's provenance"
+                + (" (not for a synthetic table: see below)" if offers_table(query, mechanism) else "")
             )
         )
         self.what.setWordWrap(True)
