@@ -24,6 +24,7 @@ from PySide6.QtCore import QObject, Signal
 
 from dpexplorer.core.cancel import CancelToken, ambient
 from dpexplorer.core.errors import CancelledError, DPExplorerError
+from dpexplorer.core.mechanisms.runs import Job
 
 
 def error_log_path() -> Path:
@@ -89,7 +90,8 @@ class ComputeService(QObject):
         """Run ``fn(*args, **kwargs)`` for ``view``; returns the job's generation.
 
         If ``fn`` takes ``cancel`` or ``progress`` keyword arguments they are supplied: a
-        :class:`CancelToken` and a callback emitting :attr:`progress`. After :meth:`shutdown`
+        :class:`CancelToken` and a callback emitting :attr:`progress`; a ``job`` keyword argument
+        gets both as one :class:`~dpexplorer.core.mechanisms.runs.Job`. After :meth:`shutdown`
         (the window is closing) nothing runs and -1 is returned."""
         if self._shut_down:
             return -1
@@ -97,10 +99,16 @@ class ComputeService(QObject):
         generation = self._generation.get(view, 0) + 1
         self._generation[view] = generation
         job = _Job(generation, CancelToken())
+
+        def report(fraction: float) -> None:
+            self.progress.emit(view, float(fraction))
+
         if _accepts(fn, "cancel"):
             kwargs["cancel"] = job.token
         if _accepts(fn, "progress"):
-            kwargs["progress"] = lambda fraction: self.progress.emit(view, float(fraction))
+            kwargs["progress"] = report
+        if _accepts(fn, "job"):  # both at once, as core's long runs take them (core.mechanisms.runs.Job)
+            kwargs["job"] = Job(job.token, report)
         was_idle = not self._jobs
         self._jobs[view] = job
         job.future = self._pool.submit(self._run, view, generation, job.token, fn, args, kwargs)

@@ -20,10 +20,11 @@ import pyqtgraph as pg
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QWidget
 
-from dpexplorer.core.cancel import CancelToken, ProgressFn
+from dpexplorer.core.cancel import CancelToken
 from dpexplorer.core.errors import CancelledError, DPExplorerError
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput, WorkloadInput
 from dpexplorer.core.mechanisms.blr import MWEM_HINT, BLRResult, synthetic_size
+from dpexplorer.core.mechanisms.runs import NO_JOB, Job
 from dpexplorer.core.mechanisms.sparse_vector import normalised_answers
 from dpexplorer.gui import palette
 from dpexplorer.gui.views.base import (
@@ -110,7 +111,7 @@ def _refusal(mechanism: Any, params: dict[str, Any], query: WorkloadInput, candi
     return ""
 
 
-def job(mechanism: Mechanism, params: dict[str, Any], query: QueryInput, seed: int = 0) -> BLRPlan:
+def plan_job(mechanism: Mechanism, params: dict[str, Any], query: QueryInput, seed: int = 0) -> BLRPlan:
     """The plan of a BLR run (cheap; nothing is sampled). ``seed`` is unused here (the run uses
     it); it keeps the views' job signatures alike."""
     del seed
@@ -137,22 +138,20 @@ def job(mechanism: Mechanism, params: dict[str, Any], query: QueryInput, seed: i
     )
 
 
+job = plan_job
+"""The view's quick job, under the name the workspace submits (``module.job``)."""
+
+
 def run_job(
-    mechanism: Mechanism,
-    params: dict[str, Any],
-    query: QueryInput,
-    seed: int,
-    *,
-    cancel: CancelToken | None = None,
-    progress: ProgressFn | None = None,
+    mechanism: Mechanism, params: dict[str, Any], query: QueryInput, seed: int, job: Job = NO_JOB
 ) -> BLRRun:
     """One BLR run on D with the exploration RNG seeded by ``seed`` (never a release): the
     mechanism's exact streaming sampler, cancellable, reporting progress."""
-    plan = job(mechanism, params, query)
+    plan = plan_job(mechanism, params, query)
     if plan.refusal:
         raise DPExplorerError(plan.refusal)
     blr: Any = mechanism
-    result = blr.run(params, query, np.random.default_rng(seed), cancel=cancel, progress=progress)
+    result = blr.run(params, query, np.random.default_rng(seed), cancel=job.cancel, progress=job.progress)
     synthetic = np.asarray(result.synthetic_histogram, dtype=float)
     return BLRRun(plan, result, synthetic / max(synthetic.sum(), 1.0), seed)
 

@@ -18,9 +18,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QWidget
 
-from dpexplorer.core.cancel import CancelToken, ProgressFn
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
 from dpexplorer.core.mechanisms.pmw import LAZY, UPDATE, PMWTranscript
+from dpexplorer.core.mechanisms.runs import NO_JOB, Job
 from dpexplorer.core.mechanisms.sparse_vector import BOTTOM, HALTED, TOP, SparseVector, SVTTranscript
 from dpexplorer.gui import palette
 from dpexplorer.gui.views.base import (
@@ -71,13 +71,7 @@ class TranscriptResult:
 
 
 def job(
-    mechanism: Mechanism,
-    params: dict[str, Any],
-    query: QueryInput,
-    seed: int,
-    *,
-    cancel: CancelToken | None = None,
-    progress: ProgressFn | None = None,
+    mechanism: Mechanism, params: dict[str, Any], query: QueryInput, seed: int, job: Job = NO_JOB
 ) -> TranscriptResult:
     """One run of PMW or sparse vector on D with the exploration RNG seeded by ``seed``."""
     rng = np.random.default_rng(seed)
@@ -90,7 +84,7 @@ def job(
         transcript: PMWTranscript | SVTTranscript = svt
         threshold = svt.threshold
     else:
-        pmw = mechanism.run(params, query, rng, cancel=cancel, progress=progress)  # type: ignore[attr-defined]
+        pmw = mechanism.run(params, query, rng, cancel=job.cancel, progress=job.progress)  # type: ignore[attr-defined]
         kinds, values, limit = tuple(pmw.kinds), np.asarray(pmw.errors, dtype=float), pmw.max_updates
         used, transcript, threshold = np.asarray(pmw.updates_used), pmw, pmw.threshold
     return TranscriptResult(
