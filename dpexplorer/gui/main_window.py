@@ -154,7 +154,9 @@ class MainWindow(WindowMenus, WindowFiles, WindowRelease, WindowSessions, Window
         self._build_compare_menu()
         self._build_edit_menu()
         self._build_appearance_menu()
-        accessibility.name_controls(self)  # and again for what each tab builds when first shown
+        # named once the event loop runs (while the first file loads on a worker, not before its
+        # load starts), and again for what each tab builds when first shown
+        QTimer.singleShot(0, self, lambda: accessibility.name_controls(self))
         self.tabs.currentChanged.connect(lambda _i: accessibility.name_controls(self.tabs.currentWidget()))
         if restore_layout:
             self._restore_layout()
