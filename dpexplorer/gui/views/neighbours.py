@@ -50,6 +50,14 @@ from dpexplorer.gui.views.neighbours_shapes import (
     shown_span,
     span_width,
 )
+from dpexplorer.gui.views.neighbours_text import (
+    RED_BARS,
+    SHADED_AREA,
+    claimed_numbers,
+    explain,
+    numeric_note,
+    simulated_numbers,
+)
 from dpexplorer.gui.views.outcomes import ShownOutcomes, readable_ticks, span_for_name
 from dpexplorer.gui.views.spanning import Bands, Rules, Spanning
 
@@ -405,52 +413,9 @@ class NeighboursView(View):
             self._draw_numeric(result, result.output)
         else:
             self._draw_categorical(result, result.output)
-        self.set_text(self.explanation, self._explain(result))
+        self.set_text(self.explanation, explain(result))
         # ranges and transforms now, not inside the paint: there they schedule a second paint
         self.canvas.scene().prepareForPaint()
-
-    @staticmethod
-    def _delta_text(result: NeighboursResult) -> str:
-        if result.delta_source == "proved":
-            return "0</b> (proved: the mechanism is pure ε-DP, so δ = 0 exactly)<b>"
-        if result.delta_exact is None:
-            return f"not computable exactly here</b> ({result.delta_note})<b>"
-        return f"{result.delta_exact:.3g}</b> (exact)<b>"
-
-    @staticmethod
-    def _explain(result: NeighboursResult) -> str:
-        """What the view shows, in words (no numbers: it changes only with the mechanism)."""
-        same = (
-            f"<b>{result.mechanism}</b>. "
-            f"<span style='color:{palette.css(BLUE)}'>■ M(D)</span> and "
-            f"<span style='color:{palette.css(ORANGE)}'>■ M(D')</span>: the closer they are, the less an "
-            "observer learns about the one person who differs. "
-        )
-        output = result.output
-        if isinstance(output, NumericOutput) and output.monte_carlo_runs:
-            return same + (
-                f"<i>Simulated, not exact</i>: histograms of {output.monte_carlo_runs:,} runs on "
-                "each side, with bars of ±2 standard errors (sampling uncertainty). The loss "
-                "below is estimated only where both sides have enough runs; gaps between the "
-                "histograms are sampling noise, not a privacy failure. The guarantee is the "
-                "proven ε under the plots."
-            )
-        return same + (
-            f"<span style='color:{palette.css(RED)}'>Red bands</span> mark the outputs where the privacy "
-            "loss exceeds ε, i.e. where seeing the output shifts the odds between D and D' by "
-            "more than e^ε. The dark red area is how much more likely those outputs are under "
-            "D than e^ε times their chance under D'; in total it is δ(ε) (below), the "
-            "chance that ε-privacy fails."
-        )
-
-    def _show_numbers(self, result: NeighboursResult, shaded: str, note: str) -> None:
-        """The claim and the exact δ(ε), under the plots."""
-        self.delta_label.setText(
-            f"Claimed: ε = {result.epsilon:.4g}, δ = {result.delta_claim:.3g}. "
-            f"<span style='color:{palette.css(RED)}'>{shaded}</span> = "
-            f"δ(ε = {result.epsilon:.3g}) = <b>{self._delta_text(result)}</b>. "
-            f"{result.claim_note} {note}"
-        )
 
     def _monte_carlo_items(self) -> dict[str, pg.GraphicsObject]:
         """Step histograms with ±2 SE bars; the estimated loss with its own bars; ±ε lines."""
@@ -477,7 +442,6 @@ class NeighboursView(View):
         set_axis_label(self.loss, "bottom", out.quantity or OUTPUT_AXIS)
         bins = SimulatedBins.of(out)
         grid, enough, loss, se_loss = bins.grid, bins.enough, bins.loss, bins.se_loss
-        runs = bins.runs
         for key, counts in (("p", bins.counts_d), ("q", bins.counts_d_prime)):
             density, se = bins.density(counts)
             items[key].setData(bins.edges, density)
@@ -502,17 +466,7 @@ class NeighboursView(View):
             "estimated loss": loss,
             "standard error of the loss": se_loss,
         }
-        shown = int(enough.sum())
-        self.delta_label.setText(
-            f"Claimed: ε = {result.epsilon:.4g}, δ = {result.delta_claim:.3g}, <b>proved</b> for "
-            "this mechanism (pure ε-DP, so δ(ε) = 0 exactly), not estimated from the simulation. "
-            f"Simulated: {runs:,} runs on D and {runs:,} on D' (seed 0), {grid.size} bins; the "
-            f"loss is estimated in {shown} bin{'s' if shown != 1 else ''} with at least "
-            f"{MIN_RUNS_FOR_LOSS} runs on each side."
-            if result.delta_source == "proved"
-            else f"Claimed: ε = {result.epsilon:.4g}, δ = {result.delta_claim:.3g}. Simulated: "
-            f"{runs:,} runs per side, {grid.size} bins; δ(ε) = <b>{self._delta_text(result)}</b>."
-        )
+        self.delta_label.setText(simulated_numbers(result, bins))
 
     def _draw_numeric(self, result: NeighboursResult, out: NumericOutput) -> None:
         if out.monte_carlo_runs:
@@ -551,17 +505,10 @@ class NeighboursView(View):
         self._draw_loss(grid, loss, result.epsilon, over, shown=(grid >= low) & (grid <= high))
         if out.discrete:  # a pmf's loss is a value per output: dots (a single one has no line)
             items["loss_dots"].setData(grid, clip_loss(loss))
-        note = out.note
-        if any("▲" in t.toPlainText() for t in self._pools.get("mass", []) if t.isVisible()):
-            note += (
-                " ▲: a point mass far taller than the densities (another unit: a probability, not a "
-                "density); its stems are cut at the top and its label gives its probability."
-            )
-        if self.draws is not None and not out.outputs_resolve_noise:
-            note += (
-                " The draws are not overlaid: float64 rounds each simulated output to a grid far "
-                "coarser than this noise."
-            )
+        cut_stems = any("▲" in t.toPlainText() for t in self._pools.get("mass", []) if t.isVisible())
+        note = numeric_note(
+            out, cut_stems, hidden_draws=self.draws is not None and not out.outputs_resolve_noise
+        )
         bins = np.linspace(low, high, 81) if not out.discrete else np.append(grid - 0.5, grid[-1] + 0.5)
         self._overlay_numeric_draws(out, bins, items)
         apart = [m for m in out.point_masses if m.at is None]
@@ -581,11 +528,7 @@ class NeighboursView(View):
         for mass in out.point_masses:
             self.columns[f"P_D[{mass.label}]"] = [mass.mass_d]
             self.columns[f"P_D'[{mass.label}]"] = [mass.mass_d_prime]
-        self._show_numbers(
-            result,
-            "Shaded area ∫ max(0, p_D − e^ε p_D'), in the larger direction (D→D' or D'→D),",
-            note,
-        )
+        self.delta_label.setText(claimed_numbers(result, SHADED_AREA, note))
 
     @staticmethod
     def _mass_top(out: NumericOutput, density_top: float) -> float:
@@ -758,4 +701,4 @@ class NeighboursView(View):
         }
         top = int(np.argmax(p))
         likeliest = f"Likeliest under D: {out.labels[top]} ({p[top]:.3g}). " if len(out.labels) > 2 else ""
-        self._show_numbers(result, "Dark red bars: Σ max(0, P_D − e^ε P_D')", likeliest + out.note)
+        self.delta_label.setText(claimed_numbers(result, RED_BARS, likeliest + out.note))
