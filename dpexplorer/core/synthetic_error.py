@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 
-from dpexplorer.core.cancel import CancelToken, ProgressFn, checkpoint
 from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.core.marginals import (
     MarginalInput,
@@ -41,6 +40,7 @@ from dpexplorer.core.marginals import (
     tvd,
     workload_errors,
 )
+from dpexplorer.core.mechanisms.runs import NO_JOB, Job
 
 METHODS = ("mst", "aim", "direct", "independent")
 """The methods of a curve, in the order they are drawn."""
@@ -111,13 +111,12 @@ def error_curve(
     seed: int = 0,
     *,
     methods: Sequence[str] = METHODS,
-    cancel: CancelToken | None = None,
-    progress: ProgressFn | None = None,
+    job: Job = NO_JOB,
 ) -> ErrorCurve:
     """The mean workload TVD of ``methods`` at each epsilon (module docstring). ``params`` are
     MST's and AIM's settings (delta, estimator, iterations, rows, AIM's rounds and model size:
-    whichever each declares); epsilon is replaced by each point's. Cancellable between fits and
-    inside them; progress counts fits done."""
+    whichever each declares); epsilon is replaced by each point's. Cancellable (``job``) between
+    fits and inside them; its progress counts fits done."""
     from dpexplorer.core.mechanisms.mst import MarginalMechanism, check_input, rho_for
     from dpexplorer.core.mechanisms.registry import get
 
@@ -136,7 +135,7 @@ def error_curve(
     steps, done = max(len(points) * len(fits), 1), 0
     for k, (epsilon, rho) in enumerate(zip(points, rhos, strict=True)):
         for method in methods:
-            checkpoint(cancel, progress, done / steps)
+            job.checkpoint(done / steps)
             rng = np.random.default_rng([seed, k, METHODS.index(method)])
             start = time.perf_counter()
             if method == "direct":
@@ -149,11 +148,11 @@ def error_curve(
                 declared = {p.name for p in mechanism.params}
                 chosen = {k2: v for k2, v in params.items() if k2 in declared}
                 run_params = mechanism.validate({**chosen, "epsilon": epsilon, "delta": delta})
-                result = mechanism.run(run_params, query, rng, cancel=cancel)
+                result = mechanism.run(run_params, query, rng, cancel=job.cancel)
                 errors[method][k] = float(np.mean(list(workload_errors(query, result.records).values())))
                 done += 1
             seconds[method] += time.perf_counter() - start
-    checkpoint(cancel, progress, 1.0)
+    job.checkpoint(1.0)
     return ErrorCurve(
         epsilons=points,
         delta=delta,

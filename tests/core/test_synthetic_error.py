@@ -18,6 +18,7 @@ from dpexplorer.core.errors import CancelledError, InvalidParameterError
 from dpexplorer.core.marginals import MarginalInput, SeededSteps, candidate_cliques, record_marginal, tvd
 from dpexplorer.core.mechanisms.mst import rho_for
 from dpexplorer.core.mechanisms.registry import get
+from dpexplorer.core.mechanisms.runs import Job
 from dpexplorer.core.synthetic_error import direct_errors, error_curve, independent_errors, round_costs
 
 SIZES = (3, 4, 2)
@@ -90,7 +91,7 @@ def test_a_cancelled_curve_stops_and_bad_epsilons_are_refused() -> None:
     token.cancel()
     start = time.perf_counter()
     with pytest.raises(CancelledError):
-        error_curve(_query(), DENSE, cancel=token)
+        error_curve(_query(), DENSE, job=Job(token))
     assert time.perf_counter() - start < 0.5
     with pytest.raises(InvalidParameterError, match="positive"):
         error_curve(_query(), DENSE, (0.0, 1.0))

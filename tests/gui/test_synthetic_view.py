@@ -18,6 +18,7 @@ from dpexplorer.core.errors import CancelledError, NotApplicableError
 from dpexplorer.core.marginals import MarginalInput, candidate_cliques, record_marginal, tvd
 from dpexplorer.core.mechanisms.base import NumericInput
 from dpexplorer.core.mechanisms.registry import get
+from dpexplorer.core.mechanisms.runs import Job
 from dpexplorer.core.synthetic_error import DEFAULT_EPSILONS
 from dpexplorer.gui.compute import ComputeService
 from dpexplorer.gui.views import synthetic
@@ -74,7 +75,7 @@ def test_a_cancelled_run_stops() -> None:
     token.cancel()
     aim = get("aim")
     with pytest.raises(CancelledError):
-        synthetic.job(aim, aim.validate({"estimator": "dense"}), _query(), seed=0, cancel=token)
+        synthetic.job(aim, aim.validate({"estimator": "dense"}), _query(), seed=0, job=Job(token))
 
 
 def test_the_window_routes_mst_and_aim_to_this_view() -> None:

@@ -18,8 +18,9 @@ PROGRESS_STEPS = 1000
 class RunControls(QWidget):
     """``info`` (rich text) beside Run, Cancel and the progress bar; ``status`` below. Run is
     enabled when the owner said the job can run (:meth:`set_ready`) and nothing runs; Cancel
-    while something runs. Pressing Cancel returns to idle at once (a cancelled job reports
-    nothing) and emits :attr:`cancel_requested`."""
+    while something runs. Pressing Run shows ``busy`` and emits :attr:`run_requested`; pressing
+    Cancel returns to idle at once with ``cancelled`` (a cancelled job reports nothing) and emits
+    :attr:`cancel_requested`."""
 
     run_requested = Signal()
     cancel_requested = Signal()
@@ -31,8 +32,13 @@ class RunControls(QWidget):
         cancel_tip: str,
         progress_format: str,
         parent: QWidget | None = None,
+        *,
+        busy: str = "Running…",
+        cancelled: str = "Cancelled: nothing was drawn.",
     ) -> None:
         super().__init__(parent)
+        self.busy, self.cancelled = busy, cancelled
+        """The status while a job runs, and after Cancel."""
         self.info = LiveText()
         self.run_button = QPushButton(run_text)
         self.run_button.setToolTip(run_tip)
@@ -89,8 +95,10 @@ class RunControls(QWidget):
 
     def _on_run(self) -> None:
         if self.ready and not self.running:
+            self.started(self.busy)
             self.run_requested.emit()
 
     def _on_cancel(self) -> None:
         if self.running:
+            self.idle(self.cancelled)
             self.cancel_requested.emit()

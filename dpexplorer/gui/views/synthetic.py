@@ -20,11 +20,11 @@ import numpy as np
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QTabWidget, QWidget
 
-from dpexplorer.core.cancel import CancelToken, ProgressFn
 from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.marginals import Clique, MarginalInput, record_marginal, tvd
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
 from dpexplorer.core.mechanisms.mst import MarginalMechanism
+from dpexplorer.core.mechanisms.runs import NO_JOB, Job
 from dpexplorer.core.synthetic_error import (
     DEFAULT_EPSILONS,
     ErrorCurve,
@@ -101,13 +101,7 @@ def picked_marginals(query: MarginalInput, records: np.ndarray) -> tuple[Margina
 
 
 def job(
-    mechanism: Mechanism,
-    params: dict[str, Any],
-    query: QueryInput,
-    seed: int,
-    *,
-    cancel: CancelToken | None = None,
-    progress: ProgressFn | None = None,
+    mechanism: Mechanism, params: dict[str, Any], query: QueryInput, seed: int, job: Job = NO_JOB
 ) -> MarginalErrors:
     """One exploration run of MST or AIM on D (seeded): its 2-way marginal errors, its rounds
     and the marginals the picker shows."""
@@ -115,7 +109,9 @@ def job(
         raise NotApplicableError(
             f"{mechanism.label} needs a marginals query (columns on public categories or bins)"
         )
-    result = mechanism.run(params, query, np.random.default_rng(seed), cancel=cancel, progress=progress)
+    result = mechanism.run(
+        params, query, np.random.default_rng(seed), cancel=job.cancel, progress=job.progress
+    )
     pairs, synthetic, independent = pair_errors(query, result.records)
     measured = {m.clique for m in result.transcript.measurements}
     epsilon, _ = mechanism.epsilon_delta(params, query)

@@ -27,10 +27,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from dpexplorer.core.cancel import CancelToken, ProgressFn
 from dpexplorer.core.errors import NotApplicableError
 from dpexplorer.core.marginals import MarginalInput
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
+from dpexplorer.core.mechanisms.runs import NO_JOB, Job
 from dpexplorer.core.synthetic_error import (
     DEFAULT_EPSILONS,
     METHOD_LABELS,
@@ -60,19 +60,13 @@ CURVE_GLYPHS = dict(zip(METHODS, ("●", "■", "▼", "◆"), strict=True))
 
 
 def run_job(
-    mechanism: Mechanism,
-    params: dict[str, Any],
-    query: QueryInput,
-    seed: int,
-    *,
-    cancel: CancelToken | None = None,
-    progress: ProgressFn | None = None,
+    mechanism: Mechanism, params: dict[str, Any], query: QueryInput, seed: int, job: Job = NO_JOB
 ) -> ErrorCurve:
     """The workload error against epsilon (:func:`~dpexplorer.core.synthetic_error.error_curve`)
     at :data:`DEFAULT_EPSILONS`, with the current parameters and seed (exploration only)."""
     if not isinstance(query, MarginalInput):
         raise NotApplicableError(f"{mechanism.label} needs a marginals query")
-    return error_curve(query, params, DEFAULT_EPSILONS, seed, cancel=cancel, progress=progress)
+    return error_curve(query, params, DEFAULT_EPSILONS, seed, job=job)
 
 
 # ---------------------------------------------------------------- the curve page
@@ -90,6 +84,8 @@ class CurvePage(QWidget):
             "Fit MST and AIM at each ε (exploration only: never a release)",
             "Stop the fits; nothing is drawn",
             "%p% of the fits done",
+            busy="Fitting MST and AIM at each ε…",
+            cancelled="Cancelled: the curve was not drawn.",
         )
         self.run_button, self.cancel_button = self.controls.run_button, self.controls.cancel_button
         self.progress, self.status = self.controls.progress, self.controls.status
@@ -101,8 +97,8 @@ class CurvePage(QWidget):
         layout.addWidget(self.controls)
         layout.addWidget(self.summary)
         layout.addWidget(self.plot, 1)
-        self.controls.run_requested.connect(self._on_run)
-        self.controls.cancel_requested.connect(self._on_cancel)
+        self.controls.run_requested.connect(self.run_requested)
+        self.controls.cancel_requested.connect(self.cancel_requested)
         self.curve: ErrorCurve | None = None
         self.columns: dict[str, Column] = {}
         self.set_cost("")
@@ -125,19 +121,11 @@ class CurvePage(QWidget):
         """Whether a marginals query is in (the button waits for one)."""
         self.controls.set_ready(ready)
 
-    def _on_run(self) -> None:
-        self.run_started()
-        self.run_requested.emit()
-
-    def _on_cancel(self) -> None:
-        self.run_cancelled()
-        self.cancel_requested.emit()
-
     def run_started(self) -> None:
-        self.controls.started("Fitting MST and AIM at each ε…")
+        self.controls.started(self.controls.busy)
 
     def run_cancelled(self) -> None:
-        self.controls.idle("Cancelled: the curve was not drawn.")
+        self.controls.idle(self.controls.cancelled)
 
     def run_failed(self, message: str) -> None:
         self.controls.idle(f"The curve stopped: {message}")
