@@ -368,7 +368,7 @@ def test_two_private_key_columns_of_hundreds_of_values_on_every_engine(sources):
     cell by a join, where a chain of tests made a plan too deep) and k, with a privacy unit whose
     bounds keep every row (the same rows on every engine): the same sparse candidates, persons
     and means everywhere."""
-    from dpexplorer.data.engine.spark_engine import JOIN_ABOVE
+    from dpexplorer.data.engine.spark_columns import JOIN_ABOVE
 
     eager, lazy, spark = sources["generated"]
     assert eager.frame["d"].n_unique() > 20 * JOIN_ABOVE
