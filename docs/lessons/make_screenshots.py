@@ -27,6 +27,7 @@ SHOWN_STEPS = {
     "04_median_sensitivity": (1, 4),
     "05_k_queries": (1, 4),
     "06_random_walk": (2, 4),
+    "08_blr_to_aim": (4, 6),
 }
 """1-based steps shot per lesson file (the Gaussian lesson's third step too: it shows the budget view)."""
 
