@@ -239,8 +239,8 @@ class RoundsPage(QWidget):
             if header is not None:
                 header.setToolTip(tip)
         row = QHBoxLayout()
-        row.addWidget(self.plot, 1)
-        row.addWidget(self.table, 1)
+        row.addWidget(self.plot, 2)
+        row.addWidget(self.table, 3)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.summary)
