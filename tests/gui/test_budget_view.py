@@ -14,8 +14,9 @@ from dpexplorer.core.accounting.compose import compose
 from dpexplorer.core.accounting.guarantees import LaplaceNoise, Subsampled
 from dpexplorer.core.mechanisms.base import NumericInput
 from dpexplorer.core.planning import ErrorTarget, PlannedMeasurement, ReleasedMeasurement
-from dpexplorer.gui.views.budget import EPSILON_COLUMN, HOLD_COLUMN, TARGET_COLUMN, BudgetView
+from dpexplorer.gui.views.budget import BudgetView
 from dpexplorer.gui.views.budget_jobs import BudgetRequest, budget_job, release_charge
+from dpexplorer.gui.views.budget_table import EPSILON_COLUMN, HOLD_COLUMN, TARGET_COLUMN
 
 
 def _query() -> NumericInput:

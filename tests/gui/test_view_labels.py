@@ -159,8 +159,9 @@ def test_the_budget_table_names_released_rows_in_words_shows_the_note_and_rounds
     from types import SimpleNamespace
 
     from dpexplorer.core.accounting.guarantees import PureDP
-    from dpexplorer.gui.views.budget import BudgetView, _number
+    from dpexplorer.gui.views.budget import BudgetView
     from dpexplorer.gui.views.budget_jobs import Row
+    from dpexplorer.gui.views.budget_table import _number
 
     query = {"type": "mean", "column": "body_mass_g", "lower": 2700.0, "upper": 6300.0}
     row = SimpleNamespace(id=1, query=query, mechanism="laplace", guarantee=PureDP(0.5))
@@ -174,7 +175,7 @@ def test_the_budget_table_names_released_rows_in_words_shows_the_note_and_rounds
     assert label == "released #1: the mean of body_mass_g, clipped to [2700, 6300]", label
     assert "=" not in label
     note = "released (in the ledger); a long note that used to be cut off at the window's edge"
-    view._fill_table([Row(label, "laplace", 0.5, 0.0, True, True, charged=0.29990234375, note=note)])
+    view.table.fill([Row(label, "laplace", 0.5, 0.0, True, True, charged=0.29990234375, note=note)])
     qtbot.wait(20)
     assert view.table.item(0, 4).text() == "0.3" and _number(0.29990234375) == "0.3"
     assert view.table.horizontalScrollBar().maximum() == 0, "every column, the note too, in view"

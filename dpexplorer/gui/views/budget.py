@@ -13,24 +13,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QProgressBar,
     QPushButton,
-    QTableWidget,
     QTableWidgetItem,
     QWidget,
 )
@@ -39,7 +34,6 @@ from dpexplorer.core import planning
 from dpexplorer.core.accounting.compose import METHODS
 from dpexplorer.core.planning import (
     BudgetReport,
-    ErrorTarget,
     PlannedMeasurement,
     ReleasedMeasurement,
 )
@@ -64,25 +58,17 @@ from dpexplorer.gui.views.budget_jobs import (
     BudgetRequest,
     BudgetResult,
     RepeatsResult,
-    Row,
     released_from_ledger,
+)
+from dpexplorer.gui.views.budget_table import (
+    EDIT_HINT,
+    TABLE_HEIGHT,
+    PlanTable,
+    edited_measurement,
+    provisional_rows,
 )
 
 METHOD_NAMES = planning.METHOD_LABELS
-COLUMNS = (
-    "Statistic",
-    "Mechanism",
-    "ε",
-    "δ",
-    "Release charges ε",
-    "Hold ε",
-    "Target error ±",
-    "Level",
-    "Note",
-)
-TABLE_HEIGHT = 120
-"""The plan table's minimum height in pixels (half of it while two mechanisms are compared)."""
-EPSILON_COLUMN, CHARGED_COLUMN, HOLD_COLUMN, TARGET_COLUMN, LEVEL_COLUMN = 2, 4, 5, 6, 7
 
 
 # ------------------------------------------------------------------ the widget
@@ -91,25 +77,6 @@ def _total(value: float) -> str:
     if not math.isfinite(value):
         return "∞"
     return "0" if value == 0 else f"{value:.4g}"
-
-
-def _number(value: float) -> str:
-    """ε or δ as a person reads it (release/presentation.py: three significant digits, so an
-    exact sampler's ε of 0.29990 for a claimed 0.3 shows 0.3; the ledger decides exactly)."""
-    from dpexplorer.release.presentation import privacy_number
-
-    return privacy_number(value)
-
-
-def _item(text: str, editable: bool = False, tooltip: str = "") -> QTableWidgetItem:
-    item = QTableWidgetItem(text)
-    flags = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
-    if editable:
-        flags |= Qt.ItemFlag.ItemIsEditable
-    item.setFlags(flags)
-    if tooltip:
-        item.setToolTip(tooltip)
-    return item
 
 
 class BudgetView(View):
@@ -139,7 +106,6 @@ class BudgetView(View):
         self._identity_note: str | None = None  # why the ledger is not read yet (the window's)
         self._sampling_rate: float | None = None
         self._request: BudgetRequest | None = None
-        self._filling = False
         self.result: BudgetResult | None = None
         self._reasons: list[str] = []
         self._build_controls()
@@ -186,22 +152,8 @@ class BudgetView(View):
         self.share_method.currentIndexChanged.connect(lambda _v: self._changed())
 
     def _build_table(self) -> None:
-        self.table = QTableWidget(0, len(COLUMNS))
-        self.table.setAccessibleName("Released and planned statistics")
-        self.table.setTabKeyNavigation(False)  # Tab leaves the table (arrows move in it)
-        self.table.setHorizontalHeaderLabels(COLUMNS)
-        self.table.verticalHeader().setVisible(False)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        # the statistic and the note take what is left and wrap: a long description no longer
-        # pushes the note out of sight
-        for column in (0, len(COLUMNS) - 1):
-            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
-        self.table.setWordWrap(True)
-        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.setMinimumHeight(TABLE_HEIGHT)
-        self.table.itemChanged.connect(self._item_changed)
+        self.table = PlanTable()
+        self.table.edited.connect(self._item_changed)
         self.add_button = QPushButton("Add current statistic")
         self.add_button.setToolTip("Add the query and mechanism you are exploring to the plan.")
         self.add_button.clicked.connect(self.add_requested.emit)
@@ -370,91 +322,27 @@ class BudgetView(View):
     # ------------------------------------------------------------------ table editing
     def _fill_table_from_plan(self) -> None:
         """Show the plan at once (epsilons as typed) until the job's result arrives."""
-        rows = [
-            Row(r.label, r.mechanism, math.nan, math.nan, True, True, note="released") for r in self._released
-        ]
-        for item in self._plan:
-            eps = item.params.get("epsilon", math.nan)
-            rows.append(
-                Row(item.label, item.mechanism, eps, math.nan, item.held, False, target=item.target, note="…")
-            )
-        self._fill_table(rows)
-
-    def _fill_table(self, rows: Sequence[Row]) -> None:
-        self._filling = True
-        self.table.setRowCount(len(rows))
-        for r, row in enumerate(rows):
-            self._fill_row(r, row)
-        self._filling = False
-
-    def _fill_row(self, r: int, row: Row) -> None:
-        planned = not row.released
-        target = row.target
-        cells = (
-            _item(row.label, tooltip=row.label),
-            _item(row.mechanism),
-            _item(
-                _number(row.epsilon), editable=planned and target is None, tooltip="Double-click to type ε"
-            ),
-            _item("" if math.isnan(row.delta) else _number(row.delta)),
-            _item("" if math.isnan(row.charged) else _number(row.charged), tooltip=_CHARGED_TIP),
-            _item("released" if row.released else ""),
-            _item(f"{target.halfwidth:.4g}" if target else "", editable=planned, tooltip=_TARGET_TIP),
-            _item(f"{target.ci_level:.0%}" if target else "", editable=planned, tooltip=_LEVEL_TIP),
-            _item(row.note, tooltip=row.note),
-        )
-        for c, cell in enumerate(cells):
-            if row.released:
-                cell.setForeground(QBrush(QColor(*GREY)))
-            self.table.setItem(r, c, cell)
-        if planned:
-            hold = self.table.item(r, HOLD_COLUMN)
-            assert hold is not None  # set just above
-            hold.setFlags(hold.flags() | Qt.ItemFlag.ItemIsUserCheckable)
-            hold.setCheckState(Qt.CheckState.Checked if row.held else Qt.CheckState.Unchecked)
+        self.table.fill(provisional_rows(self._released, self._plan))
 
     def _plan_index(self, table_row: int) -> int | None:
         index = table_row - len(self._released)
         return index if 0 <= index < len(self._plan) else None
 
     def _item_changed(self, cell: QTableWidgetItem) -> None:
-        if self._filling:
-            return
         index = self._plan_index(cell.row())
         if index is None:
             return
         item = self._plan[index]
         try:
-            updated = self._edited(item, cell)
+            updated = edited_measurement(item, cell)
         except ValueError:
-            self.status.setText(f"<span style='color:{palette.css(RED)}'>{_EDIT_HINT}</span>")
+            self.status.setText(f"<span style='color:{palette.css(RED)}'>{EDIT_HINT}</span>")
             self._fill_table_from_plan()
             return
         self.set_plan((*self._plan[:index], updated, *self._plan[index + 1 :]))
 
-    def _edited(self, item: PlannedMeasurement, cell: QTableWidgetItem) -> PlannedMeasurement:
-        column, text = cell.column(), cell.text().strip().rstrip("%")
-        if column == HOLD_COLUMN:
-            return replace(item, held=cell.checkState() == Qt.CheckState.Checked)
-        if column == EPSILON_COLUMN:
-            value = float(text)
-            if not value > 0:
-                raise ValueError(text)
-            return replace(item, params={**item.params, "epsilon": value})
-        if column == TARGET_COLUMN:
-            if not text:
-                return replace(item, target=None)
-            level = item.target.ci_level if item.target else 0.95
-            return replace(item, target=ErrorTarget(_positive(text), level))
-        if column == LEVEL_COLUMN:
-            level = float(text) / 100 if float(text) > 1 else float(text)
-            if not 0 < level < 1 or item.target is None:
-                raise ValueError(text)
-            return replace(item, target=ErrorTarget(item.target.halfwidth, level))
-        return item
-
     def _remove_selected(self) -> None:
-        chosen = {self._plan_index(i.row()) for i in self.table.selectionModel().selectedRows()}
+        chosen = {self._plan_index(row) for row in self.table.selected_rows()}
         chosen.discard(None)
         if chosen:
             self.set_plan(tuple(item for i, item in enumerate(self._plan) if i not in chosen))
@@ -472,7 +360,7 @@ class BudgetView(View):
             return
         self.result = result
         self._plan = result.plan
-        self._fill_table(result.rows)
+        self.table.fill(result.rows)
         report = result.report
         self._draw_status(result)
         self._draw_remaining(report)
@@ -667,23 +555,3 @@ class BudgetView(View):
             columns[f"profile_{method}_delta"] = list(np.asarray(deltas, dtype=float))
             columns[f"profile_{method}_epsilon"] = list(np.asarray(eps, dtype=float))
         return columns
-
-
-def _positive(text: str) -> float:
-    value = float(text)
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(text)
-    return value
-
-
-_TARGET_TIP = (
-    "Accuracy first: type the error you can accept (half-width of the confidence interval, in the "
-    "statistic's units) and ε is solved for it. Clear the cell to set ε yourself."
-)
-_LEVEL_TIP = "Confidence level of the target error (95% when left empty)."
-_CHARGED_TIP = (
-    "The ε the ledger is charged when this statistic is released, at the budget's δ under the "
-    "ledger's accountant: the exact release path's own guarantee (e.g. a discrete Gaussian's "
-    "zCDP), which can differ a little from the mechanism's ε. The totals use it."
-)
-_EDIT_HINT = "Type a positive number (ε, target error) or a level between 0 and 100%."
