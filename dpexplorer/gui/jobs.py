@@ -332,8 +332,8 @@ def set_budget(ledger_path: str, fingerprint: str, epsilon: float, delta: float,
 def run_release(
     prepared: Any, ledger_path: str, out_dir: str, dataset_name: str = "", warnings: list[str] | None = None
 ) -> Any:
-    """Charge, sample with the exact samplers (OS CSPRNG), write: :func:`release.execute` (a
-    synthetic table: :func:`synthetic_tables.release_table`); then
+    """Charge, sample with the exact samplers (OS CSPRNG), write: :func:`charge.execute` (a
+    statistic, or a synthetic table: records drawn from the fitted model); then
     the release's report (``report-<token>.html`` and ``.pdf``, the token of its files), listed
     in its files. The report is a run of one release (its provenance's ``run``): rebuilt from the
     ledger and the files, as ``dpexplorer report --row N`` writes it again. Its names and Qt's
@@ -343,8 +343,8 @@ def run_release(
     import os
     import shlex
 
+    from dpexplorer.release.charge import execute
     from dpexplorer.release.ledger import Ledger
-    from dpexplorer.release.release import PreparedRelease, execute
     from dpexplorer.release.report_run import check_names_free, report_names, report_of_run, write_report
     from dpexplorer.report_pdf import check_renderer, write_pdf
 
@@ -359,13 +359,7 @@ def run_release(
     check_names_free((html_path, pdf_path))
     check_renderer()
     with Ledger(ledger_path) as ledger:
-        result: Any
-        if isinstance(prepared, PreparedRelease):
-            result = execute(prepared, ledger=ledger, out_dir=os.path.abspath(out_dir))
-        else:  # a synthetic table (release/synthetic_tables.py: charged first, then fitted and drawn)
-            from dpexplorer.release.synthetic_tables import release_table
-
-            result = release_table(prepared, ledger=ledger, out_dir=os.path.abspath(out_dir))
+        result = execute(prepared, ledger=ledger, out_dir=os.path.abspath(out_dir))
         try:
             write_report(report_of_run(ledger, result.row_id), html_path, pdf_path, write_pdf)
         except Exception as exc:  # the budget is spent and the values are out: a warning
