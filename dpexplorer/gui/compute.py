@@ -4,7 +4,11 @@
 submitting again cancels the older job (through its CancelToken) and bumps the view's
 generation; a result whose generation is not the view's current one is dropped, so a stale
 result never reaches the screen. Results, errors and progress come back to the main thread as
-Qt signals (emitted from the worker, delivered queued to this object's thread)."""
+Qt signals (emitted from the worker, delivered queued to this object's thread).
+
+Background views (:meth:`ComputeService.set_background`) wait for the others: their job starts
+once the jobs pending when it was submitted have ended and the window has painted their results,
+so that a figure beside the plots does not hold the GIL while the main thread draws them."""
 
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, QTimer, Signal
 
 from dpexplorer.core.cancel import CancelToken, ambient
 from dpexplorer.core.errors import CancelledError, DPExplorerError
@@ -45,11 +49,21 @@ def _log_traceback(view: str) -> Path:
     return path
 
 
+BACKGROUND_WAIT_MS = 100
+"""The longest a background view's job waits for the others (a long one, as a file's ledger
+identity, does not hold it back)."""
+_START_HELD = QEvent.Type(QEvent.registerEventType())
+"""Posted at low priority behind the paints a result queued: then the held jobs start."""
+
+
 @dataclass
 class _Job:
     generation: int
     token: CancelToken
     future: Future[Any] | None = None
+    held: tuple[Callable[..., Any], tuple, dict, set[tuple[str, int]]] | None = None
+    """A background view's job not started yet: fn, args, kwargs, and the other views' jobs
+    (view, generation) it waits for."""
 
 
 def _accepts(fn: Callable[..., Any], name: str) -> bool:
@@ -81,11 +95,20 @@ class ComputeService(QObject):
         self._jobs: dict[str, _Job] = {}
         self._generation: dict[str, int] = {}
         self._shut_down = False
+        self._background: frozenset[str] = frozenset()
         self._running = 0  # jobs inside fn on a worker now (for tests and benchmarks)
         self._running_lock = threading.Lock()
         self._done.connect(self._on_done)
 
     # ------------------------------------------------------------------ main-thread API
+    def set_background(self, *views: str) -> None:
+        """Make ``views`` background views: a job of one of them submitted while other views'
+        jobs are pending is held until those have ended (or been cancelled or replaced) and the
+        events their results queued, paints included, have been handled; at most
+        :data:`BACKGROUND_WAIT_MS`. Latest wins as for any view; a held job counts as pending
+        (``busy``, ``pending_views``)."""
+        self._background = frozenset(views)
+
     def submit(self, view: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
         """Run ``fn(*args, **kwargs)`` for ``view``; returns the job's generation.
 
@@ -110,11 +133,47 @@ class ComputeService(QObject):
         if _accepts(fn, "job"):  # both at once, as core's long runs take them (core.mechanisms.runs.Job)
             kwargs["job"] = Job(job.token, report)
         was_idle = not self._jobs
+        waits = set()
+        if view in self._background:
+            waits = {(v, j.generation) for v, j in self._jobs.items() if v not in self._background}
         self._jobs[view] = job
-        job.future = self._pool.submit(self._run, view, generation, job.token, fn, args, kwargs)
+        if waits:
+            job.held = (fn, args, kwargs, waits)
+            QTimer.singleShot(BACKGROUND_WAIT_MS, self, lambda: self._start_held(view, generation))
+        else:
+            job.future = self._pool.submit(self._run, view, generation, job.token, fn, args, kwargs)
         if was_idle:
             self.busy_changed.emit(True)
         return generation
+
+    def _start_held(self, view: str, generation: int) -> None:
+        """Start ``view``'s held job, if it is still the view's current one and not started."""
+        job = self._jobs.get(view)
+        if job is None or job.generation != generation or job.held is None or self._shut_down:
+            return
+        fn, args, kwargs, _waits = job.held
+        job.held = None
+        job.future = self._pool.submit(self._run, view, generation, job.token, fn, args, kwargs)
+
+    def _others_ended(self) -> None:
+        """A job ended or was dropped: held jobs waiting only for ended ones start after the
+        events queued now (the results' paints), through a low-priority posted event."""
+        ready = False
+        for job in self._jobs.values():
+            if job.held is not None:
+                waits = job.held[3]
+                waits -= {w for w in waits if (j := self._jobs.get(w[0])) is None or j.generation != w[1]}
+                ready = ready or not waits
+        if ready:
+            QCoreApplication.postEvent(self, QEvent(_START_HELD), Qt.EventPriority.LowEventPriority.value)
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() == _START_HELD:
+            for view, job in list(self._jobs.items()):
+                if job.held is not None and not job.held[3]:
+                    self._start_held(view, job.generation)
+            return True
+        return super().event(event)
 
     def cancel(self, view: str) -> None:
         """Cancel the view's running job, if any; its result will be dropped, and
@@ -133,6 +192,8 @@ class ComputeService(QObject):
         self._generation[view] = self._generation.get(view, 0) + 1
         if not self._jobs:
             self.busy_changed.emit(False)
+        elif view not in self._background:
+            self._others_ended()
         return True
 
     @property
@@ -216,3 +277,5 @@ class ComputeService(QObject):
             self.failed.emit(view, generation, str(error))
         if not self._jobs:
             self.busy_changed.emit(False)
+        elif view not in self._background:
+            self._others_ended()

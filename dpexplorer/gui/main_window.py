@@ -33,7 +33,7 @@ from dpexplorer.gui.dataset_view import DatasetView
 from dpexplorer.gui.explorer import Explorer
 from dpexplorer.gui.lessons import LessonRunner
 from dpexplorer.gui.mechanism_panel import MechanismPanel
-from dpexplorer.gui.mechanism_ranking import MechanismRanking
+from dpexplorer.gui.mechanism_ranking import RANKING_JOB, MechanismRanking
 from dpexplorer.gui.query_panel import QueryPanel
 from dpexplorer.gui.spark_dialog import LOCAL_MASTER
 from dpexplorer.gui.teaching import TeachingPanel
@@ -138,6 +138,9 @@ class MainWindow(WindowMenus, WindowFiles, WindowRelease, WindowSessions, Window
         self.query_panel.changed.connect(self.explorer.set_query)
         # which mechanism for this query (issue 28): under the picker, every one's expected error
         self.mechanism_ranking = MechanismRanking(self.compute, self.explorer, self.mechanism_panel)
+        # its job (every applicable mechanism's error, ~5 ms of Python) waits until the plots'
+        # result is painted: sharing the GIL with it slowed a slider move's repaint
+        self.compute.set_background(RANKING_JOB)
         # the audit button under the neighbours plot (issue 21): the mechanism on screen
         self.audit_panel = AuditPanel(self.compute)
         self.neighbours_view.body.addWidget(self.audit_panel)

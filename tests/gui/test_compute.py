@@ -121,3 +121,56 @@ def test_shutdown_returns_at_once_and_the_ambient_token_stops_the_worker(qtbot):
     svc.shutdown()
     assert time.perf_counter() - start < 0.5
     assert svc.wait_for_workers(10.0)
+
+
+def test_a_background_view_waits_for_the_others_results_and_their_paint(qtbot, service):
+    """The mechanism ranking's case: its job starts once the plots' job has ended and the window
+    has painted that result (a background job holding the GIL would slow the drawing)."""
+    from PySide6.QtWidgets import QWidget
+
+    stamps: dict[str, float] = {}
+
+    class Canvas(QWidget):
+        def paintEvent(self, _event: object) -> None:
+            stamps.setdefault("painted", time.perf_counter())
+
+    canvas = Canvas()
+    qtbot.addWidget(canvas)
+    canvas.show()
+    qtbot.waitExposed(canvas)
+
+    def delivered(view: str, _gen: int, _result: object) -> None:
+        if view == "plots":
+            stamps["delivered"] = time.perf_counter()
+            stamps.pop("painted", None)
+            canvas.update()
+
+    def ranking() -> str:
+        stamps["ranking started"] = time.perf_counter()
+        return "ranked"
+
+    service.set_background("ranking")
+    service.finished.connect(delivered)
+    service.submit("plots", _slow_identity, 1, 0.05)
+    service.submit("ranking", ranking)
+    assert service.pending_views() == ("plots", "ranking") and service.busy
+    qtbot.waitUntil(lambda: not service.busy, timeout=60_000)
+    assert stamps["delivered"] < stamps["painted"] < stamps["ranking started"]
+
+
+def test_a_background_job_waits_no_longer_than_its_bound_and_the_latest_wins(qtbot, service):
+    from dpexplorer.gui.compute import BACKGROUND_WAIT_MS
+
+    received: list[tuple[str, object, float]] = []
+    service.finished.connect(lambda view, _gen, result: received.append((view, result, time.perf_counter())))
+    service.set_background("ranking")
+    start = time.perf_counter()
+    service.submit("identity", _slow_identity, "identified", 0.6)  # a long job of another view
+    service.submit("ranking", _slow_identity, "first", 0.0)
+    service.submit("ranking", _slow_identity, "second", 0.0)
+    qtbot.waitUntil(lambda: not service.busy, timeout=60_000)
+    assert [r[1] for r in received] == ["second", "identified"]
+    assert BACKGROUND_WAIT_MS / 1000 <= received[0][2] - start < 0.5
+    service.submit("ranking", _slow_identity, "alone", 0.0)  # nothing else pending: starts at once
+    qtbot.waitUntil(lambda: not service.busy, timeout=60_000)
+    assert received[-1][1] == "alone" and received[-1][2] - received[-2][2] < 0.5
