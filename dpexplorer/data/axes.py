@@ -9,6 +9,7 @@ Declared categories and edges are part of the query, never read from the data.""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Mapping, Sequence
@@ -17,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from dpexplorer.data.conditions import equal_to, reading
+from dpexplorer.data.conditions import Compare, equal_to, reading
 from dpexplorer.data.validation import (
     Scalar,
     check_edges,
@@ -322,3 +323,30 @@ def range_workload(axis: Axis) -> Workload:
         for j in range(i, k)
     ]
     return Workload((axis,), tuple(queries))
+
+
+def text_read_columns(*values: object) -> list[str]:
+    """The columns that the conditions and declared categories inside ``values`` (requests,
+    row steps, queries: dataclasses, searched field by field, tuples included) compare with a
+    day or text: an engine reads each by its text (:meth:`dpexplorer.data.load.Dataset.with_text`).
+    A comparison with numbers needs no text: a cell the loader made missing spells no number."""
+    found: list[str] = []
+
+    def visit(value: object) -> None:
+        if isinstance(value, Compare):
+            if any(kind != "number" for kind, _ in value.readings):
+                found.append(value.column)
+        elif isinstance(value, Axis):
+            cats = value.categories or ()
+            if not value.exact_text and any(reading(c)[0] != "number" for c in cats):
+                found.append(value.column)
+        elif isinstance(value, tuple | list):
+            for item in value:
+                visit(item)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            for f in dataclasses.fields(value):
+                visit(getattr(value, f.name))
+
+    for value in values:
+        visit(value)
+    return list(dict.fromkeys(found))

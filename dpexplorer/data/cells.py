@@ -102,7 +102,8 @@ def cell_text(name: str, dtype: pl.DataType | None) -> pl.Expr:
         return column.cast(pl.String)
     if not _read_as_text(dtype):
         return _none(name, pl.String)
-    return column if dtype == pl.String else column.cast(pl.String)
+    # text compares with text as it is, and so does its dictionary encoding (Categorical)
+    return column if dtype == pl.String or isinstance(dtype, pl.Categorical) else column.cast(pl.String)
 
 
 def cell_present(name: str, dtype: pl.DataType | None) -> pl.Expr:

@@ -9,6 +9,7 @@ loads on the app's start-up path.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import io
 import os
@@ -57,6 +58,18 @@ NUMERIC_SHARE = 0.95
 MISSING_TEXT = ["", "NA"]
 """Fields read as missing values, quoted or not: empty (``""`` is how a writer that quotes every
 field spells it) and ``NA`` (R's default); the content fingerprint reads text the same way."""
+KEPT = "\x1fkept text of "
+"""Prefix of a hidden column: ``KEPT + name`` holds the text of the cells of column ``name`` that
+the loader made missing when it read the column as numbers (:func:`_numeric_text`), null
+elsewhere. Conditions and categories read it (:meth:`Dataset.with_text`); nothing else sees it:
+not the schema, the summaries, the preview nor the fingerprints (the ledger key is unchanged)."""
+
+
+def visible(names: Iterable[str]) -> list[str]:
+    """``names`` without the hidden kept-text columns (:data:`KEPT`)."""
+    return [n for n in names if not n.startswith(KEPT)]
+
+
 ISO_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 """A text column becomes a date column only when every value it holds is exactly this (and a real
 date): its text is then the date's own ISO text, so nothing about the data changes but its type."""
@@ -96,6 +109,7 @@ class Dataset:
     _stamp: tuple[int, int] = field(default=(0, 0), repr=False)
     _missing: tuple[int, ...] = field(default=(), repr=False)
     _encoded: dict[str, pl.Series] = field(default_factory=dict, repr=False)
+    _texts: dict[str, pl.Series] = field(default_factory=dict, repr=False)
 
     @property
     def lazy(self) -> bool:
@@ -104,8 +118,39 @@ class Dataset:
 
     @property
     def schema(self) -> pl.Schema:
-        """Column names and polars types (cheap)."""
-        return self.frame.collect_schema() if isinstance(self.frame, pl.LazyFrame) else self.frame.schema
+        """Column names and polars types (cheap); the hidden kept-text columns left out."""
+        schema = self.frame.collect_schema() if isinstance(self.frame, pl.LazyFrame) else self.frame.schema
+        if not any(n.startswith(KEPT) for n in schema):
+            return schema
+        return pl.Schema({n: schema[n] for n in visible(schema)})
+
+    @property
+    def kept_text(self) -> tuple[str, ...]:
+        """The columns read as numbers whose cells that are not numbers keep their text in a
+        hidden column (:data:`KEPT`): the loader made those cells missing."""
+        names = self.frame.collect_schema().names() if self.lazy else self.frame.columns
+        return tuple(n[len(KEPT) :] for n in names if n.startswith(KEPT))
+
+    def with_text(self, columns: Iterable[str]) -> Dataset:
+        """This dataset with each of ``columns`` that has kept text (:attr:`kept_text`) read as
+        text again: a number cell as its number's text, any other cell as the text it held. A
+        condition or category then holds on each such cell as on the file's text column
+        (:mod:`dpexplorer.data.conditions`), whatever type the other cells made the column."""
+        kept = set(self.kept_text)
+        wanted = [c for c in dict.fromkeys(columns) if c in kept]
+        if not wanted:
+            return self
+        text = [pl.coalesce(pl.col(c).cast(pl.String), pl.col(KEPT + c)).alias(c) for c in wanted]
+        frame = self.frame
+        if isinstance(frame, pl.DataFrame):  # each column's text once, dictionary-encoded
+            missing = [e for c, e in zip(wanted, text, strict=True) if c not in self._texts]
+            self._texts.update(
+                {s.name: s.cast(pl.Categorical) for s in frame.select(missing)} if missing else {}
+            )
+            return dataclasses.replace(
+                self, frame=frame.with_columns(self._texts[c] for c in wanted), _encoded={}
+            )
+        return dataclasses.replace(self, frame=frame.with_columns(text), _encoded={})
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -191,7 +236,7 @@ class Dataset:
 
     def preview(self, n: int = 200) -> pl.DataFrame:
         """The first ``n`` rows (NON-PRIVATE: the steward's own view of the data)."""
-        return _collect(self.frame.head(n))
+        return _collect(self.frame.head(n).select(self.column_names))
 
 
 def kind_of_dtype(dtype: pl.DataType) -> Kind:
@@ -284,6 +329,7 @@ def content_fingerprint(
     ``progress``."""
     from dpexplorer.data.identity import Sums, digest
 
+    frame = _without_kept(frame)
     schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
     batches: Iterable[pl.DataFrame]
     if isinstance(frame, pl.LazyFrame):  # streamed in batches where this polars can
@@ -299,6 +345,13 @@ def content_fingerprint(
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise DataError(f"could not read the data to fingerprint it: {_first_line(exc)}") from exc
     return digest(schema, total.n, (total.a, total.b))
+
+
+def _without_kept(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
+    """``frame`` without the hidden kept-text columns: the identity reads the loaded values."""
+    names = frame.collect_schema().names() if isinstance(frame, pl.LazyFrame) else frame.columns
+    shown = visible(names)
+    return frame if len(shown) == len(names) else frame.select(shown)
 
 
 def _hash_sum(rows: pl.DataFrame) -> Sums:
@@ -326,6 +379,7 @@ def content_fingerprint_v1(frame: pl.DataFrame | pl.LazyFrame, cancel: CancelTok
     2^256 of every row's SHA-256 over its canonical text (numbers as Float64 text, length-
     prefixed, missing as ``-``). About 4 s per million rows: computed only to move an older
     ledger's entries to the content-v2 key (:meth:`dpexplorer.release.ledger.Ledger.identify`)."""
+    frame = _without_kept(frame)
     schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
     names = sorted(schema.names())
     text = pl.concat_str([_canonical_v1(c, schema[c]) for c in names], separator=",").alias("r")
@@ -454,20 +508,27 @@ def _numeric_text(frame: pl.DataFrame | pl.LazyFrame, notes: list[str]) -> pl.Da
         for c in texts
     ]
     counts = _collect(frame.select(*present, *numbers, *example))
-    converted = []
+    converted, kept = [], []
     for name in texts:
         n, num = int(counts[f"{name}\x00n"][0]), int(counts[f"{name}\x00num"][0])
         if n == 0 or num < NUMERIC_SHARE * n:
             continue
         converted.append(name)
         if n > num:
+            kept.append(name)
             example_value = counts[name + "\x00v"][0]
             notes.append(
                 f"column {name!r}: text that is not a number (e.g. {example_value!r}) in "
                 f"{rows_text(n - num)} of this numeric column; those values are treated as missing"
             )
+    if not converted:
+        return frame
+    # the text of the cells made missing, kept for conditions and categories (KEPT)
+    frame = frame.with_columns(
+        pl.when(text_value(pl.col(c)).is_null()).then(pl.col(c)).alias(KEPT + c) for c in kept
+    )
     # infinities stay for _non_finite, which makes them missing with its own note
-    return frame.with_columns(text_value(pl.col(c)).alias(c) for c in converted) if converted else frame
+    return frame.with_columns(text_value(pl.col(c)).alias(c) for c in converted)
 
 
 def _iso_dates(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
@@ -477,7 +538,7 @@ def _iso_dates(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFram
     schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
     candidates = []
     for name, dtype in schema.items():
-        if dtype != pl.String:
+        if dtype != pl.String or name.startswith(KEPT):
             continue
         sample = _collect(frame.select(pl.col(name).head(SAMPLE_ROWS)))[name].drop_nulls()
         if not sample.is_empty() and sample.str.contains(ISO_DATE).all():
@@ -694,7 +755,9 @@ def _finish(
     path: Path, fmt: Format, frame: pl.DataFrame | pl.LazyFrame, notes: list[str], stamp: tuple[int, int]
 ) -> Dataset:
     stats = _collect(
-        frame.select(pl.len().alias("__n"), *(pl.col(c).null_count() for c in frame.collect_schema().names()))
+        frame.select(
+            pl.len().alias("__n"), *(pl.col(c).null_count() for c in visible(frame.collect_schema()))
+        )
     )
     n_rows = int(stats["__n"][0])
     names = [c for c in stats.columns if c != "__n"]

@@ -470,14 +470,19 @@ def test_a_date_column_is_compared_as_dates_on_every_engine(sources, predicate, 
 
 
 @pytest.mark.parametrize("value", ["2021-3-1", "2021-02-30", "01/03/2021", 20210301])
-def test_a_date_compared_with_what_is_not_an_iso_date_is_refused_on_every_engine(sources, value):
-    """Text order is not date order for 2021-3-1 (it sorts after 2021-12-01): a value that is not
-    a real YYYY-MM-DD date is refused, naming the column, before any engine reads a row."""
+def test_a_date_compared_with_what_is_not_an_iso_date_on_every_engine(sources, value):
+    """Text order is not date order for 2021-3-1 (it sorts after 2021-12-01): an ordered
+    comparison with text that is not a real YYYY-MM-DD day is refused from the query alone
+    (issue 32: never from the column's type); a number holds for no day on any engine."""
+    from dpexplorer.data.conditions import Compare
     from dpexplorer.data.errors import DataError
 
+    if isinstance(value, str):
+        with pytest.raises(DataError, match=r"compares numbers or days.*2021-03-01"):
+            Compare("d", ">=", value)
+        return
     for dataset in sources["generated"]:
-        with pytest.raises(DataError, match=r"column 'd' holds dates.*2021-03-01"):
-            query_input(dataset, PredicateCount(where("d") >= value), "add_remove")
+        assert true_answer(dataset, PredicateCount(where("d") >= value)) == 0
 
 
 def test_the_steward_summary_agrees_on_spark(sources):
