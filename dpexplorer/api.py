@@ -517,7 +517,7 @@ def plan_budget(
     from dpexplorer.core.accounting.guarantees import Subsampled
 
     def charged(item: PlannedMeasurement, method: str | None) -> Guarantee:
-        if rate is not None and rate < 1:  # the ledger's rule (release.charged_for)
+        if rate is not None and rate < 1:  # the ledger's rule (charge.charged_for)
             return Subsampled(planned_charge(item.mechanism, item.params, item.query, None), rate)  # type: ignore[arg-type]
         return planned_charge(item.mechanism, item.params, item.query, method)
 

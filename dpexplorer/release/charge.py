@@ -7,7 +7,7 @@ accountant composes (:func:`charged_for`) only after every check that needs no n
 then drawn and written by the release itself (:meth:`Releasable.write`); its row is then marked
 released with its provenance file (:func:`provenance` frames that file for both kinds). Any
 failure after the charge marks the row failed and raises :class:`ReleaseFailedError`
-(:func:`charge_and_run`): the budget stays spent, nothing is half-written, nothing fails
+(:func:`execute`): the budget stays spent, nothing is half-written, nothing fails
 silently."""
 
 from __future__ import annotations
