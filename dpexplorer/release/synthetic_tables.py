@@ -22,11 +22,12 @@ Two ways out:
 * the generic pipeline (:func:`dpexplorer.release.release.execute`, the PATHS entries ``mst`` and
   ``aim``) releases the noisy marginal measurements themselves (one value per cell of each
   measured marginal: the DP output everything else is computed from);
-* :func:`release_table` charges the same guarantee, then fits the model (Private-PGM or the
-  dense estimator: post-processing) and writes the synthetic records as CSV and/or Parquet
-  (``formats``), the measurements as JSON and the provenance sidecar. Records are drawn with a
-  numpy generator seeded by 256 bits of the release's bit source (the OS CSPRNG in a release);
-  their randomness is post-processing."""
+* a :class:`TableRelease` (:func:`prepare_table`), given to
+  :func:`~dpexplorer.release.charge.execute` like a statistic, charges the same guarantee, then
+  fits the model (Private-PGM or the dense estimator: post-processing) and writes the synthetic
+  records as CSV and/or Parquet (``formats``), the measurements as JSON and the provenance
+  sidecar. Records are drawn with a numpy generator seeded by 256 bits of the release's bit
+  source (the OS CSPRNG in a release); their randomness is post-processing."""
 
 from __future__ import annotations
 
@@ -347,14 +348,6 @@ def _sidecar(
     return provenance(prepared, charged, row_id, str(ledger.path), body)
 
 
-def release_table(prepared: TableRelease, **options: Any) -> TableResult:
-    """:func:`dpexplorer.release.release.execute` of a synthetic table (``options`` its
-    keywords): check the directory and the budget, charge, then run selection and measurement
-    with the exact samplers, fit the model, draw the records and write them, the measurements
-    (JSON) and the sidecar (:meth:`TableRelease.write`)."""
-    return execute(prepared, **options)
-
-
 def _run_and_write(
     prepared: TableRelease, row: Charged, out_dir: str | os.PathLike[str], bits: BitSource | None
 ) -> TableResult:
@@ -476,12 +469,13 @@ def release_synthetic(
     dataset_name: str | None = None,
     formats: Any = None,
 ) -> TableResult:
-    """:func:`prepare_synthetic` and :func:`release_table`: charged to the dataset's budget in
-    ``ledger`` (its content fingerprint, or ``dataset_name``) before anything is drawn."""
+    """:func:`prepare_synthetic` and :func:`~dpexplorer.release.charge.execute`: charged to the
+    dataset's budget in ``ledger`` (its content fingerprint, or ``dataset_name``) before anything
+    is drawn."""
     from dpexplorer.release.release import dataset_key
 
     key = dataset_key(dataset, ledger, dataset_name)
     prepared = prepare_synthetic(
         dataset, query, mechanism_name, params, key=key, relation=relation, formats=formats
     )
-    return release_table(prepared, ledger=ledger, out_dir=out_dir, bits=bits)
+    return execute(prepared, ledger=ledger, out_dir=out_dir, bits=bits)

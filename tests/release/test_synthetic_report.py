@@ -19,13 +19,14 @@ from dpexplorer.core.errors import InvalidParameterError
 from dpexplorer.data.load import load_dataset
 from dpexplorer.data.marginals import marginal_input
 from dpexplorer.data.queries import Axis, Marginals, PrivacyUnit
+from dpexplorer.release.charge import execute
 from dpexplorer.release.export import remove_partial_files
 from dpexplorer.release.ledger import Ledger
 from dpexplorer.release.report import render_html
 from dpexplorer.release.report_model import SYNTHETIC, marginal_rows
 from dpexplorer.release.report_run import report_of_run
 from dpexplorer.release.samplers import SeededBitSource
-from dpexplorer.release.synthetic_tables import prepare_table, release_table, table_formats
+from dpexplorer.release.synthetic_tables import prepare_table, table_formats
 
 AXES = (
     Axis("c", categories=("a", "b", "c")),
@@ -60,7 +61,7 @@ def _release(dataset: Any, tmp_path: Path, mechanism: str, formats: Any) -> tupl
     with Ledger(ledger_path) as ledger:
         if ledger.budget(KEY) is None:
             ledger.set_budget(KEY, 10.0, 1e-6, "zcdp")
-        result = release_table(prepared, ledger=ledger, out_dir=tmp_path / "out", bits=SeededBitSource(5))
+        result = execute(prepared, ledger=ledger, out_dir=tmp_path / "out", bits=SeededBitSource(5))
     return result, ledger_path
 
 
@@ -191,7 +192,7 @@ def test_the_provenance_lists_domain_workload_selection_estimator_and_seed_polic
     prepared = prepare_table(built, "aim", PARAMS, fingerprint=KEY, query=query.to_dict())
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
         ledger.set_budget(KEY, 10.0, 1e-6, "zcdp")
-        result = release_table(prepared, ledger=ledger, out_dir=tmp_path / "out", bits=SeededBitSource(6))
+        result = execute(prepared, ledger=ledger, out_dir=tmp_path / "out", bits=SeededBitSource(6))
     sidecar = json.loads(result.files["provenance"].read_text(encoding="utf-8"))
     grid = sidecar["discretisation"]
     assert grid["cells"]["x"] == ["[0, 5)", "[5, 10)", "missing"] and grid["cells"]["c"][-1] == "other"
@@ -225,7 +226,7 @@ def test_the_report_built_at_release_time_equals_the_rebuilt_one(dataset: Any, t
     prepared = prepare_table(built, "aim", PARAMS, fingerprint=KEY, query=Marginals(AXES).to_dict())
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
         ledger.set_budget(KEY, 10.0, 1e-6, "zcdp")
-        result = release_table(prepared, ledger=ledger, out_dir=tmp_path / "out", bits=SeededBitSource(7))
+        result = execute(prepared, ledger=ledger, out_dir=tmp_path / "out", bits=SeededBitSource(7))
         live = build_report(
             dataset="d", fingerprint=KEY, released=[(prepared, result)], ledger=ledger, before=[]
         )

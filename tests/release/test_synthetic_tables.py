@@ -23,15 +23,14 @@ from dpexplorer.data.errors import DataError
 from dpexplorer.data.load import load_dataset
 from dpexplorer.data.marginals import Marginals, adult_marginals, marginal_input
 from dpexplorer.data.queries import Axis, PrivacyUnit, query_from_dict
+from dpexplorer.release.charge import ReleaseFailedError, execute
 from dpexplorer.release.ledger import BudgetExceededError, Ledger
-from dpexplorer.release.charge import ReleaseFailedError
 from dpexplorer.release.release import dataset_key
 from dpexplorer.release.samplers import SeededBitSource
 from dpexplorer.release.synthetic_tables import (
     discrete_gaussian_parameters,
     prepare_table,
     release_synthetic,
-    release_table,
 )
 
 AXES = (
@@ -137,7 +136,7 @@ def test_the_table_is_charged_before_anything_is_drawn_or_written(
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
         ledger.set_budget("f" * 32, 5.0, 1e-6, "zcdp")
         bits = Watching(ledger, "f" * 32)
-        result = release_table(prepared, ledger=ledger, out_dir=out, bits=bits)
+        result = execute(prepared, ledger=ledger, out_dir=out, bits=bits)
         rows = ledger.measurements("f" * 32)
     assert bits.seen == ["charged"], "the noise was drawn before the ledger was charged"
     rho = registry.get(mechanism).rho(registry.get(mechanism).validate(PARAMS))  # type: ignore[attr-defined]
@@ -164,7 +163,7 @@ def test_a_release_over_the_budget_is_refused_with_nothing_charged_or_written(
         built = marginal_input(dataset, Marginals(AXES), bounding_seed=3)
         prepared = prepare_table(built, "mst", PARAMS, fingerprint="f" * 32, query={})
         with pytest.raises(BudgetExceededError):
-            release_table(prepared, ledger=ledger, out_dir=out, bits=SeededBitSource(1))
+            execute(prepared, ledger=ledger, out_dir=out, bits=SeededBitSource(1))
         assert ledger.measurements("f" * 32) == []
     assert not out.exists() or not any(out.iterdir())
 
@@ -199,7 +198,7 @@ def test_a_failure_after_the_charge_marks_the_row_failed_and_leaves_no_file(
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
         ledger.set_budget("f" * 32, 5.0, 1e-6, "pld")
         with pytest.raises(ReleaseFailedError, match="the estimator failed"):
-            release_table(prepared, ledger=ledger, out_dir=out, bits=SeededBitSource(1))
+            execute(prepared, ledger=ledger, out_dir=out, bits=SeededBitSource(1))
         (row,) = ledger.measurements("f" * 32)
     assert row.status == "failed"
     assert isinstance(row.guarantee, ApproxDP) and row.guarantee.epsilon <= 2.0  # pld: rho converted
@@ -214,7 +213,7 @@ def test_a_ledger_that_cannot_record_the_files_fails_a_table_as_a_statistic(
     released, a synthetic table raises ReleaseFailedError with its files written, as a
     statistic does; the row still says 'charged', so the budget is counted."""
     from dpexplorer.release.ledger import LedgerError
-    from dpexplorer.release.release import execute, prepare
+    from dpexplorer.release.release import prepare
 
     def read_only(self: Ledger, row_id: int, path: object) -> None:
         raise LedgerError("attempt to write a readonly database")
@@ -230,9 +229,8 @@ def test_a_ledger_that_cannot_record_the_files_fails_a_table_as_a_statistic(
         )
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
         ledger.set_budget("f" * 32, 5.0, 1e-6, "zcdp")
-        release = release_table if kind == "synthetic" else execute
         with pytest.raises(ReleaseFailedError, match="could not record it") as raised:
-            release(prepared, ledger=ledger, out_dir=tmp_path / "out", bits=SeededBitSource(1))
+            execute(prepared, ledger=ledger, out_dir=tmp_path / "out", bits=SeededBitSource(1))
         (row,) = ledger.measurements("f" * 32)
     assert raised.value.files_written and row.status == "charged"
     assert list((tmp_path / "out").glob("*.provenance.json"))
