@@ -219,22 +219,28 @@ class MeanParts(_Clipped):
 
 
 @dataclass(frozen=True)
-class GroupedCentredSums(_Clipped):
-    """:class:`CentredSums` in every cell of the universe of ``axes`` (row-major, as
-    :class:`CellCounts`). Returns a tuple of
-    :class:`~dpexplorer.core.mechanisms.base.CentredMoments`, one per cell (empty cells too),
-    without the centred squares (``squares``: no statistic by group reads them; their float sum
-    is NaN and their exact sum None, so a reader cannot take them for zero)."""
+class _ByCell(_Clipped):
+    """A request on the clipped column in every cell of the universe of ``axes``."""
 
     axes: tuple[Axis, ...] = ()
-    exact: bool = False
-    squares: ClassVar[bool] = False
     sparse: bool = False
     """Only the cells with rows (module docstring)."""
 
     @property
     def shape(self) -> tuple[int, ...]:
         return tuple(len(a.labels) for a in self.axes)
+
+
+@dataclass(frozen=True)
+class GroupedCentredSums(_ByCell):
+    """:class:`CentredSums` in every cell of the universe of ``axes`` (row-major, as
+    :class:`CellCounts`). Returns a tuple of
+    :class:`~dpexplorer.core.mechanisms.base.CentredMoments`, one per cell (empty cells too),
+    without the centred squares (``squares``: no statistic by group reads them; their float sum
+    is NaN and their exact sum None, so a reader cannot take them for zero)."""
+
+    exact: bool = False
+    squares: ClassVar[bool] = False
 
 
 @dataclass(frozen=True)
@@ -286,18 +292,10 @@ class OrderWindow(_Clipped):
 
 
 @dataclass(frozen=True)
-class GroupedSortedClipped(_Clipped):
+class GroupedSortedClipped(_ByCell):
     """:class:`SortedClipped` in every cell of the universe of ``axes`` (row-major, as
     :class:`CellCounts`): a tuple of sorted float64 arrays, one per cell (empty cells too).
     The order statistics by group need them; O(n) memory, as :class:`SortedClipped`."""
-
-    axes: tuple[Axis, ...] = ()
-    sparse: bool = False
-    """Only the cells with rows (module docstring)."""
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(len(a.labels) for a in self.axes)
 
 
 @dataclass(frozen=True)
@@ -384,15 +382,30 @@ class DatasetSummary:
 class Engine(ABC):
     """Evaluates requests on a dataset reference; returns only aggregates.
 
-    An implementation maps each row-step type and each request type to one method, in the
-    class-level tables ``STEPS`` and ``REQUESTS`` (type -> method name). Adding an operation
-    (e.g. bounding each privacy unit's contribution, or a per-group aggregate) is: a frozen
-    dataclass here, one method per engine registered in its tables, and a case in the parity
-    test. :meth:`aggregate` refuses any type an engine has not registered (TypeError), so a
-    missing implementation fails loudly instead of computing something else."""
+    The class-level tables ``STEPS`` and ``REQUESTS`` name the method that evaluates each
+    row-step type and each request type (type -> method name), once for every engine: an
+    implementation defines those methods. Adding an operation (e.g. bounding each privacy
+    unit's contribution, or a per-group aggregate) is: a frozen dataclass here, its method's
+    name in a table, the method on each engine, and a case in the parity test.
+    :meth:`aggregate` refuses a type that is not in the tables, or whose method an engine does
+    not define (TypeError), so a missing implementation fails loudly instead of computing
+    something else."""
 
-    STEPS: ClassVar[dict[type, str]] = {}
-    REQUESTS: ClassVar[dict[type, str]] = {}
+    STEPS: ClassVar[dict[type, str]] = {Filter: "_filter", BoundContributions: "_bound"}
+    REQUESTS: ClassVar[dict[type, str]] = {
+        RowCount: "_row_count",
+        ClippedMoments: "_moments",
+        CentredSums: "_centred",
+        MeanParts: "_mean_parts",
+        GroupedCentredSums: "_grouped_centred",
+        GroupedSortedClipped: "_grouped_sorted",
+        DistinctCount: "_distinct",
+        DistinctValues: "_values",
+        PersonContributions: "_persons",
+        SortedClipped: "_sorted",
+        OrderWindow: "_window",
+        CellCounts: "_cells",
+    }
 
     @abstractmethod
     def label(self, dataset: Any) -> str:
@@ -432,9 +445,10 @@ class Engine(ABC):
 
     def _method(self, table: dict[type, str], operation: object) -> Any:
         name = table.get(type(operation))
-        if name is None:
+        method = getattr(self, name, None) if name else None
+        if method is None:
             raise TypeError(f"{type(self).__name__} does not implement {type(operation).__name__}")
-        return getattr(self, name)
+        return method
 
 
 def _measured(request: Request) -> list[str]:

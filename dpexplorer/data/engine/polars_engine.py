@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar, Final
+from typing import Any, Final
 
 import numpy as np
 import polars as pl
@@ -187,22 +187,6 @@ def centred_moments(row: dict[str, Any], request: CentredSums | GroupedCentredSu
 
 class PolarsEngine(Engine):
     """polars over a :class:`~dpexplorer.data.load.Dataset` (eager or lazy frame)."""
-
-    STEPS: ClassVar[dict[type, str]] = {Filter: "_filter", BoundContributions: "_bound"}
-    REQUESTS: ClassVar[dict[type, str]] = {
-        RowCount: "_row_count",
-        ClippedMoments: "_moments",
-        CentredSums: "_centred",
-        MeanParts: "_mean_parts",
-        GroupedCentredSums: "_grouped_centred",
-        GroupedSortedClipped: "_grouped_sorted",
-        DistinctCount: "_distinct",
-        DistinctValues: "_values",
-        PersonContributions: "_persons",
-        SortedClipped: "_sorted",
-        OrderWindow: "_window",
-        CellCounts: "_cells",
-    }
 
     def label(self, dataset: Dataset) -> str:
         return scan.STREAMING if dataset.lazy else scan.IN_MEMORY

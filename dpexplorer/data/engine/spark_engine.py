@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -406,22 +406,6 @@ def _failure(doing: str, source: str, exc: BaseException) -> DataError:
 # ---------------------------------------------------------------- the engine
 class SparkEngine(Engine):
     """pyspark DataFrame API on a :class:`SparkDataset`."""
-
-    STEPS: ClassVar[dict[type, str]] = {Filter: "_filter", BoundContributions: "_bound"}
-    REQUESTS: ClassVar[dict[type, str]] = {
-        RowCount: "_row_count",
-        ClippedMoments: "_moments",
-        CentredSums: "_centred",
-        MeanParts: "_mean_parts",
-        GroupedCentredSums: "_grouped_centred",
-        GroupedSortedClipped: "_grouped_sorted",
-        DistinctCount: "_distinct",
-        DistinctValues: "_values",
-        PersonContributions: "_persons",
-        SortedClipped: "_sorted",
-        OrderWindow: "_window",
-        CellCounts: "_cells",
-    }
 
     def __init__(self, session: SparkSession) -> None:
         self.session = session
