@@ -21,7 +21,7 @@ import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 import polars as pl
 
@@ -107,9 +107,16 @@ class _ClippedColumn:
     upper: float
     kind = ""
     noun = ""
+    setting: ClassVar[str] = ""
+    """The name of the statistic's own setting after the bounds (``std``, ``q``,
+    ``trim_fraction``), written by :meth:`to_dict` and checked by :meth:`check_setting`."""
 
     def __post_init__(self) -> None:
         check_bounds(self.column, self.lower, self.upper)
+        self.check_setting()
+
+    def check_setting(self) -> None:
+        """DataError for a setting out of its range (none by default)."""
 
     def check(self, schema: Mapping[str, pl.DataType]) -> None:
         measured_column(schema, self.column)
@@ -118,7 +125,8 @@ class _ClippedColumn:
         return f"the {self.noun} of {self.column}, clipped to [{fmt(self.lower)}, {fmt(self.upper)}]"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": self.kind, "column": self.column, "lower": self.lower, "upper": self.upper}
+        out = {"type": self.kind, "column": self.column, "lower": self.lower, "upper": self.upper}
+        return {**out, self.setting: getattr(self, self.setting)} if self.setting else out
 
 
 @dataclass(frozen=True)
@@ -139,6 +147,7 @@ class Variance(_ClippedColumn):
 
     std: bool = False
     kind = "variance"
+    setting: ClassVar[str] = "std"
 
     @property
     def statistic(self) -> str:
@@ -148,9 +157,6 @@ class Variance(_ClippedColumn):
     def noun(self) -> str:  # type: ignore[override]
         return "standard deviation" if self.std else "variance"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "std": self.std}
-
 
 @dataclass(frozen=True)
 class Quantile(_ClippedColumn):
@@ -158,9 +164,9 @@ class Quantile(_ClippedColumn):
 
     q: float = 0.5
     kind = "quantile"
+    setting: ClassVar[str] = "q"
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def check_setting(self) -> None:
         check_quantile(self.q)
 
     @property
@@ -170,9 +176,6 @@ class Quantile(_ClippedColumn):
     @property
     def noun(self) -> str:  # type: ignore[override]
         return "median" if self.q == 0.5 else f"{self.q:g}-quantile"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "q": self.q}
 
 
 def Median(column: str, lower: float, upper: float) -> Quantile:
@@ -186,9 +189,9 @@ class TrimmedMean(_ClippedColumn):
 
     trim_fraction: float = 0.1
     kind = "trimmed_mean"
+    setting: ClassVar[str] = "trim_fraction"
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def check_setting(self) -> None:
         require(
             isinstance(self.trim_fraction, int | float) and 0 <= self.trim_fraction < 0.5,
             f"the trimmed fraction must be in [0, 0.5), got {self.trim_fraction}",
@@ -197,9 +200,6 @@ class TrimmedMean(_ClippedColumn):
     @property
     def noun(self) -> str:  # type: ignore[override]
         return f"{self.trim_fraction:.0%}-trimmed mean"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "trim_fraction": self.trim_fraction}
 
 
 # ---------------------------------------------------------------- statistics by group
