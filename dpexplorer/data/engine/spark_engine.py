@@ -11,6 +11,7 @@ float columns are made missing when the table is opened, as :mod:`dpexplorer.dat
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
@@ -63,11 +64,13 @@ from dpexplorer.data.engine.spark_columns import (
     polars_schema,
     predicate_column,
     text_number,
+    text_value,
     with_cell,
 )
 from dpexplorer.data.errors import DataError
 from dpexplorer.data.load import (
     ISO_DATE,
+    KEPT,
     MISSING_TEXT,
     ColumnInfo,
     TextLayout,
@@ -196,8 +199,17 @@ class SparkDataset:
 
     @cached_property
     def schema(self) -> pl.Schema:
-        """Column names and the polars type each Spark type is read as (queries check these)."""
-        return polars_schema(self.frame)
+        """Column names and the polars type each Spark type is read as (queries check these);
+        the hidden kept-text columns (:data:`~dpexplorer.data.load.KEPT`) left out."""
+        return pl.Schema({n: t for n, t in polars_schema(self.frame).items() if not n.startswith(KEPT)})
+
+    def with_text(self, columns: list[str]) -> SparkDataset:
+        """As :meth:`dpexplorer.data.load.Dataset.with_text`: each of ``columns`` with kept text
+        read as text again (a number cell as its number's text, any other as the text it held)."""
+        frame = self.frame
+        for c in (c for c in columns if KEPT + c in frame.columns):
+            frame = frame.withColumn(c, F.coalesce(literal_col(c).cast("string"), literal_col(KEPT + c)))
+        return dataclasses.replace(self, frame=frame)
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -224,7 +236,7 @@ class SparkDataset:
         from dpexplorer.data.engine.spark_fingerprint import spark_content_fingerprint
 
         try:
-            return spark_content_fingerprint(self.frame, self.schema)
+            return spark_content_fingerprint(self.frame.select(*map(literal_col, self.schema)), self.schema)
         except Exception as exc:  # py4j and the Python workers raise many types
             raise _failure("fingerprint", self.source, exc) from exc
 
@@ -308,10 +320,18 @@ def _read_text(session: SparkSession, path: Path, layout: TextLayout) -> tuple[D
         schema=T.StructType([T.StructField(f"_{i}", T.StringType()) for i in range(len(schema))]),
     )
     frame = raw.select(
-        *(_as_read(F.col(f"_{i}"), dtype).alias(name) for i, (name, dtype) in enumerate(schema.items()))
+        *(_as_read(F.col(f"_{i}"), dtype).alias(name) for i, (name, dtype) in enumerate(schema.items())),
+        *(_kept(F.col(f"_{list(schema).index(name)}")).alias(KEPT + name) for name in reference.kept_text),
     )
     frame, _ = _finite(frame)  # the loader's notes already count these
     return frame, list(reference.warnings)
+
+
+def _kept(text: Column) -> Column:
+    """The text of a cell the loader made missing in a column it read as numbers (not a number,
+    true or false; :data:`~dpexplorer.data.load.KEPT`), null for any other cell."""
+    text = F.when(~text.isin(*MISSING_TEXT), text)
+    return F.when(text_value(text).isNull(), text)
 
 
 def _as_read(text: Column, dtype: pl.DataType) -> Column:
@@ -568,7 +588,7 @@ class SparkEngine(Engine):
 
     # ------------------------------------------------------------ the steward's view
     def preview(self, dataset: SparkDataset, rows: int) -> pl.DataFrame:
-        return _to_polars(dataset.frame.limit(rows))
+        return _to_polars(dataset.frame.select(*map(literal_col, dataset.schema)).limit(rows))
 
     def column_infos(self, dataset: SparkDataset) -> tuple[ColumnInfo, ...]:
         """Exact missing counts; distinct counts estimated (HyperLogLog++), as on a streamed
