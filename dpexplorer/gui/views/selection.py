@@ -21,12 +21,6 @@ from dpexplorer.core.mechanisms.exponential import max_abs_loss
 from dpexplorer.gui import palette
 from dpexplorer.gui.views.base import BLUE, ORANGE, ResultView, new_plot
 
-# error_label, clear_and_show_error and rich_label live in base.py now (the views' base): named
-# here too for the views that still import them from this module
-from dpexplorer.gui.views.base import clear_and_show_error as clear_and_show_error
-from dpexplorer.gui.views.base import error_label as error_label
-from dpexplorer.gui.views.base import rich_label as rich_label
-
 MECHANISMS = ("exponential", "noisy_max", "topk")
 """The mechanisms (registry names) this view serves."""
 MAX_OUTCOMES_SHOWN = 15
