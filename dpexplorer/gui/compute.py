@@ -56,6 +56,33 @@ _START_HELD = QEvent.Type(QEvent.registerEventType())
 """Posted at low priority behind the paints a result queued: then the held jobs start."""
 
 
+_CALL = QEvent.Type(QEvent.registerEventType())
+
+
+class _Deferred(QObject):
+    """One call of :func:`after_paint`: a child of the caller's object (dropped with it)."""
+
+    def __init__(self, fn: Callable[[], object], parent: QObject) -> None:
+        super().__init__(parent)
+        self._fn = fn
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() == _CALL:
+            self.setParent(None)
+            self.deleteLater()
+            self._fn()
+            return True
+        return super().event(event)
+
+
+def after_paint(parent: QObject, fn: Callable[[], object]) -> None:
+    """Call ``fn`` on ``parent``'s thread once the events queued now, the paints of what was just
+    changed included, have been handled (a low-priority posted event; a zero-delay timer would
+    run before the paint); never if ``parent`` is deleted first. For work that would hold the
+    GIL while the window paints, as a job's start does."""
+    QCoreApplication.postEvent(_Deferred(fn, parent), QEvent(_CALL), Qt.EventPriority.LowEventPriority.value)
+
+
 @dataclass
 class _Job:
     generation: int

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QFileDialog, QLabel
 
 from dpexplorer.data.default import default_dataset_path
 from dpexplorer.gui import jobs, settings
+from dpexplorer.gui.compute import after_paint
 from dpexplorer.gui.spark_dialog import SparkOpenDialog
 from dpexplorer.gui.window_release import IDENTITY_VIEW
 
@@ -43,6 +44,7 @@ class WindowFiles(_Window):
     _spark_choice: tuple[str, str]
     """The last source and master opened on Spark (the dialog starts from them)."""
     _identify_shown: Callable[[], None]
+    _update_release_action: Callable[[], None]
     reload_ledger: Callable[[], None]
     _fit_side_panel: Callable[[], None]
     _restore_session_query: Callable[[Dataset], bool]
@@ -114,7 +116,11 @@ class WindowFiles(_Window):
         self.loaded = loaded
         self.dataset = dataset
         self._identified = None
-        self._identify_shown()
+        self._update_release_action()  # Release waits for the identity, from now
+        # the identity and the mechanisms' import run on workers and hold the GIL at times:
+        # they start once the window has painted the data
+        after_paint(self, self._identify_shown)
+        after_paint(self, self.explorer.load_mechanisms)
         self.dataset_view.show_dataset(dataset)
         self.setWindowTitle(f"dpexplorer — {dataset.path.name}")
         if getattr(dataset, "format", "") != "spark":  # Open Recent reopens files with polars
@@ -124,7 +130,6 @@ class WindowFiles(_Window):
 
         self.engine_label.setText(engine_of(dataset).label(dataset))
         self.dataset_loaded.emit(dataset)
-        self.explorer.load_mechanisms()
 
     def _dataset_for_explorer(self, dataset: Dataset) -> None:
         self.explorer.set_dataset(dataset)

@@ -137,7 +137,8 @@ def test_a_background_view_waits_for_the_others_results_and_their_paint(qtbot, s
     canvas = Canvas()
     qtbot.addWidget(canvas)
     canvas.show()
-    qtbot.waitExposed(canvas)
+    qtbot.waitUntil(lambda: "painted" in stamps, timeout=10_000)  # shown and painted: at rest
+    qtbot.wait(50)
 
     def delivered(view: str, _gen: int, _result: object) -> None:
         if view == "plots":
@@ -174,3 +175,32 @@ def test_a_background_job_waits_no_longer_than_its_bound_and_the_latest_wins(qtb
     service.submit("ranking", _slow_identity, "alone", 0.0)  # nothing else pending: starts at once
     qtbot.waitUntil(lambda: not service.busy, timeout=60_000)
     assert received[-1][1] == "alone" and received[-1][2] - received[-2][2] < 0.5
+
+
+def test_after_paint_calls_once_the_queued_paints_are_done_and_never_for_a_deleted_parent(qtbot):
+    from PySide6.QtCore import QObject, QTimer
+    from PySide6.QtWidgets import QWidget
+
+    from dpexplorer.gui.compute import after_paint
+
+    order: list[str] = []
+
+    class Canvas(QWidget):
+        def paintEvent(self, _event: object) -> None:
+            order.append("paint")
+
+    canvas = Canvas()
+    qtbot.addWidget(canvas)
+    canvas.show()
+    qtbot.waitUntil(lambda: "paint" in order, timeout=10_000)  # shown and painted: at rest
+    qtbot.wait(50)
+    order.clear()
+    canvas.update()
+    after_paint(canvas, lambda: order.append("after paint"))
+    QTimer.singleShot(0, lambda: order.append("zero timer"))
+    gone = QObject()
+    after_paint(gone, lambda: order.append("deleted parent"))
+    gone.deleteLater()
+    qtbot.waitUntil(lambda: "after paint" in order, timeout=10_000)
+    qtbot.wait(50)
+    assert order == ["zero timer", "paint", "after paint"]
