@@ -10,28 +10,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from dpexplorer.data.engine.base import (
-    BoundContributions,
-    CellCounts,
-    CentredSums,
-    ClippedMoments,
-    DatasetSummary,
-    DistinctCount,
-    DistinctValues,
-    Engine,
-    Filter,
-    GroupedCentredSums,
-    GroupedSortedClipped,
-    MeanParts,
-    Moments,
-    OrderWindow,
-    PersonContributions,
-    Request,
-    RowCount,
-    RowStep,
-    SortedClipped,
-    Window,
-)
+from dpexplorer.data.engine import base
+from dpexplorer.data.engine.base import *  # noqa: F403  (the contract's names: base.__all__)
+from dpexplorer.data.engine.base import Engine
 from dpexplorer.data.engine.polars_engine import POLARS, PolarsEngine
 from dpexplorer.data.errors import DataError
 
@@ -66,30 +47,5 @@ def open_dataset(
     return open_spark(source, spark_master)
 
 
-__all__ = [
-    "ENGINES",
-    "POLARS",
-    "BoundContributions",
-    "CellCounts",
-    "CentredSums",
-    "ClippedMoments",
-    "DatasetSummary",
-    "DistinctCount",
-    "DistinctValues",
-    "Engine",
-    "Filter",
-    "GroupedCentredSums",
-    "GroupedSortedClipped",
-    "MeanParts",
-    "Moments",
-    "OrderWindow",
-    "PersonContributions",
-    "PolarsEngine",
-    "Request",
-    "RowCount",
-    "RowStep",
-    "SortedClipped",
-    "Window",
-    "engine_of",
-    "open_dataset",
-]
+__all__ = ["ENGINES", "POLARS", "PolarsEngine", "engine_of", "open_dataset"]
+__all__ += base.__all__

@@ -67,6 +67,30 @@ from dpexplorer.data.cells import cell_number
 from dpexplorer.data.load import ColumnInfo
 from dpexplorer.data.queries import Axis, Predicate
 
+__all__ = [
+    "BoundContributions",
+    "CellCounts",
+    "CentredSums",
+    "ClippedMoments",
+    "DatasetSummary",
+    "DistinctCount",
+    "DistinctValues",
+    "Engine",
+    "Filter",
+    "GroupedCentredSums",
+    "GroupedSortedClipped",
+    "MeanParts",
+    "Moments",
+    "OrderWindow",
+    "PersonContributions",
+    "Request",
+    "RowCount",
+    "RowStep",
+    "SortedClipped",
+    "Window",
+]
+"""The contract the engines implement and the data layer uses (re-exported by the package)."""
+
 
 # ---------------------------------------------------------------- row steps
 @dataclass(frozen=True)
