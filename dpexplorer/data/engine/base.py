@@ -63,6 +63,7 @@ import polars as pl
 
 from dpexplorer.core.neighbours import SortedWindow
 from dpexplorer.core.sensitivity import QUANTILE_RADIUS, window_of_sorted
+from dpexplorer.data.axes import text_read_columns
 from dpexplorer.data.cells import cell_number
 from dpexplorer.data.load import ColumnInfo
 from dpexplorer.data.queries import Axis, Predicate
@@ -448,10 +449,20 @@ class Engine(ABC):
         for each request's return type). DataError if the engine cannot evaluate it."""
         for step in steps:
             self._method(self.STEPS, step)
+        dataset = self.with_text(dataset, text_read_columns(request, steps))
         for column in _measured(request):
             if not _holds_numbers(dataset.schema.get(column)):
                 dataset = self.as_numbers(dataset, column)
         return self._method(self.REQUESTS, request)(dataset, request, steps)
+
+    def with_text(self, dataset: Any, columns: list[str]) -> Any:
+        """``dataset`` with each of ``columns`` (read by a condition or a declared category)
+        read as its file's text where the loader read it as numbers and kept the text of the
+        cells that are not numbers (``dataset.with_text``, :attr:`dpexplorer.data.load.KEPT`):
+        a condition then holds on such a cell by its own text, not by the type the other cells
+        gave the column (issue 32). The dataset itself when it keeps no text."""
+        with_text = getattr(dataset, "with_text", None)
+        return dataset if with_text is None or not columns else with_text(columns)
 
     def as_numbers(self, dataset: Any, column: str) -> Any:
         """``dataset`` with ``column`` read as numbers (Float64), cell by cell by the one rule of
