@@ -490,15 +490,21 @@ def _read(
 def _numeric_text(frame: pl.DataFrame | pl.LazyFrame, notes: list[str]) -> pl.DataFrame | pl.LazyFrame:
     """Text columns whose values are (almost all: :data:`NUMERIC_SHARE`) numbers become Float64,
     each cell by :func:`dpexplorer.data.cells.text_value` (``true``/``false`` 1/0; text that is
-    not a number missing, counted in a warning; NaN and infinities then made missing by
-    :func:`_non_finite`, as :func:`dpexplorer.data.cells.text_number` reads them).
+    not a number missing, counted in a warning, its text kept for conditions in a hidden column,
+    :data:`KEPT`; NaN and infinities then made missing by :func:`_non_finite`, as
+    :func:`dpexplorer.data.cells.text_number` reads them).
 
     The share is of ALL the column's values, not of a sample of the first rows: a sample makes
     the type depend on the rows' order, and the type is part of the dataset's identity in the
-    ledger (the same people sorted otherwise would get a fresh budget). One pass reads every
-    text column."""
+    ledger (the same people sorted otherwise would get a fresh budget). A first pass over the
+    first :data:`PREFIX_SHARE` of the rows settles, exactly, every column that already holds
+    more values that are not numbers than the share allows in all its rows (a column of words);
+    one pass over all rows reads the others."""
     schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
     texts = [name for name, dtype in schema.items() if dtype == pl.String]
+    if not texts:
+        return frame
+    texts = _not_surely_text(frame, texts)
     if not texts:
         return frame
     present = [pl.col(c).is_not_null().sum().alias(f"{c}\x00n") for c in texts]
@@ -519,7 +525,8 @@ def _numeric_text(frame: pl.DataFrame | pl.LazyFrame, notes: list[str]) -> pl.Da
             example_value = counts[name + "\x00v"][0]
             notes.append(
                 f"column {name!r}: text that is not a number (e.g. {example_value!r}) in "
-                f"{rows_text(n - num)} of this numeric column; those values are treated as missing"
+                f"{rows_text(n - num)} of this numeric column; those values are treated as missing "
+                "by statistics (a condition still reads their text)"
             )
     if not converted:
         return frame
@@ -529,6 +536,25 @@ def _numeric_text(frame: pl.DataFrame | pl.LazyFrame, notes: list[str]) -> pl.Da
     )
     # infinities stay for _non_finite, which makes them missing with its own note
     return frame.with_columns(text_value(pl.col(c)).alias(c) for c in converted)
+
+
+PREFIX_SHARE = 0.1
+"""The share of the rows :func:`_not_surely_text` reads first (at least :data:`SAMPLE_ROWS`)."""
+
+
+def _not_surely_text(frame: pl.DataFrame | pl.LazyFrame, texts: list[str]) -> list[str]:
+    """The text columns that may still hold :data:`NUMERIC_SHARE` numbers: a column with more
+    values that are not numbers in its first rows than ``(1 - NUMERIC_SHARE)`` of its values
+    cannot, whatever its other rows hold (so the answer does not depend on the rows' order)."""
+    present = _collect(frame.select(pl.col(c).is_not_null().sum() for c in texts))
+    rows = max(SAMPLE_ROWS, int(PREFIX_SHARE * max(int(present[c][0]) for c in texts)))
+    words = _collect(
+        frame.head(rows).select(
+            (pl.col(c).is_not_null() & text_value(pl.col(c)).is_null()).sum() for c in texts
+        )
+    )
+    # integers: words > (1 - share) n, with a margin of one value against rounding
+    return [c for c in texts if int(words[c][0]) <= (1 - NUMERIC_SHARE) * int(present[c][0]) + 1]
 
 
 def _iso_dates(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
