@@ -3,12 +3,17 @@ and comes back to its size after F9."""
 
 from __future__ import annotations
 
+import itertools
+import re
+
 import pytest
 from conftest import wait_idle
-from PySide6.QtCore import QSize
+from PySide6.QtCore import QPoint, QRect, QRectF, QSize
+from PySide6.QtGui import QTextDocument, QTextOption
+from PySide6.QtWidgets import QLabel, QWidget
 
 from dpexplorer.core.mechanisms.registry import get
-from dpexplorer.gui.jobs import full_digits, teaching_draw
+from dpexplorer.gui.jobs import TeachingDraw, full_digits, teaching_draw
 
 
 def test_draws_of_a_large_count_show_their_noise(qtbot, window):
@@ -90,3 +95,72 @@ def test_teaching_mode_shows_every_query_control_whole_at_1280_by_720(qtbot, tea
     # laid out on a later turn of the event loop (a loaded CI worker read one line of four)
     qtbot.waitUntil(whole, timeout=5000)
     assert whole(), (rule.height(), rule.text())
+
+
+def _banner_boxes(panel) -> dict[str, QRectF]:
+    """The rectangles the banner's visible parts cover on screen, in the banner's pixels: a
+    label's text (laid out as a QLabel wraps it, between words, aligned left and centred
+    vertically), a control's whole widget. AssertionError if a part leaves the banner or a
+    label's text needs more room than its label has (so runs past its edge or is cut)."""
+    boxes = {}
+    for widget in panel.findChildren(QWidget):
+        if not widget.isVisibleTo(panel):
+            continue
+        box = QRectF(QRect(widget.mapTo(panel, QPoint(0, 0)), widget.size()))
+        assert QRectF(panel.rect()).contains(box), (widget, box, panel.rect())
+        if isinstance(widget, QLabel):
+            document = QTextDocument()
+            document.setDefaultFont(widget.font())
+            document.setDocumentMargin(0)
+            option = QTextOption()
+            option.setWrapMode(QTextOption.WrapMode.WordWrap)
+            document.setDefaultTextOption(option)
+            document.setHtml(widget.text())
+            room = widget.contentsRect().translated(widget.mapTo(panel, QPoint(0, 0)))
+            document.setTextWidth(room.width())
+            width, height = document.idealWidth(), document.size().height()
+            assert width <= room.width() and height <= room.height(), (
+                f"{widget.text()!r} needs {width:.0f} x {height:.0f} px, has {room}"
+            )
+            box = QRectF(room.left(), room.top() + (room.height() - height) / 2, width, height)
+        boxes[f"{type(widget).__name__} {widget.text()[:30]!r}"] = box
+    return boxes
+
+
+GAP = 12
+"""Pixels between two parts side by side, at least: two spaces of the banner's 18 pt type
+(one space's gap reads as one sentence)."""
+
+
+def test_a_synthetic_run_shows_its_workload_error_and_no_label_overlaps(qtbot, teaching_window):
+    """With AIM on a marginals query the banner read 'Answer: 0.00483430017492461 (run #1)', the
+    run's mean total-variation distance with every digit of a double, the number run past its
+    label into 'True value: hidden'. It says what the number is, to three significant digits, and
+    no label covers another, at 1280 x 720 and at the window's narrowest."""
+    window = teaching_window
+    window.query_panel.select_kind("marginals")
+    window.query_panel.marginal_columns.setText("sex, race, income")
+    window.query_panel.emit_query()
+    qtbot.waitUntil(lambda: [m.name for m in window.mechanism_panel.mechanisms] == ["mst", "aim"])
+    window.mechanism_panel.select("aim")
+    wait_idle(qtbot, window)
+    panel = window.teaching_panel
+    panel.resample.click()
+    qtbot.waitUntil(lambda: panel.draw is not None and panel.draw.marginals == 3, timeout=20_000)
+    output = panel.output.text()
+    assert re.fullmatch(r"Workload error: <b>0\.\d+</b>", output), output
+    assert len(panel.draw.output.lstrip("0.")) <= 3, panel.draw.output  # three significant digits
+    note = panel.note.text()
+    assert "Synthetic run #" in note and "3 marginals" in note and "not an answer to publish" in note
+    assert not panel.truth.isVisibleTo(panel) and not panel.reveal.isVisibleTo(panel)
+    long_answer = TeachingDraw("0.00483430017492461", "0.0047", 9)  # the old text, as an answer
+    for width in (1280, window.minimumSizeHint().width()):
+        for draw in (panel.draw, long_answer):
+            panel.show_draw(draw)
+            window.resize(width, 720)
+            qtbot.wait(20)  # laid out
+            boxes = _banner_boxes(panel)
+            assert len(boxes) == (3 if draw.marginals else 4), boxes  # labels, Reveal, Resample
+            for (a, ra), (b, rb) in itertools.combinations(boxes.items(), 2):
+                close = ra.adjusted(-GAP / 2, 0, GAP / 2, 0).intersects(rb.adjusted(-GAP / 2, 0, GAP / 2, 0))
+                assert not close, f"at {window.width()} px: {a} {ra} is within {GAP} px of {b} {rb}"
