@@ -484,9 +484,9 @@ class TeachingDraw:
 WORKLOAD_ERROR_DIGITS = 3
 """Significant digits of a synthetic run's workload error in the teaching banner. The figure is
 exact for its run (no interval of its own); what varies is the run, and between seeded runs on
-Adult's default query MST's varied by a standard deviation of 0.0012 around 0.043 (8 seeds), so
-the project's rule (release/presentation.py) on a 95 % spread of about +-0.0023 keeps the
-0.0001s: three significant digits."""
+Adult's default query (8 seeds, ε = 1) MST's varied by a standard deviation of 0.0012 around
+0.043 and AIM's by 0.0009 around 0.011, so the project's rule (release/presentation.py) on a
+95 % spread of about +-0.002 keeps the 0.0001s: three significant digits."""
 
 
 def full_digits(value: float, scale: float) -> str:
