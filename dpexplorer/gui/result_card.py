@@ -49,7 +49,8 @@ KIND_SENTENCES = {
 def _value_rows(released: Released) -> list[tuple[str, str, str, str]]:
     """(label, value, interval, sentence) per released value, as the presentation module
     writes them (a category, ⊥ or an empty group has no interval: its own words); an interval
-    that is not the noise's (exact, or the declared range) is named and said so."""
+    that is not the noise's (exact, or the declared range) is named and said so; a whole number
+    without an interval (a synthetic table's records) has its thousands separated."""
     result = released.result
     intervals = result.confidence_intervals or (None,) * len(result.values)
     kinds = tuple(getattr(result, "interval_kinds", ()) or ())
@@ -62,6 +63,7 @@ def _value_rows(released: Released) -> list[tuple[str, str, str, str]]:
         shown = presentation.show(value, interval, result.ci_level, integral=whole)
         kind = kinds[i] if i < len(kinds) else None
         text, sentence = shown.interval, shown.sentence
+        number = shown.value if not whole or shown.low is not None else _thousands(shown.value)
         if interval is not None and kind in KIND_SENTENCES:
             text += f" ({presentation.KIND_WORDS[kind]})"
             sentence = KIND_SENTENCES[kind]
@@ -70,8 +72,15 @@ def _value_rows(released: Released) -> list[tuple[str, str, str, str]]:
                 "chosen with noise among the declared candidates: a category has no interval (the "
                 "Selection tab shows how likely each one was before the release)"
             )
-        rows.append((label, shown.value, text, sentence))
+        rows.append((label, number, text, sentence))
     return rows
+
+
+def _thousands(text: str) -> str:
+    """A whole number's text with its thousands separated ("48830" -> "48,830"), as the window
+    writes every count of rows; any other text unchanged. Only where no interval follows: in
+    "[48,826, 48,834]" the separators would read as the interval's own commas."""
+    return f"{int(text):,}" if text.removeprefix("-").isdigit() else text
 
 
 def _rank_line(released: Released) -> str:

@@ -76,6 +76,9 @@ DEFAULTS: dict[str, Any] = {
 
 COUNT_STATISTICS = frozenset({"count", "predicate_count", "histogram"})
 """Statistics whose values are counts of rows (public_facts ``statistic``)."""
+WHOLE_STATISTICS = frozenset({"synthetic table"})
+"""Statistics whose every value is a whole number without being a noisy count (a synthetic
+table's numbers of records and of measured marginals: release/synthetic_tables.py)."""
 EXACT_MECHANISMS = frozenset({"dist2instability"})
 """Mechanisms that release the exact answer when they answer."""
 FRACTION_MECHANISMS = frozenset({"pmw", "mwem"})
@@ -142,8 +145,9 @@ def _is_count(label: str, statistic: str) -> bool:
 
 
 def integral_flags(statistic: str, labels: Sequence[str]) -> tuple[bool, ...]:
-    """Which released values are counts of rows (whole numbers: shown without decimals)."""
-    return tuple(_is_count(label, statistic) for label in labels)
+    """Which released values are whole numbers, shown without decimals: counts of rows, and every
+    value of a :data:`WHOLE_STATISTICS` statistic."""
+    return tuple(statistic in WHOLE_STATISTICS or _is_count(label, statistic) for label in labels)
 
 
 @dataclass(frozen=True)

@@ -185,3 +185,30 @@ def test_a_selected_category_says_why_it_has_no_interval(qtbot):
     qtbot.addWidget(card)
     text = card.text()
     assert "Prof-specialty" in text and "a category has no interval" in text and "95 % interval" not in text
+
+
+def test_a_synthetic_tables_counts_read_as_whole_counts(qtbot, tmp_path):
+    """The card of a synthetic table read '48830' records: its values were not flagged whole
+    (release/published.py's integral_flags), so not written as every count of rows is."""
+    import numpy as np
+
+    from dpexplorer.core.marginals import MarginalInput
+    from dpexplorer.gui.jobs import release_and_account
+    from dpexplorer.gui.result_card import ResultCard
+    from dpexplorer.release.synthetic_tables import prepare_table
+
+    counts = {(0,): np.array([30_000, 18_842]), (1,): np.array([40_000, 8_842])}
+    counts[(0, 1)] = np.array([26_000, 4_000, 14_000, 4_842])
+    marginals = MarginalInput(("c", "k"), (("a", "b"), ("u", "v")), ((0, 1),), counts, 48_842)
+    params = {"epsilon": 2.0, "estimator": "dense", "iterations": 20, "rows": 12_345}
+    prepared = prepare_table(marginals, "mst", params, fingerprint="f" * 32, query={})
+    ledger = tmp_path / "ledger.sqlite"
+    with Ledger(ledger) as book:
+        book.set_budget("f" * 32, 5.0, 1e-6, "zcdp")
+    released = release_and_account(prepared, str(ledger), str(tmp_path / "out"), "d.csv", "a table")
+    assert released.result.rows == 12_345 and released.integral == (True, True)
+    card = ResultCard(released)
+    qtbot.addWidget(card)
+    text = card.text()
+    assert re.search(r"synthetic records\s+12,345\n", text), text
+    assert re.search(r"measured marginals\s+\d\n", text), text
