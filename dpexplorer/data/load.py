@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import hashlib
 import io
 import os
 import re
@@ -19,15 +18,23 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
 
 import polars as pl
 
-from dpexplorer.core.cancel import CancelToken, ProgressFn, checkpoint
+from dpexplorer.core.cancel import CancelToken, ProgressFn
 from dpexplorer.data.cells import text_value
 from dpexplorer.data.errors import DataError, first_line
+from dpexplorer.data.fingerprints import (
+    HASH_BATCH,
+    KEPT,
+    Kind,
+    content_fingerprint,
+    content_fingerprint_v1,
+    fingerprint_file,
+    kind_of_dtype,
+    visible,
+)
 from dpexplorer.data.sniff import (
-    CHUNK_BYTES,
     SEPARATOR_NAMES,
     WHITESPACE,
     Format,
@@ -46,10 +53,24 @@ from dpexplorer.data.sniff import (
     transcoded,
 )
 
-if TYPE_CHECKING:
-    from dpexplorer.data.identity import Sums
-
-Kind = Literal["numeric", "categorical", "boolean", "date"]
+__all__ = [  # the loader's public names; the fingerprints' are re-exported for their callers
+    "HASH_BATCH",
+    "KEPT",
+    "MISSING_TEXT",
+    "ColumnInfo",
+    "Dataset",
+    "Kind",
+    "TextLayout",
+    "content_fingerprint",
+    "content_fingerprint_v1",
+    "date_span_exprs",
+    "fingerprint_file",
+    "kind_of_dtype",
+    "load_dataset",
+    "span",
+    "text_layout",
+    "visible",
+]
 
 INFER_ROWS = 10_000
 SAMPLE_ROWS = 10_000
@@ -58,18 +79,6 @@ NUMERIC_SHARE = 0.95
 MISSING_TEXT = ["", "NA"]
 """Fields read as missing values, quoted or not: empty (``""`` is how a writer that quotes every
 field spells it) and ``NA`` (R's default); the content fingerprint reads text the same way."""
-KEPT = "\x1fkept text of "
-"""Prefix of a hidden column: ``KEPT + name`` holds the text of the cells of column ``name`` that
-the loader made missing when it read the column as numbers (:func:`_numeric_text`), null
-elsewhere. Conditions and categories read it (:meth:`Dataset.with_text`); nothing else sees it:
-not the schema, the summaries, the preview nor the fingerprints (the ledger key is unchanged)."""
-
-
-def visible(names: Iterable[str]) -> list[str]:
-    """``names`` without the hidden kept-text columns (:data:`KEPT`)."""
-    return [n for n in names if not n.startswith(KEPT)]
-
-
 ISO_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 """A text column becomes a date column only when every value it holds is exactly this (and a real
 date): its text is then the date's own ISO text, so nothing about the data changes but its type."""
@@ -239,16 +248,6 @@ class Dataset:
         return _collect(self.frame.head(n).select(self.column_names))
 
 
-def kind_of_dtype(dtype: pl.DataType) -> Kind:
-    """numeric for integer/float/decimal types, boolean for Boolean, date for Date, categorical
-    otherwise."""
-    if dtype.is_numeric():
-        return "numeric"
-    if dtype == pl.Date:
-        return "date"
-    return "boolean" if dtype == pl.Boolean else "categorical"
-
-
 def date_span_exprs(schema: pl.Schema) -> list[pl.Expr]:
     """The first and last day of each date column, for :func:`span` (named apart from columns)."""
     dates = [c for c, t in schema.items() if t == pl.Date]
@@ -289,120 +288,6 @@ def _stamp(path: Path) -> tuple[int, int]:
             f"{path} can no longer be read ({exc.strerror or exc}): was it moved or deleted?"
         ) from exc
     return st.st_size, st.st_mtime_ns
-
-
-def fingerprint_file(path: str | os.PathLike[str]) -> str:
-    """SHA-256 hex digest of the file's bytes, read in 1 MiB chunks (constant memory)."""
-    digest = hashlib.sha256()
-    try:
-        with open(path, "rb") as fh:
-            while chunk := fh.read(CHUNK_BYTES):
-                digest.update(chunk)
-    except OSError as exc:
-        raise DataError(f"could not read {path} to fingerprint it: {exc.strerror or exc}") from exc
-    return digest.hexdigest()
-
-
-HASH_BATCH = 1 << 20
-"""Rows hashed between two polls of the cancel token (about 0.05 s of hashing)."""
-
-HASH_THREADS = 2
-"""Threads hashing one batch (numpy releases the GIL; the key does not depend on it)."""
-
-
-def content_fingerprint(
-    frame: pl.DataFrame | pl.LazyFrame,
-    cancel: CancelToken | None = None,
-    progress: ProgressFn | None = None,
-    n_rows: int | None = None,
-) -> str:
-    """The dataset's identity in the ledger (scheme ``content-v2``,
-    :mod:`dpexplorer.data.identity`): 32 hex digits from the column names and kinds and a
-    128-bit multiset hash of the rows' canonical form, independent of file format, line endings,
-    quoting, how a missing value is spelled (empty, ``""``, ``NA``), column order and row order,
-    while any changed, added or removed row or column changes it. Vectorised (numpy on the
-    columns' buffers), about 0.05 s per million rows; a lazy frame is streamed in batches.
-    The Spark engine adds the same per-batch sums (:mod:`~dpexplorer.data.engine.spark_fingerprint`).
-
-    Polls ``cancel`` (or the thread's ambient token, :func:`dpexplorer.core.cancel.checkpoint`)
-    between batches of :data:`HASH_BATCH` rows and reports the fraction of ``n_rows`` done to
-    ``progress``."""
-    from dpexplorer.data.identity import Sums, digest
-
-    frame = _without_kept(frame)
-    schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
-    batches: Iterable[pl.DataFrame]
-    if isinstance(frame, pl.LazyFrame):  # streamed in batches where this polars can
-        batches = frame.collect_batches() if hasattr(frame, "collect_batches") else [_collect(frame)]
-    else:
-        batches = (frame.slice(i, HASH_BATCH) for i in range(0, frame.height, HASH_BATCH))
-    total = Sums()
-    try:
-        for batch in batches:
-            for offset in range(0, batch.height, HASH_BATCH):
-                checkpoint(cancel, progress, total.n / n_rows if n_rows else None)
-                total.add(_hash_sum(batch.slice(offset, HASH_BATCH)))
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        raise DataError(f"could not read the data to fingerprint it: {_first_line(exc)}") from exc
-    return digest(schema, total.n, (total.a, total.b))
-
-
-def _without_kept(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
-    """``frame`` without the hidden kept-text columns: the identity reads the loaded values."""
-    names = frame.collect_schema().names() if isinstance(frame, pl.LazyFrame) else frame.columns
-    shown = visible(names)
-    return frame if len(shown) == len(names) else frame.select(shown)
-
-
-def _hash_sum(rows: pl.DataFrame) -> Sums:
-    """The lane sums of a batch of rows (:func:`dpexplorer.data.identity.batch_sums`)."""
-    from dpexplorer.data.identity import batch_sums
-
-    return batch_sums(rows, HASH_THREADS if rows.height > 200_000 else 1)
-
-
-CONTENT_V1 = "content-v1"
-"""The ledger key's earlier scheme (one Python SHA-256 per row): kept only to find what older
-ledgers filed under it (:func:`content_fingerprint_v1`)."""
-
-
-def _canonical_v1(name: str, dtype: pl.DataType) -> pl.Expr:
-    expr = pl.col(name)
-    if dtype.is_numeric():
-        expr = expr.cast(pl.Float64)
-    expr = expr.cast(pl.String)
-    return (expr.str.len_bytes().cast(pl.String) + ":" + expr).fill_null("-")
-
-
-def content_fingerprint_v1(frame: pl.DataFrame | pl.LazyFrame, cancel: CancelToken | None = None) -> str:
-    """The content-v1 key (64 hex digits): SHA-256 of the names and kinds, then the sum modulo
-    2^256 of every row's SHA-256 over its canonical text (numbers as Float64 text, length-
-    prefixed, missing as ``-``). About 4 s per million rows: computed only to move an older
-    ledger's entries to the content-v2 key (:meth:`dpexplorer.release.ledger.Ledger.identify`)."""
-    frame = _without_kept(frame)
-    schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
-    names = sorted(schema.names())
-    text = pl.concat_str([_canonical_v1(c, schema[c]) for c in names], separator=",").alias("r")
-    batches: Iterable[pl.DataFrame]
-    if isinstance(frame, pl.LazyFrame):  # streamed: a large file's text is never held whole
-        rows = frame.select(text)
-        batches = rows.collect_batches() if hasattr(rows, "collect_batches") else [_collect(rows)]
-    else:  # a slice at a time (the whole text at once would double the memory)
-        batches = (frame.slice(i, 50_000).select(text) for i in range(0, frame.height, 50_000))
-    total = 0
-    try:
-        for batch in batches:
-            checkpoint(cancel)
-            total += sum(
-                int.from_bytes(hashlib.sha256(t.encode("utf-8")).digest(), "big") for t in batch["r"]
-            )
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        raise DataError(f"could not read the data to fingerprint it: {_first_line(exc)}") from exc
-    kinds = {c: "categorical" if schema[c] == pl.Date else kind_of_dtype(schema[c]) for c in names}
-    header = "\x1e".join(f"{len(c)}:{c}:{kinds[c]}" for c in names)
-    digest = hashlib.sha256(f"{CONTENT_V1}\x1d{header}\x1d".encode())
-    digest.update((total % (1 << 256)).to_bytes(32, "big"))
-    return digest.hexdigest()
 
 
 # ---------------------------------------------------------------- reading

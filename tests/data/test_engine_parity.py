@@ -424,7 +424,7 @@ def test_spark_reads_a_csv_file_as_the_loader_does(tmp_path, spark):
     assert eager.schema == pl.Schema({"n": pl.Int64, "t": pl.String, "day": pl.String, "v": pl.Float64})
     assert spark_read.schema == eager.schema
     assert spark_read.warnings == eager.warnings and len(eager.warnings) == 5
-    assert spark_read.preview(100).equals(eager.frame)
+    assert spark_read.preview(100).equals(eager.preview(100))  # the hidden kept text left out
     assert spark_read.n_rows == eager.n_rows == 67 == true_answer(spark_read, Count())
     assert eager.frame["t"][0] == 'say "hi"' and eager.frame["t"][5] == "two\nlines"
     assert eager.frame["v"].head(6).to_list() == [1.5, None, None, None, None, -0.25]
@@ -526,6 +526,38 @@ def test_spark_and_polars_give_the_same_content_fingerprint(sources, spark, tmp_
     fewer = tmp_path / "fewer.parquet"
     frame.slice(1).write_parquet(fewer)
     assert open_spark(fewer).content_fingerprint == load_dataset(fewer).content_fingerprint != expected
+
+
+def test_the_fingerprint_by_arrow_batches_equals_the_one_by_python_values(spark, monkeypatch):
+    """Spark's narrower types (byte, short, int, float) and booleans, missing values, NaN,
+    text and days reach polars by Arrow batches as the same values as by Python values (the
+    path kept for other types), in a table of several partitions and a dotted column name."""
+    import datetime
+
+    from dpexplorer.data.engine import spark_fingerprint
+    from dpexplorer.data.engine.spark_columns import polars_schema
+
+    rows = [
+        (
+            i % 7,
+            i * 100,
+            i * 70_000,
+            i / 3.0,
+            i % 2 == 0,
+            None if i % 5 else f"text {i}",
+            datetime.date(2020, 1, 1 + i % 28),
+        )
+        for i in range(300)
+    ]
+    types = "b byte, s short, i int, f float, t boolean, `a.b` string, d date"
+    frame = spark.createDataFrame(rows, types).repartition(3)
+    frame = frame.union(spark.createDataFrame([(None, None, None, float("nan"), None, None, None)], types))
+    schema = polars_schema(frame)
+    assert spark_fingerprint._arrow_ready(frame)
+    by_arrow = spark_fingerprint.spark_content_fingerprint(frame, schema)
+    monkeypatch.setattr(spark_fingerprint, "_arrow_ready", lambda frame: False)
+    assert spark_fingerprint.spark_content_fingerprint(frame, schema) == by_arrow
+    assert by_arrow != spark_fingerprint.spark_content_fingerprint(frame.limit(300), schema)
 
 
 def test_release_on_spark_charges_the_file_and_releases(tmp_path, spark, capsys):

@@ -16,8 +16,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from dpexplorer.data import identity
-from dpexplorer.data import load as load_module
+from dpexplorer.data import fingerprints, identity
 from dpexplorer.data.load import content_fingerprint, content_fingerprint_v1, load_dataset
 from dpexplorer.release.ledger import Ledger
 
@@ -174,7 +173,7 @@ def test_batches_threads_and_string_layouts_do_not_matter(monkeypatch) -> None:
     monkeypatch.setattr(identity, "BATCH_ROWS", 333)
     assert identity.batch_sums(frame, threads=3) == identity.batch_sums(frame, threads=1)
     assert content_fingerprint(frame) == key
-    monkeypatch.setattr(load_module, "HASH_BATCH", 1_000)  # five batches, cancel polled between
+    monkeypatch.setattr(fingerprints, "HASH_BATCH", 1_000)  # five batches, cancel polled between
     assert content_fingerprint(frame) == key
     assert content_fingerprint(frame.lazy()) == key
     # the same text through Arrow's offsets layout (large_string) rather than views

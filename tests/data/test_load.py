@@ -244,14 +244,14 @@ def test_identify_is_the_content_fingerprint_and_polls_its_token(tmp_path, monke
     token."""
     from dpexplorer.core.cancel import CancelToken
     from dpexplorer.core.errors import CancelledError
-    from dpexplorer.data import load as load_module
+    from dpexplorer.data import fingerprints
     from dpexplorer.data.load import content_fingerprint
 
     path = tmp_path / "t.parquet"
     table = pl.DataFrame({"x": range(120_000), "s": ["a", None, "c"] * 40_000, "r": [1.5, None, 2] * 40_000})
     table.write_parquet(path)
     key = content_fingerprint(table)  # one batch: the whole table
-    monkeypatch.setattr(load_module, "HASH_BATCH", 50_000)
+    monkeypatch.setattr(fingerprints, "HASH_BATCH", 50_000)
     assert content_fingerprint(table) == key
     fractions: list[float] = []
     assert load_dataset(path).identify(progress=fractions.append) == key

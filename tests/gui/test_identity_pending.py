@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from dpexplorer.data import load as load_module
+from dpexplorer.data import fingerprints
 from dpexplorer.data.default import default_dataset_path
 from dpexplorer.data.load import content_fingerprint, load_dataset
 from dpexplorer.gui.main_window import MainWindow
@@ -47,13 +47,13 @@ def test_views_finish_before_the_identity_and_release_waits_for_it(qtbot, monkey
     with Ledger(ledger_path) as ledger:
         ledger.set_budget(key, 3.5, 1e-6, "basic")
     gate = threading.Event()
-    real_hash_sum = load_module._hash_sum
+    real_hash_sum = fingerprints._hash_sum
 
     def gated(rows):
         gate.wait(TIMEOUT_MS / 1000)
         return real_hash_sum(rows)
 
-    monkeypatch.setattr(load_module, "_hash_sum", gated)
+    monkeypatch.setattr(fingerprints, "_hash_sum", gated)
     window = MainWindow(interactive=False, restore_layout=False)
     qtbot.addWidget(window)
     window.show()
@@ -86,15 +86,15 @@ def test_views_finish_before_the_identity_and_release_waits_for_it(qtbot, monkey
 
 def test_closing_the_window_stops_the_identity_job(qtbot, monkeypatch):
     calls = []
-    real_hash_sum = load_module._hash_sum
+    real_hash_sum = fingerprints._hash_sum
 
     def slow(rows):
         calls.append(rows.height)
         time.sleep(0.05)
         return real_hash_sum(rows)
 
-    monkeypatch.setattr(load_module, "HASH_BATCH", 500)  # about 100 batches of Adult: 5 s at least
-    monkeypatch.setattr(load_module, "_hash_sum", slow)
+    monkeypatch.setattr(fingerprints, "HASH_BATCH", 500)  # about 100 batches of Adult: 5 s at least
+    monkeypatch.setattr(fingerprints, "_hash_sum", slow)
     window = MainWindow(interactive=False, restore_layout=False)
     window.show()
     window.open_file(default_dataset_path())
@@ -109,8 +109,8 @@ def test_closing_the_window_stops_the_identity_job(qtbot, monkeypatch):
 def test_esc_leaves_the_identity_job_running(qtbot, monkeypatch):
     """Esc stops the views; the dataset's identity is not a view (without it no release)."""
     gate = threading.Event()
-    real_hash_sum = load_module._hash_sum
-    monkeypatch.setattr(load_module, "_hash_sum", lambda rows: gate.wait(60) and real_hash_sum(rows))
+    real_hash_sum = fingerprints._hash_sum
+    monkeypatch.setattr(fingerprints, "_hash_sum", lambda rows: gate.wait(60) and real_hash_sum(rows))
     window = MainWindow(interactive=False, restore_layout=False)
     qtbot.addWidget(window)
     window.show()
