@@ -329,12 +329,13 @@ def text_read_columns(*values: object) -> list[str]:
     """The columns that the conditions and declared categories inside ``values`` (requests,
     row steps, queries: dataclasses, searched field by field, tuples included) compare with a
     day or text: an engine reads each by its text (:meth:`dpexplorer.data.load.Dataset.with_text`).
-    A comparison with numbers needs no text: a cell the loader made missing spells no number."""
+    A comparison with numbers needs no text (a cell the loader made missing spells no number),
+    but for ``!=``, which holds on a word."""
     found: list[str] = []
 
     def visit(value: object) -> None:
-        if isinstance(value, Compare):
-            if any(kind != "number" for kind, _ in value.readings):
+        if isinstance(value, Compare):  # != asks whether a cell holds a value: a word does
+            if value.op == "!=" or any(kind != "number" for kind, _ in value.readings):
                 found.append(value.column)
         elif isinstance(value, Axis):
             cats = value.categories or ()

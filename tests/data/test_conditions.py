@@ -85,6 +85,7 @@ def test_at_the_numeric_share_a_words_text_is_kept(tmp_path, lazy) -> None:
     for n, rows in enumerate((cells, [*cells, "1"])):
         dataset = load_dataset(_csv(tmp_path / f"{n}.csv", rows), lazy=lazy)
         assert true_answer(dataset, PredicateCount(where("x") == "abc")) == 5
+        assert true_answer(dataset, PredicateCount(where("x") != 3)) == sum(c != "3" for c in rows)
         assert list(true_answer(dataset, Histogram(AXES[0]))[:2]) == [5, 10]
     assert dataset.schema["x"] == pl.Float64 and dataset.kept_text == ("x",)
     assert dataset.schema.names() == ["x", "i"] and dataset.preview(3).columns == ["x", "i"]
