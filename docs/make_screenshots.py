@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -18,6 +19,7 @@ from PySide6.QtWidgets import QApplication
 from dpexplorer.data.default import default_dataset_path
 from dpexplorer.gui.app import main_thread_garbage_collection, wait_for_views
 from dpexplorer.gui.main_window import MainWindow
+from dpexplorer.gui.views.synthetic import MarginalErrorView
 
 
 def wait(window: MainWindow, timeout: float = 120.0) -> None:
@@ -142,6 +144,45 @@ def release_card_shots(window: MainWindow, out: Path) -> None:
     shoot(window, "Released", out / "released_tab.png")
 
 
+SYNTHETIC_SETTINGS = {"estimator": "dense", "iterations": 100}
+"""AIM's settings for the synthetic-data pictures: the dense estimator (no JAX compile) and a
+fifth of the default iterations, so that the run and the curve (MST and AIM at four ε) take
+seconds; ε = 1, δ = 1e-9 and the panel's seed (20261121) as the window opens."""
+SYNTHETIC_PICKED = "sex × income"
+"""The marginal the true-against-synthetic picture shows: a 2-way one of the workload, with few
+enough cells (9) to draw as bars, true beside synthetic."""
+
+
+def synthetic_shots(window: MainWindow, out: Path) -> None:
+    """Issue 30: AIM on Adult's default synthetic-data query (five columns, their 10 two-way
+    marginals), one picture per page of its view: each 2-way marginal, the error against ε
+    (the curve run, seeded), the run's rounds, a true against synthetic marginal; at 1400 x 860."""
+    window.resize(1400, 860)
+    window.query_panel.select_kind("marginals")
+    wait(window)
+    window.mechanism_panel.select("aim")
+    window.mechanism_panel.set_values(SYNTHETIC_SETTINGS)
+    tab = "Synthetic data (marginals)"
+    shoot(window, tab, out / "synthetic_marginal_errors.png")
+    assert window.workspace is not None
+    view = window.workspace.specific["aim"][1]
+    assert isinstance(view, MarginalErrorView)
+    curve = view.curve_page
+    view.pages.setCurrentWidget(curve)
+    curve.run_button.click()
+    deadline = time.monotonic() + 300
+    while curve.running:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the curve against ε did not finish in 5 minutes")
+        QCoreApplication.processEvents()
+    shoot(window, tab, out / "synthetic_curve.png")
+    view.pages.setCurrentWidget(view.rounds_page)
+    shoot(window, tab, out / "synthetic_rounds.png")
+    view.picker_page.picker.setCurrentText(SYNTHETIC_PICKED)
+    view.pages.setCurrentWidget(view.picker_page)
+    shoot(window, tab, out / "synthetic_picker.png")
+
+
 def tour_shots(window: MainWindow, out: Path) -> None:
     """The README's five-minute tour (issue 33): the Data tab just after opening the default
     dataset, the query panel set to a mean of age, and the mechanism panel with its ranking of
@@ -171,12 +212,14 @@ def main() -> None:
     window.show()
     window.open_file(default_dataset_path())
     wait(window)
-    if os.environ.get("DPEXPLORER_SHOTS") == "tour":  # only the tour's pictures
-        tour_shots(window, out)
+    only = {"tour": tour_shots, "synthetic": synthetic_shots}.get(os.environ.get("DPEXPLORER_SHOTS", ""))
+    if only is not None:  # only the tour's pictures, or only the synthetic-data view's
+        only(window, out)
         window.close()
         return
     shoot(window, "Neighbouring datasets", out / "screenshot.png")
     shoot(window, "Accuracy", out / "accuracy.png")
+    assert window.workspace is not None
     budget = window.workspace.budget_view
     budget.add_requested.emit()
     window.query_panel.select_kind("mean", "age")
@@ -223,6 +266,7 @@ def main() -> None:
     compare_shot(window, out)
     compare_budget_shot(window, out)
     release_card_shots(window, out)
+    synthetic_shots(window, out)
     tour_shots(window, out)
     window.close()
     collector.timer.stop()
