@@ -65,6 +65,18 @@ def fixed_items(window: MainWindow, out: Path) -> None:
         shoot(window, tab, out / name)
 
 
+def teaching_shot(window: MainWindow, out: Path) -> None:
+    """Teaching mode at 1280 x 720 (a projector: it must fit), a draw of the mean age with the
+    true value revealed; the window is left out of teaching mode."""
+    window.resize(1280, 720)
+    window.query_panel.select_kind("mean", "age")
+    wait(window)
+    window.teaching_action.setChecked(True)
+    window.teaching_panel.reveal.setChecked(True)
+    shoot(window, "Neighbouring datasets", out / "teaching.png")
+    window.teaching_action.setChecked(False)
+
+
 def appearance_shots(window: MainWindow, out: Path) -> None:
     """Dark and high-contrast appearances (issue 34) on the neighbouring-datasets view, at the
     size of a laptop screen; the window is left light."""
@@ -212,7 +224,9 @@ def main() -> None:
     window.show()
     window.open_file(default_dataset_path())
     wait(window)
-    only = {"tour": tour_shots, "synthetic": synthetic_shots}.get(os.environ.get("DPEXPLORER_SHOTS", ""))
+    only = {"tour": tour_shots, "synthetic": synthetic_shots, "teaching": teaching_shot}.get(
+        os.environ.get("DPEXPLORER_SHOTS", "")
+    )
     if only is not None:  # only the tour's pictures, or only the synthetic-data view's
         only(window, out)
         window.close()
@@ -255,13 +269,7 @@ def main() -> None:
     shoot(window, "Neighbouring datasets", out / "ptr.png")
     shoot(window, "Distance to instability", out / "ptr_view.png")
     fixed_items(window, out)
-    window.resize(1280, 720)  # a projector: teaching mode must fit
-    window.query_panel.select_kind("mean", "age")
-    wait(window)
-    window.teaching_action.setChecked(True)
-    window.teaching_panel.reveal.setChecked(True)
-    shoot(window, "Neighbouring datasets", out / "teaching.png")
-    window.teaching_action.setChecked(False)
+    teaching_shot(window, out)
     appearance_shots(window, out)
     compare_shot(window, out)
     compare_budget_shot(window, out)

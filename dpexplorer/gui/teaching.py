@@ -70,7 +70,7 @@ class TeachingPanel(QFrame):
         drawn.addWidget(self.output)
         drawn.addWidget(self.note)
         layout.addLayout(drawn, 1)
-        layout.addWidget(self.truth)
+        layout.addWidget(self.truth, 1)  # a revealed truth on one line where it fits
         controls = QVBoxLayout()  # stacked: two short rows take less width than one long one
         controls.setSpacing(0)
         controls.addWidget(self.reveal)
