@@ -101,6 +101,40 @@ def test_progress_is_reported(qtbot, service):
     assert fractions == [0.0, 0.25, 0.5, 0.75, 1.0]
 
 
+def test_a_job_argument_gets_the_token_and_the_progress_at_once(qtbot, service):
+    """A long view job takes one ``job`` (core.mechanisms.runs.Job), as core's long runs do:
+    its progress reaches the view and cancelling the view's job stops it at its checkpoint."""
+    from dpexplorer.core.mechanisms.runs import NO_JOB, Job
+
+    started, stopped = threading.Event(), threading.Event()
+    tokens: list[object] = []
+
+    def long_view_job(job: Job = NO_JOB) -> str:
+        tokens.append(job.cancel)
+        try:
+            job.checkpoint(0.25)
+            started.set()
+            for i in range(100_000):  # 100 s unless cancelled
+                time.sleep(0.001)
+                job.checkpoint(0.25 + i / 400_000)
+            return "finished"
+        finally:
+            stopped.set()
+
+    fractions: list[float] = []
+    received: list[object] = []
+    service.progress.connect(lambda view, f: fractions.append(f))
+    service.finished.connect(lambda view, gen, result: received.append(result))
+    service.submit("run", long_view_job)
+    assert started.wait(30.0)
+    qtbot.waitUntil(lambda: bool(fractions), timeout=30_000)
+    assert fractions[0] == 0.25 and isinstance(tokens[0], CancelToken)
+    service.cancel("run")
+    assert stopped.wait(30.0), "the job stops at its next checkpoint"
+    qtbot.wait(50)
+    assert received == [] and not service.busy
+
+
 def _spin_until_cancelled() -> str:
     """Never returns by itself: stops only through the ambient token (core.cancel.poll), the
     way a scipy integrand or a simulation loop deep in a mechanism stops."""
