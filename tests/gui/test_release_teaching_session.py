@@ -34,7 +34,10 @@ def test_release_within_budget_writes_files_and_charges_the_ledger(qtbot, window
     assert dialog.budget_box.isVisibleTo(dialog), "a dataset without budget asks for one"
     dialog.budget_epsilon.setValue(2.0)
     dialog._set_budget()
-    qtbot.waitUntil(lambda: dialog.preview.price.budget is not None, timeout=10_000)
+    # a budget set re-prices: the preview is None until the new price arrives
+    qtbot.waitUntil(
+        lambda: dialog.preview is not None and dialog.preview.price.budget is not None, timeout=10_000
+    )
     assert dialog.release_button.isEnabled()
     assert "Cost of this release: ε = <b>1</b>" in dialog.cost.text()
     dialog.release_button.click()
