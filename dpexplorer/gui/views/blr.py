@@ -194,6 +194,8 @@ class BLRView(ResultView):
             "Draw one synthetic dataset by scoring every candidate (exploration only: never a release)",
             "Stop the run; nothing is shown or released",
             "%p% of the candidates scored",
+            busy="Scoring every candidate synthetic dataset…",
+            cancelled="Cancelled: no synthetic dataset was drawn.",
         )
         self.run_button, self.cancel_button = self.controls.run_button, self.controls.cancel_button
         self.progress, self.status = self.controls.progress, self.controls.status
@@ -206,7 +208,7 @@ class BLRView(ResultView):
         self.body.addWidget(self.controls)
         self.place_plots((self.universe, 1), (self.errors, 1))
         self.controls.run_requested.connect(self._on_run)
-        self.controls.cancel_requested.connect(self._on_cancel)
+        self.controls.cancel_requested.connect(self.cancel_requested)
         self.plan: BLRPlan | None = None
         self.run: BLRRun | None = None
         self.controls.idle("Press Run to draw a synthetic dataset.")
@@ -227,23 +229,23 @@ class BLRView(ResultView):
         return self.plan is not None and not self.plan.refusal and not self.running
 
     def _on_run(self) -> None:
-        self.run_started()
+        """Run was pressed (the controls show the run busy): the previous run's result goes."""
+        self._forget_run()
         self.run_requested.emit()
 
-    def _on_cancel(self) -> None:
-        self.run_cancelled()
-        self.cancel_requested.emit()
-
-    def run_started(self) -> None:
-        """Busy: Run disabled, Cancel enabled, the previous run's result cleared."""
+    def _forget_run(self) -> None:
         self.run = None
         self.error.hide()
         self._draw()
-        self.controls.started("Scoring every candidate synthetic dataset…")
+
+    def run_started(self) -> None:
+        """Busy: Run disabled, Cancel enabled, the previous run's result cleared."""
+        self._forget_run()
+        self.controls.started(self.controls.busy)
 
     def run_cancelled(self) -> None:
         """Back to idle with nothing shown (call it too when the lead cancels the run itself)."""
-        self.controls.idle("Cancelled: no synthetic dataset was drawn.")
+        self.controls.idle(self.controls.cancelled)
 
     def set_progress(self, fraction: float) -> None:
         """The share of the candidates scored so far (0 to 1)."""
