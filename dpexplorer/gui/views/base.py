@@ -324,6 +324,30 @@ def sticky_range(
     )
 
 
+def fit_sticky(
+    plot: pg.PlotItem,
+    x: tuple[float, float] | None = None,
+    y: tuple[float, float] | None = None,
+    *,
+    exact_x: bool = False,
+) -> None:
+    """Show the data spans ``x`` and ``y``, keeping each current range while it still fits
+    (:func:`sticky_range`; ``exact_x``: x is shown as given), in one range change: each
+    change makes every line, label and linked plot recompute its geometry. Ranges are set
+    here rather than by pyqtgraph's auto-range, which asks every item for its bounds at
+    each paint."""
+    view = plot.getViewBox()
+    current = view.viewRange()
+    new = [
+        None if span is None else sticky_range(tuple(current[axis]), *span)
+        for axis, span in enumerate((x, y))
+    ]
+    if exact_x and x is not None:
+        new[0] = None if np.allclose(current[0], x) else x
+    if new[0] is not None or new[1] is not None:
+        view.setRange(xRange=new[0], yRange=new[1], padding=0.0)
+
+
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 

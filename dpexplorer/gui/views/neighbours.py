@@ -34,8 +34,8 @@ from dpexplorer.gui.views.base import (
     View,
     configure_plot,
     error_label,
+    fit_sticky,
     set_axis_label,
-    sticky_range,
 )
 from dpexplorer.gui.views.live_text import LiveText
 from dpexplorer.gui.views.neighbours_labels import place_beside_stems, place_line_labels
@@ -218,30 +218,6 @@ class NeighboursView(View):
             plot.disableAutoRange()  # ranges are set from the data at each redraw
         self._items, self._layout = items, layout
         return items
-
-    @staticmethod
-    def _fit(
-        plot: pg.PlotItem,
-        x: tuple[float, float] | None = None,
-        y: tuple[float, float] | None = None,
-        *,
-        exact_x: bool = False,
-    ) -> None:
-        """Show the data spans ``x`` and ``y``, keeping each current range while it still fits
-        (:func:`sticky_range`; ``exact_x``: x is shown as given), in one range change: each
-        change makes every line, label and linked plot recompute its geometry. Ranges are set
-        here rather than by pyqtgraph's auto-range, which asks every item for its bounds at
-        each paint."""
-        view = plot.getViewBox()
-        current = view.viewRange()
-        new = [
-            None if span is None else sticky_range(tuple(current[axis]), *span)
-            for axis, span in enumerate((x, y))
-        ]
-        if exact_x and x is not None:
-            new[0] = None if np.allclose(current[0], x) else x
-        if new[0] is not None or new[1] is not None:
-            view.setRange(xRange=new[0], yRange=new[1], padding=0.0)
 
     def _true_lines(self) -> dict[str, pg.GraphicsObject]:
         return {
@@ -451,9 +427,9 @@ class NeighboursView(View):
         items["epsilon_lines"].set_values((result.epsilon, -result.epsilon))
         span = (float(bins.edges[0]), float(bins.edges[-1]))
         tallest = max(float(np.max(bins.counts_d)), float(np.max(bins.counts_d_prime)))
-        self._fit(self.outputs, x=span, y=(0.0, tallest / (bins.runs * bins.width) * 1.15))
+        fit_sticky(self.outputs, x=span, y=(0.0, tallest / (bins.runs * bins.width) * 1.15))
         reach = np.concatenate([np.abs(loss[enough]) + 2 * se_loss[enough], [result.epsilon]])
-        self._fit(self.loss, y=(-float(reach.max()) * 1.1, float(reach.max()) * 1.1))
+        fit_sticky(self.loss, y=(-float(reach.max()) * 1.1, float(reach.max()) * 1.1))
         note = items["few_runs"]
         note.setVisible(not enough.any())
         if not enough.any():
@@ -513,7 +489,7 @@ class NeighboursView(View):
         self._overlay_numeric_draws(out, bins, items)
         apart = [m for m in out.point_masses if m.at is None]
         extra = 0.08 + 0.06 * len(apart) if apart else 0.0
-        self._fit(
+        fit_sticky(
             self.outputs,
             x=(low, high + extra * span_width(low, high)),
             y=(0.0, self._mass_top(out, density_top)),
@@ -631,7 +607,7 @@ class NeighboursView(View):
         items = self._items
         visible = clipped[shown]
         low, high = (float(visible.min()), float(visible.max())) if visible.size else (0.0, 0.0)
-        self._fit(self.loss, y=(min(low, -epsilon), max(high, epsilon)))
+        fit_sticky(self.loss, y=(min(low, -epsilon), max(high, epsilon)))
         items["loss"].setData(x, clipped)
         items["over"].setData(x, np.where(over, clipped, np.nan))
         items["epsilon_lines"].set_values((epsilon, -epsilon))
@@ -671,7 +647,7 @@ class NeighboursView(View):
         self._set_ticks(readable_ticks(shown.labels, heights, chars_per_bar, span=span, always=tallest))
         set_axis_label(self.outputs, "left", "probability of being selected")
         p_shown, q_shown = shown.collect(p), shown.collect(q)
-        self._fit(
+        fit_sticky(
             self.outputs,
             x=span,
             y=(0.0, max(float(np.max(p_shown)), float(np.max(q_shown)), 0.0)),
