@@ -110,7 +110,7 @@ def _validated(item: PlannedMeasurement) -> tuple[Mechanism, dict[str, Any]]:
 GuaranteeOf = Callable[[PlannedMeasurement, "str | None"], Guarantee]
 """How a planned statistic is priced under an accountant method (None: no method chosen): the
 mechanism's own guarantee (:func:`claimed_guarantee`, for exploring), or what its release would
-be charged (the window's planner: ``dpexplorer.gui.views.budget.release_charge``, through
+be charged (the window's planner: ``dpexplorer.gui.views.budget_jobs.release_charge``, through
 ``dpexplorer.release.release.planned_charge``; an exact release path may guarantee a little more
 or less than the mechanism's claim). A sampling claim is the pricing function's to apply."""
 
