@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -325,29 +325,47 @@ def range_workload(axis: Axis) -> Workload:
     return Workload((axis,), tuple(queries))
 
 
-def text_read_columns(*values: object) -> list[str]:
-    """The columns that the conditions and declared categories inside ``values`` (requests,
-    row steps, queries: dataclasses, searched field by field, tuples included) compare with a
-    day or text: an engine reads each by its text (:meth:`dpexplorer.data.load.Dataset.with_text`).
-    A comparison with numbers needs no text (a cell the loader made missing spells no number),
-    but for ``!=``, which holds on a word."""
+def _found(values: tuple[object, ...], pick: Callable[[object], str | None]) -> list[str]:
+    """The columns ``pick`` names among the values inside ``values`` (dataclasses searched
+    field by field, tuples and lists item by item), each once, in order."""
     found: list[str] = []
 
     def visit(value: object) -> None:
-        if isinstance(value, Compare):  # != asks whether a cell holds a value: a word does
-            if value.op == "!=" or any(kind != "number" for kind, _ in value.readings):
-                found.append(value.column)
-        elif isinstance(value, Axis):
-            cats = value.categories or ()
-            if not value.exact_text and any(reading(c)[0] != "number" for c in cats):
-                found.append(value.column)
+        column = pick(value)
+        if column is not None:
+            found.append(column)
         elif isinstance(value, tuple | list):
             for item in value:
                 visit(item)
-        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type | Axis):
             for f in dataclasses.fields(value):
                 visit(getattr(value, f.name))
 
     for value in values:
         visit(value)
     return list(dict.fromkeys(found))
+
+
+def _text_read(value: object) -> str | None:
+    if isinstance(value, Compare):  # != asks whether a cell holds a value: a word does
+        if value.op == "!=" or any(kind != "number" for kind, _ in value.readings):
+            return value.column
+    elif isinstance(value, Axis):
+        cats = value.categories or ()
+        if not value.exact_text and any(reading(c)[0] != "number" for c in cats):
+            return value.column
+    return None
+
+
+def text_read_columns(*values: object) -> list[str]:
+    """The columns that the conditions and declared categories inside ``values`` (requests,
+    row steps, queries) compare with a day or text: an engine reads each by its text
+    (:meth:`dpexplorer.data.load.Dataset.with_text`). A comparison with numbers needs no text
+    (a cell the loader made missing spells no number), but for ``!=``, which holds on a word."""
+    return _found(values, _text_read)
+
+
+def key_columns(*values: object) -> list[str]:
+    """The columns of the privately resolved keys inside ``values`` (axes with ``exact_text``):
+    an engine reads each as the key its cells stand for (:meth:`dpexplorer.data.load.Dataset.with_keys`)."""
+    return _found(values, lambda v: v.column if isinstance(v, Axis) and v.exact_text else None)

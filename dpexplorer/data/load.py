@@ -22,7 +22,7 @@ from pathlib import Path
 import polars as pl
 
 from dpexplorer.core.cancel import CancelToken, ProgressFn
-from dpexplorer.data.cells import text_value
+from dpexplorer.data.cells import cell_key, text_key, text_value
 from dpexplorer.data.errors import DataError, first_line
 from dpexplorer.data.fingerprints import (
     HASH_BATCH,
@@ -119,6 +119,7 @@ class Dataset:
     _missing: tuple[int, ...] = field(default=(), repr=False)
     _encoded: dict[str, pl.Series] = field(default_factory=dict, repr=False)
     _texts: dict[str, pl.Series] = field(default_factory=dict, repr=False)
+    _keys: dict[str, pl.Series] = field(default_factory=dict, repr=False)
 
     @property
     def lazy(self) -> bool:
@@ -242,6 +243,30 @@ class Dataset:
                 self._encoded[n] = frame[n].cast(pl.Categorical)
         use = [self._encoded[n] for n in names if n in self._encoded]
         return frame.with_columns(use) if use else frame
+
+    def with_keys(self, columns: Iterable[str]) -> Dataset:
+        """This dataset with each of ``columns`` as the key each cell stands for
+        (:func:`dpexplorer.data.cells.text_key`, kept text included): how a private key
+        selection reads its key columns, whatever type the loader inferred for them. Held in
+        memory: each column's keys computed once, dictionary-encoded."""
+        kept, schema = set(self.kept_text), self.schema
+        keys = {}
+        for c in (c for c in dict.fromkeys(columns) if c in schema):
+            key = cell_key(c, schema[c]).alias(c)
+            if c in kept:  # the loader's words: their own text
+                key = pl.coalesce(key, text_key(pl.col(KEPT + c))).alias(c)
+            keys[c] = key
+        if not keys:
+            return self
+        frame = self.frame
+        if isinstance(frame, pl.DataFrame):
+            missing = [e for c, e in keys.items() if c not in self._keys]
+            if missing:
+                self._keys.update({s.name: s.cast(pl.Categorical) for s in frame.select(missing)})
+            return dataclasses.replace(
+                self, frame=frame.with_columns(self._keys[c] for c in keys), _encoded={}
+            )
+        return dataclasses.replace(self, frame=frame.with_columns(keys.values()), _encoded={})
 
     def preview(self, n: int = 200) -> pl.DataFrame:
         """The first ``n`` rows (NON-PRIVATE: the steward's own view of the data)."""

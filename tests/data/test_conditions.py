@@ -182,3 +182,25 @@ def test_the_first_rows_settle_only_a_column_of_words(tmp_path, lazy) -> None:
         path = tmp_path / f"{words}.csv"
         path.write_text("x\n" + "\n".join(cells) + "\n", encoding="utf-8")
         assert load_dataset(path, lazy=lazy).schema["x"] == kind
+
+
+def test_private_keys_stand_for_the_cells_alone(tmp_path, spark) -> None:
+    """Keys that are not declared (a private key selection) are each cell's own key: before, 94
+    numbers and 5 words gave the keys 0, 1, 2, abc and one more number 0.0, 1.0, 2.0 (every
+    row's label changed, the words fell into the missing key). Spark reads the same keys."""
+    from dpexplorer.data.engine import engine_of
+    from dpexplorer.data.engine.base import CellCounts, DistinctValues
+    from dpexplorer.data.engine.spark_engine import open_spark
+
+    cells = [*(str(i % 3) for i in range(94)), *["abc"] * 5, "03", " 2 "]
+    counts = []
+    for n, rows in enumerate((cells, [*cells, "1"])):
+        local = load_dataset(_csv(tmp_path / f"{n}.csv", rows))
+        keys = engine_of(local).aggregate(local, DistinctValues("x"))
+        assert keys == ("0", "1", "2", "3", "abc")
+        request = CellCounts((Axis("x", keys, exact_text=True),))
+        counts.append(engine_of(local).aggregate(local, request))
+    assert np.abs(counts[1] - counts[0]).sum() == 1
+    remote = open_spark(tmp_path / "1.csv")
+    assert engine_of(remote).aggregate(remote, DistinctValues("x")) == keys
+    np.testing.assert_array_equal(engine_of(remote).aggregate(remote, request), counts[1])

@@ -63,7 +63,7 @@ import polars as pl
 
 from dpexplorer.core.neighbours import SortedWindow
 from dpexplorer.core.sensitivity import QUANTILE_RADIUS, window_of_sorted
-from dpexplorer.data.axes import text_read_columns
+from dpexplorer.data.axes import key_columns, text_read_columns
 from dpexplorer.data.cells import cell_number
 from dpexplorer.data.load import ColumnInfo
 from dpexplorer.data.queries import Axis, Predicate
@@ -450,6 +450,8 @@ class Engine(ABC):
         for step in steps:
             self._method(self.STEPS, step)
         dataset = self.with_text(dataset, text_read_columns(request, steps))
+        keys = [request.column] if isinstance(request, DistinctValues) else []
+        dataset = self.with_keys(dataset, [*keys, *key_columns(request, steps)])
         for column in _measured(request):
             if not _holds_numbers(dataset.schema.get(column)):
                 dataset = self.as_numbers(dataset, column)
@@ -463,6 +465,14 @@ class Engine(ABC):
         gave the column (issue 32). The dataset itself when it keeps no text."""
         with_text = getattr(dataset, "with_text", None)
         return dataset if with_text is None or not columns else with_text(columns)
+
+    def with_keys(self, dataset: Any, columns: list[str]) -> Any:
+        """``dataset`` with each of ``columns`` (the key columns of a private key selection:
+        its candidate keys, its groups) read as the key each cell stands for
+        (``dataset.with_keys``, :func:`dpexplorer.data.cells.text_key`): a number its canonical
+        text, other text itself, whatever type the other cells gave the column (issue 32)."""
+        with_keys = getattr(dataset, "with_keys", None)
+        return dataset if with_keys is None or not columns else with_keys(columns)
 
     def as_numbers(self, dataset: Any, column: str) -> Any:
         """``dataset`` with ``column`` read as numbers (Float64), cell by cell by the one rule of

@@ -211,6 +211,21 @@ class SparkDataset:
             frame = frame.withColumn(c, F.coalesce(literal_col(c).cast("string"), literal_col(KEPT + c)))
         return dataclasses.replace(self, frame=frame)
 
+    def with_keys(self, columns: list[str]) -> SparkDataset:
+        """As :meth:`dpexplorer.data.load.Dataset.with_keys` (:func:`dpexplorer.data.cells.text_key`)."""
+        frame = self.with_text(columns).frame
+        for c in (c for c in dict.fromkeys(columns) if c in self.schema):
+            text = literal_col(c).cast("string")
+            number = text_number(text)
+            whole = (number == F.floor(number)) & (F.abs(number) < F.lit(2.0**53))
+            key = (
+                F.when(whole, number.cast("long").cast("string"))
+                .when(number.isNotNull(), number.cast("string"))
+                .when(text_value(text).isNull(), text)
+            )
+            frame = frame.withColumn(c, key)
+        return dataclasses.replace(self, frame=frame)
+
     @property
     def column_names(self) -> tuple[str, ...]:
         return tuple(self.schema.names())
