@@ -17,7 +17,12 @@ bytecode caching on, in a private cache directory (PYTHONPYCACHEPREFIX, filled b
 run, nothing written into the tree): ``startup_s_median`` is the start a user sees. The same
 start compiling from source every time is measured too, interleaved, as
 ``startup_s_median_compiling`` (what this benchmark reported before 2026-11-26 16:00 UTC when
-run from such a shell)."""
+run from such a shell).
+
+Side by side: ``--before DIR`` runs the same children on the package in DIR (a tree from
+``git archive REV | tar -x -C DIR``) alternately with this tree's, and reports both and their
+ratios (after / before), with each child's process CPU time until it was ready (all its
+threads): on a loaded machine the CPU time moves less than the wall time."""
 
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 RUNS = 5
 
@@ -47,6 +53,8 @@ from PySide6.QtCore import QTimer
 def ready(_dataset):
     window.repaint()
     print("ready", flush=True)
+    import time
+    print(f"cpu {time.process_time():.4f}", flush=True)
 def poll():
     shown = window.neighbours_view.result is not None
     if window.explorer.mechanisms is not None and shown and window.views_idle():
@@ -69,11 +77,16 @@ print("ready", flush=True)
 """
 
 
-def time_child(code: str, bytecode_cache: str | None) -> list[float]:
-    """Seconds from spawning the child to each line it prints ("ready", then maybe "idle");
-    with ``bytecode_cache`` a directory, the child caches compiled code there (and reads it),
-    else it compiles every module of the package from source (PYTHONDONTWRITEBYTECODE)."""
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+HERE = Path(__file__).resolve().parent.parent
+"""This tree (the package is imported from it, whatever is installed)."""
+
+
+def time_child(code: str, bytecode_cache: str | None, tree: Path = HERE) -> dict[str, float]:
+    """Seconds from spawning the child to each line it prints ("ready", then maybe "idle"), and
+    the child's CPU seconds when ready ("cpu"); the package imported from ``tree``. With
+    ``bytecode_cache`` a directory, the child caches compiled code there (and reads it), else it
+    compiles every module of the package from source (PYTHONDONTWRITEBYTECODE)."""
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(tree))
     if bytecode_cache is None:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env.pop("PYTHONPYCACHEPREFIX", None)
@@ -83,41 +96,61 @@ def time_child(code: str, bytecode_cache: str | None) -> list[float]:
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, env=env, text=True)
     assert proc.stdout is not None
-    times = []
+    times: dict[str, float] = {}
     for line in proc.stdout:
-        times.append(time.perf_counter() - start)
-        if line.strip() not in ("ready", "idle"):
+        word, _, value = line.strip().partition(" ")
+        if word not in ("ready", "idle", "cpu"):
             raise SystemExit(f"unexpected output from the child: {line!r}")
+        times[word] = float(value) if value else time.perf_counter() - start
     proc.wait(timeout=120)
-    if not times or proc.returncode != 0:
+    if "ready" not in times or proc.returncode != 0:
         raise SystemExit(f"child did not get ready (exit {proc.returncode})")
     return times
+
+
+def measure(trees: dict[str, Path], cache: str) -> dict[str, dict[str, float]]:
+    """Each figure's median over RUNS for each tree, the runs interleaved (tree by tree, then
+    the floor, then each tree compiling), so drift on a noisy machine hits all alike."""
+    runs: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
+    floor: list[float] = []
+    for _ in range(RUNS):
+        for name, tree in trees.items():
+            cached = time_child(APP_CHILD, cache, tree)
+            for key, out in (("ready", "startup_s_median"), ("idle", "all_views_computed_s_median")):
+                runs[name].setdefault(out, []).append(cached[key])
+            runs[name].setdefault("cpu_s_to_ready_median", []).append(cached["cpu"])
+        floor.append(time_child(FLOOR_CHILD, cache)["ready"])
+        for name, tree in trees.items():
+            runs[name].setdefault("startup_s_median_compiling", []).append(
+                time_child(APP_CHILD, None, tree)["ready"]
+            )
+    medians = {name: {k: round(statistics.median(v), 3) for k, v in d.items()} for name, d in runs.items()}
+    for figures in medians.values():
+        figures["import_floor_s"] = round(statistics.median(floor), 3)
+    return medians
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", action="store_true", help="print JSON only")
+    parser.add_argument("--before", type=Path, help="a tree to run alternately with this one")
     args = parser.parse_args()
+    trees = {"after": HERE} if args.before is None else {"before": args.before, "after": HERE}
     with tempfile.TemporaryDirectory(prefix="dpx-startup-pyc-") as cache:
-        for code in (APP_CHILD, FLOOR_CHILD):  # warm the file cache and fill the bytecode cache
-            time_child(code, cache)
-        time_child(APP_CHILD, None)
-        app_times, idle_times, floor_times, compiling_times = [], [], [], []
-        for _ in range(RUNS):  # interleaved, so drift on a noisy machine hits all alike
-            ready, idle = time_child(APP_CHILD, cache)
-            app_times.append(ready)
-            idle_times.append(idle)
-            floor_times.append(time_child(FLOOR_CHILD, cache)[0])
-            compiling_times.append(time_child(APP_CHILD, None)[0])
-    result = {
-        "startup_s_median": round(statistics.median(app_times), 3),
-        "import_floor_s": round(statistics.median(floor_times), 3),
-        "all_views_computed_s_median": round(statistics.median(idle_times), 3),
-        "startup_s_median_compiling": round(statistics.median(compiling_times), 3),
-        "runs": RUNS,
-        "cores": os.cpu_count(),
-        "load_average_1min": round(os.getloadavg()[0], 2),
-    }
+        for tree in trees.values():  # warm the file cache and fill the bytecode cache
+            time_child(APP_CHILD, cache, tree)
+            time_child(APP_CHILD, None, tree)
+        time_child(FLOOR_CHILD, cache)
+        medians = measure(trees, cache)
+    result: dict[str, object] = dict(medians["after"])
+    if args.before is not None:
+        result["before"] = medians["before"]
+        result["ratios_after_over_before"] = {
+            key: round(value / medians["before"][key], 3)
+            for key, value in medians["after"].items()
+            if key != "import_floor_s"
+        }
+    result.update(runs=RUNS, cores=os.cpu_count(), load_average_1min=round(os.getloadavg()[0], 2))
     if args.json:
         print(json.dumps(result))
     else:
