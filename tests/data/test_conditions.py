@@ -204,3 +204,26 @@ def test_private_keys_stand_for_the_cells_alone(tmp_path, spark) -> None:
     remote = open_spark(tmp_path / "1.csv")
     assert engine_of(remote).aggregate(remote, DistinctValues("x")) == keys
     np.testing.assert_array_equal(engine_of(remote).aggregate(remote, request), counts[1])
+
+
+def _unit_csv(path: Path, ids: list[str]) -> Path:
+    path.write_text("id,g\n" + "".join(f"{i},a\n" for i in ids), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_a_privacy_unit_is_read_by_its_own_cells(tmp_path, lazy) -> None:
+    """The persons of a privacy unit are the keys their cells stand for (a number its value:
+    "01" and "1" are one person; other text itself), whatever type the loader gave the column:
+    94 numeric ids and 5 word ids load as text; one added id makes the column numeric (95 %),
+    where the words were missing and their persons dropped, moving a bounded count by 5."""
+    from dpexplorer.data.queries import GroupBy, PrivacyUnit
+
+    ids = [*(str(i) for i in range(1, 94)), "01", "abc", "abd", "abe", "abf", "abg"]
+    query = GroupBy((Axis("g", categories=("a",)),), unit=PrivacyUnit("id", max_groups=1, max_rows=1))
+    a = load_dataset(_unit_csv(tmp_path / "a.csv", ids), lazy=lazy)
+    b = load_dataset(_unit_csv(tmp_path / "b.csv", [*ids, "95"]), lazy=lazy)
+    assert a.schema["id"] != b.schema["id"], "the case must flip the column's type"
+    before, after = (float(true_answer(d, query)[0]) for d in (a, b))
+    assert before == 98  # 93 numbers, "01" the same person as "1", five words
+    assert after - before == 1

@@ -65,7 +65,7 @@ from dpexplorer.core.neighbours import SortedWindow
 from dpexplorer.core.sensitivity import QUANTILE_RADIUS, window_of_sorted
 from dpexplorer.data.axes import key_columns, text_read_columns
 from dpexplorer.data.cells import cell_number
-from dpexplorer.data.load import ColumnInfo
+from dpexplorer.data.load import KEPT, ColumnInfo
 from dpexplorer.data.queries import Axis, Predicate
 
 __all__ = [
@@ -451,7 +451,8 @@ class Engine(ABC):
             self._method(self.STEPS, step)
         dataset = self.with_text(dataset, text_read_columns(request, steps))
         keys = [request.column] if isinstance(request, DistinctValues) else []
-        dataset = self.with_keys(dataset, [*keys, *key_columns(request, steps)])
+        units = unit_columns(dataset, request, steps)
+        dataset = self.with_keys(dataset, [*keys, *key_columns(request, steps), *units])
         for column in _measured(request):
             if not _holds_numbers(dataset.schema.get(column)):
                 dataset = self.as_numbers(dataset, column)
@@ -494,6 +495,27 @@ class Engine(ABC):
         if method is None:
             raise TypeError(f"{type(self).__name__} does not implement {type(operation).__name__}")
         return method
+
+
+def unit_columns(dataset: Any, request: Request, steps: tuple[RowStep, ...]) -> list[str]:
+    """The privacy-unit columns of ``request`` and ``steps`` that are read as the key each cell
+    stands for (:meth:`dpexplorer.data.load.Dataset.with_keys`: a number its value, so "01" and
+    "1" are one person; other text itself), so that who is one person never depends on the type
+    the loader inferred from the other cells (issue 32: one added id that made a column numeric
+    made its words missing, dropping their persons). An integer column without kept text is
+    left as it is: its cells are already their keys (no text pass over the ids)."""
+    units = [s.unit for s in steps if isinstance(s, BoundContributions)]
+    units += [request.unit] if getattr(request, "unit", "") else []
+    frame = getattr(dataset, "frame", None)
+    names = (
+        frame.collect_schema().names() if isinstance(frame, pl.LazyFrame) else getattr(frame, "columns", ())
+    )
+    schema = dataset.schema
+    return [
+        u
+        for u in dict.fromkeys(units)
+        if KEPT + u in names or schema.get(u) is None or not schema[u].is_integer()
+    ]
 
 
 def _measured(request: Request) -> list[str]:
