@@ -292,6 +292,17 @@ def test_a_privacy_unit_that_binds_nothing_gives_identical_answers_on_every_engi
         assert not [k for k in reference if not _same(reference[k], fields[k])]
 
 
+def test_a_count_of_all_rows_with_a_privacy_unit_counts_the_rows_on_every_engine(sources):
+    """No keys (one group of all rows) and a unit that binds nothing: the count is the number of
+    rows with a person on every engine (polars counted one row: the cell index of no axis was a
+    lone literal, which a ``select`` does not stretch to the frame's length)."""
+    query = GroupBy((), "count", unit=LOOSE)
+    eager, lazy, spark = sources["generated"]
+    rows = eager.frame.filter(pl.col("person").is_not_null()).height
+    for dataset, seed in ((eager, 1), (lazy, 2), (spark, 3)):
+        assert query_input(dataset, query, "add_remove", bounding_seed=seed).value_d.tolist() == [rows]
+
+
 def _kept_shape(frame: pl.DataFrame, k: int, r: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(kept rows per person and cell, what the rule keeps there: min(r, own rows) in min(k, own
     cells) cells) on the generated data's cells a, b, other."""

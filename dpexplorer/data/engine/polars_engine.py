@@ -91,8 +91,12 @@ def _axis_index(axis: Axis) -> pl.Expr:
 
 
 def cell_index_expr(axes: tuple[Axis, ...], shape: tuple[int, ...]) -> pl.Expr:
-    """Row-major cell index of each row over ``axes`` (0 for no axis: one cell of all rows)."""
-    strides = np.cumprod((1, *shape[:0:-1]))[::-1] if shape else ()
+    """Row-major cell index of each row over ``axes`` (0 for no axis: one cell of all rows, a
+    column of zeros as long as the frame: a lone literal is one value in a ``select``, so its
+    ``value_counts`` counted 1 row)."""
+    if not axes:
+        return pl.repeat(0, pl.len(), dtype=pl.Int64).alias("cell")
+    strides = np.cumprod((1, *shape[:0:-1]))[::-1]
     return sum((_axis_index(a) * int(s) for a, s in zip(axes, strides, strict=True)), pl.lit(0)).alias("cell")
 
 
