@@ -505,7 +505,8 @@ def unit_columns(dataset: Any, request: Request, steps: tuple[RowStep, ...]) -> 
     made its words missing, dropping their persons). An integer column without kept text is
     left as it is: its cells are already their keys (no text pass over the ids)."""
     units = [s.unit for s in steps if isinstance(s, BoundContributions)]
-    units += [request.unit] if getattr(request, "unit", "") else []
+    unit = getattr(request, "unit", "")
+    units += [unit] if unit else []
     frame = getattr(dataset, "frame", None)
     names = (
         frame.collect_schema().names() if isinstance(frame, pl.LazyFrame) else getattr(frame, "columns", ())
