@@ -122,14 +122,27 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
 
 LONGEST_FIRST = (
-    "tests/test_cli_fuzz.py",
-    "tests/gui/test_render_audit.py",
-    "tests/release/test_kill_plan.py",
-    "tests/data/test_engine_parity.py",
     "tests/gui/test_lessons.py",
+    "tests/data/test_engine_parity.py",
+    "tests/gui/test_render_audit.py",
+    "tests/test_cli_fuzz.py",
+    "tests/gui/test_undo.py",
+    "tests/gui/test_stress.py",
+    "tests/core/mechanisms/test_mst_aim.py",
+    "tests/release/test_kill_plan.py",
 )
-"""Files whose tests take 10-40 s each: under pytest-xdist they start first, so that no worker
-is left with one of them while the other has nothing to do (longest processing time first)."""
+"""Files whose tests take 10-60 s each (the lessons' walk 63 s, the Spark unit of
+:data:`SPARK_TESTS` behind test_engine_parity, the render audit 4 x 30-45 s: a suite run at
+486756b): under pytest-xdist they start first, so that no worker is left with one of them while
+the others have nothing to do (longest processing time first)."""
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, asked by ``-n auto``
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """One worker more than the cores: the GUI and Spark tests wait (paints, timers, the JVM),
+    so two workers on two cores kept 1.37 cores busy (373 s for the suite at 486756b) and three
+    kept 1.49 (330 s, same machine, minutes apart); ``--maxprocesses`` still caps it."""
+    return (os.cpu_count() or 1) + 1
 
 
 @pytest.hookimpl(trylast=True)
