@@ -75,25 +75,36 @@ def _walk_to(qtbot, window, runner, action):
     qtbot.waitUntil(window.views_idle, timeout=STEP_TIMEOUT_MS)
 
 
-@pytest.mark.slow
-def test_every_step_of_every_lesson_in_teaching_mode(qtbot, window):
+LESSON_FILES = sorted(p.name for p in LESSONS_DIR.glob("*.toml"))
+"""The packaged lessons in the runner's order (file names): one test each, so that parallel
+workers share the walk (63 s in one test once lesson 08 ran AIM on Adult)."""
+
+
+def test_the_packaged_lessons_all_load_and_run_in_file_order(window):
     runner = window.lessons
     assert len(runner.lessons) >= 6 and not runner.problems and not runner.broken
+    assert [lesson.path.name for lesson in runner.lessons] == LESSON_FILES
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("number", range(len(LESSON_FILES)), ids=LESSON_FILES)
+def test_every_step_of_every_lesson_in_teaching_mode(qtbot, window, number):
+    runner = window.lessons
+    lesson = runner.lessons[number]
     window.teaching_action.setChecked(True)
     window.resize(PROJECTOR)
-    for number, lesson in enumerate(runner.lessons):
-        _walk_to(qtbot, window, runner, lambda n=number: runner.start(n))
-        _check_step(window, runner, lesson, 0)
-        for index in range(1, len(lesson.steps)):
-            _walk_to(qtbot, window, runner, runner.next_action.trigger)
-            _check_step(window, runner, lesson, index)
-        assert not window.release_action.isEnabled(), "teaching mode still blocks releases"
-        if len(lesson.steps) > 1:  # Back shows exactly the step before
-            _walk_to(qtbot, window, runner, runner.back_action.trigger)
-            _check_step(window, runner, lesson, len(lesson.steps) - 2)
-            _walk_to(qtbot, window, runner, runner.next_action.trigger)
-        runner.next_action.trigger()  # past the last step: the lesson ends
-        assert runner.lesson is None and runner.panel.isHidden()
+    _walk_to(qtbot, window, runner, lambda: runner.start(number))
+    _check_step(window, runner, lesson, 0)
+    for index in range(1, len(lesson.steps)):
+        _walk_to(qtbot, window, runner, runner.next_action.trigger)
+        _check_step(window, runner, lesson, index)
+    assert not window.release_action.isEnabled(), "teaching mode still blocks releases"
+    if len(lesson.steps) > 1:  # Back shows exactly the step before
+        _walk_to(qtbot, window, runner, runner.back_action.trigger)
+        _check_step(window, runner, lesson, len(lesson.steps) - 2)
+        _walk_to(qtbot, window, runner, runner.next_action.trigger)
+    runner.next_action.trigger()  # past the last step: the lesson ends
+    assert runner.lesson is None and runner.panel.isHidden()
     window.teaching_action.setChecked(False)
 
 
