@@ -115,6 +115,16 @@ def _curve(
     return curve
 
 
+LOSS_LABEL = "privacy loss<br>ln(p_D / p_D')"
+"""The loss axis's title, in two lines: in one, it was longer than the loss plot at 1280 x 720
+in teaching mode's font."""
+
+
+def _plain(label: str) -> str:
+    """An axis title's lines as plain text (its ``<br>`` as line breaks)."""
+    return label.replace("<br>", "\n")
+
+
 class NeighboursView(View):
     """Draws a :class:`NeighboursResult`, and optional draws over it."""
 
@@ -145,6 +155,7 @@ class NeighboursView(View):
         # of the changed items, a region whose clip made Qt paint each density curve in 1.1-1.8
         # ms instead of 0.2-0.3 ms whenever only the loss plot rescaled (smooth Student's t).
         self.canvas.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.FullViewportUpdate)
+        self._density_label = "probability density"
         self.outputs = configure_plot(
             self.canvas.addPlot(row=0, col=0), OUTPUT_AXIS, "probability density", live=True
         )
@@ -153,7 +164,7 @@ class NeighboursView(View):
             # teaching mode's font
             self.canvas.addPlot(row=1, col=0),
             OUTPUT_AXIS,
-            "privacy loss<br>ln(p_D / p_D')",
+            LOSS_LABEL,
             live=True,
         )
         self.canvas.ci.layout.setRowStretchFactor(0, 3)
@@ -176,6 +187,8 @@ class NeighboursView(View):
         for plot in (self.outputs, self.loss):  # bands and rules span the visible plot
             plot.getViewBox().sigRangeChanged.connect(self._follow_view)
         self.outputs.getViewBox().sigResized.connect(self._place_mass_labels)
+        for plot in (self.outputs, self.loss):  # a short plot gets the short name of its axis
+            plot.getViewBox().sigResized.connect(self._fit_left_labels)
 
     # ------------------------------------------------------------------ items
     # Every item of a layout (continuous, discrete, or categorical with its labels) is made once
@@ -325,6 +338,20 @@ class NeighboursView(View):
         for plot in (self.outputs, self.loss):
             plot.getAxis("left").setWidth(width)
 
+    def _fit_left_labels(self) -> None:
+        """Each left axis's title, or its short form where the plot is shorter than the title
+        (at the window's narrowest size in teaching mode the two rotated titles ran into each
+        other: "privacy lossprobability density")."""
+        for plot, (full, short) in (
+            (self.outputs, (self._density_label, "density")),
+            (self.loss, (LOSS_LABEL, "loss")),
+        ):
+            axis = plot.getAxis("left")
+            metrics = QFontMetrics(axis.label.font())
+            longest = max(metrics.horizontalAdvance(line) for line in _plain(full).split("\n"))
+            fits = longest + metrics.height() <= plot.getViewBox().height()
+            set_axis_label(plot, "left", full if fits else short)
+
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
         if event.type() in (QEvent.Type.FontChange, QEvent.Type.ApplicationFontChange):
@@ -451,7 +478,8 @@ class NeighboursView(View):
         grid = np.asarray(out.grid, dtype=float)
         p, q = np.asarray(out.density_d, dtype=float), np.asarray(out.density_d_prime, dtype=float)
         scaled_q = np.exp(result.epsilon) * q
-        set_axis_label(self.outputs, "left", "probability" if out.discrete else "probability density")
+        self._density_label = "probability" if out.discrete else "probability density"
+        self._fit_left_labels()
         # a discrete law's spacing (1 for a single point: a bar as wide as the whole axis read
         # as a block of outputs, not one value)
         unit = float(np.min(np.diff(grid))) if grid.size > 1 else 1.0
