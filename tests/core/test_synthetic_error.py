@@ -25,7 +25,7 @@ SIZES = (3, 4, 2)
 DENSE = {"estimator": "dense", "iterations": 150}
 
 
-def _query(n: int = 3000, l2_squared: int = 1) -> MarginalInput:
+def correlated_query(n: int = 3000, l2_squared: int = 1) -> MarginalInput:
     """b depends on a; c is independent of both."""
     rng = np.random.default_rng(0)
     a = rng.integers(0, 3, n)
@@ -45,7 +45,7 @@ def _query(n: int = 3000, l2_squared: int = 1) -> MarginalInput:
 
 @pytest.mark.parametrize("l2_squared", [1, 4])
 def test_the_baselines_noise_is_the_zcdp_calibration_of_their_split(l2_squared: int) -> None:
-    query, rho = _query(l2_squared=l2_squared), 0.02
+    query, rho = correlated_query(l2_squared=l2_squared), 0.02
     # direct: |W| = 3 Gaussian measurements, each rho / 3: sigma^2 = Delta_2^2 / (2 rho / 3)
     sigma = math.sqrt(l2_squared / (2 * rho / 3))
     rng = np.random.default_rng(5)
@@ -65,7 +65,7 @@ def test_the_baselines_noise_is_the_zcdp_calibration_of_their_split(l2_squared: 
 
 
 def test_the_curve_is_reproducible_and_ranks_the_methods_on_dependent_data() -> None:
-    query = _query()
+    query = correlated_query()
     params = {"delta": 1e-6, **DENSE}
     curve = error_curve(query, params, (0.05, 5.0), seed=3)
     again = error_curve(query, params, (5.0, 0.05), seed=3)
@@ -91,15 +91,15 @@ def test_a_cancelled_curve_stops_and_bad_epsilons_are_refused() -> None:
     token.cancel()
     start = time.perf_counter()
     with pytest.raises(CancelledError):
-        error_curve(_query(), DENSE, job=Job(token))
+        error_curve(correlated_query(), DENSE, job=Job(token))
     assert time.perf_counter() - start < 0.5
     with pytest.raises(InvalidParameterError, match="positive"):
-        error_curve(_query(), DENSE, (0.0, 1.0))
+        error_curve(correlated_query(), DENSE, (0.0, 1.0))
 
 
 @pytest.mark.parametrize("name", ["mst", "aim"])
 def test_the_rounds_add_up_to_what_the_run_spent(name: str) -> None:
-    query = _query()
+    query = correlated_query()
     mechanism = get(name)
     params = mechanism.validate({"epsilon": 1.0, **DENSE})
     rho = Fraction(mechanism.rho(params))

@@ -7,15 +7,13 @@ and Cancel."""
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 from PySide6.QtWidgets import QTabWidget
 
 from dpexplorer.core.cancel import CancelToken
 from dpexplorer.core.errors import CancelledError, NotApplicableError
-from dpexplorer.core.marginals import MarginalInput, candidate_cliques, record_marginal, tvd
+from dpexplorer.core.marginals import tvd
 from dpexplorer.core.mechanisms.base import NumericInput
 from dpexplorer.core.mechanisms.registry import get
 from dpexplorer.core.mechanisms.runs import Job
@@ -23,22 +21,7 @@ from dpexplorer.core.synthetic_error import DEFAULT_EPSILONS
 from dpexplorer.gui.compute import ComputeService
 from dpexplorer.gui.views import synthetic
 from dpexplorer.gui.workspace import SPECIFIC_VIEWS, SYNTHETIC_RUN_JOB, Workspace
-
-SIZES = (3, 4, 2)
-
-
-def _query(n: int = 3000) -> MarginalInput:
-    rng = np.random.default_rng(0)
-    a = rng.integers(0, 3, n)
-    b = (a + rng.integers(0, 2, n)) % 4
-    c = rng.integers(0, 2, n)
-    records = np.stack([a, b, c], axis=1)
-    workload = tuple(itertools.combinations(range(3), 2))
-    marginals = {
-        cl: record_marginal(records, SIZES, cl).astype(np.int64) for cl in candidate_cliques(3, workload)
-    }
-    labels = tuple(tuple(str(k) for k in range(s)) for s in SIZES)
-    return MarginalInput(("a", "b", "c"), labels, workload, marginals, n)
+from tests.core.test_synthetic_error import correlated_query as _query
 
 
 @pytest.mark.parametrize("name", ["mst", "aim"])
