@@ -24,6 +24,18 @@ def window(qtbot):
     return win
 
 
+@pytest.fixture(scope="module")
+def adult_with_summary():
+    """Adult and the steward's summary of it, as the window hands them to the query panel
+    (``QueryPanel.set_dataset(*adult_with_summary)``)."""
+    from dpexplorer.data.engine import POLARS
+    from dpexplorer.data.load import load_dataset
+
+    dataset = load_dataset(default_dataset_path())
+    summary = POLARS.summary(dataset)
+    return dataset, {"ranges": summary.ranges, "top_values": summary.top_values}
+
+
 @pytest.hookimpl(trylast=True)  # after -m / -k have deselected what they will
 def pytest_collection_modifyitems(config, items):
     """The render audit's sample is a subset of the full audit: when a run selects both (CI runs

@@ -9,24 +9,14 @@ import pytest
 from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.core.partition_selection import selection_rule
 from dpexplorer.data import queries as q
-from dpexplorer.data.default import default_dataset_path
-from dpexplorer.data.engine import POLARS
-from dpexplorer.data.load import load_dataset
 from dpexplorer.gui.query_panel import QueryPanel
 
 
-@pytest.fixture(scope="module")
-def adult():
-    dataset = load_dataset(default_dataset_path())
-    summary = POLARS.summary(dataset)
-    return dataset, {"ranges": summary.ranges, "top_values": summary.top_values}
-
-
 @pytest.fixture
-def panel(qtbot, adult):
+def panel(qtbot, adult_with_summary):
     widget = QueryPanel()
     qtbot.addWidget(widget)
-    widget.set_dataset(*adult)
+    widget.set_dataset(*adult_with_summary)
     widget.select_kind("group_mean", "age")
     widget.group1.setCurrentText("education")
     return widget
@@ -52,9 +42,11 @@ def test_private_keys_build_a_private_selection_and_show_its_rule(panel) -> None
     assert panel.build().private.columns == ("education", "sex")  # type: ignore[union-attr]
 
 
-def test_every_category_of_the_column_is_declared_when_the_summary_lists_them_all(panel, adult) -> None:
+def test_every_category_of_the_column_is_declared_when_the_summary_lists_them_all(
+    panel, adult_with_summary
+) -> None:
     _origin(panel, "schema")
-    dataset, _ = adult
+    dataset, _ = adult_with_summary
     every = sorted(dataset.frame["education"].drop_nulls().unique().to_list())
     query = panel.build()
     assert sorted(query.keys[0].categories) == every  # type: ignore[arg-type]  # 16 categories, not the top 16 only by chance
@@ -75,13 +67,13 @@ def test_variance_and_standard_deviation_are_offered(panel, kind, std) -> None:
     assert panel.build() == q.Variance("age", 17.0, 90.0, std=std)
 
 
-def test_the_key_choices_survive_a_session(qtbot, panel, adult) -> None:
+def test_the_key_choices_survive_a_session(qtbot, panel, adult_with_summary) -> None:
     _origin(panel, "private")
     panel.key_epsilon.setValue(0.3)
     state = panel.state()
     other = QueryPanel()
     qtbot.addWidget(other)
-    other.set_dataset(*adult)
+    other.set_dataset(*adult_with_summary)
     other.set_state(state)
     assert other.build() == panel.build()
 

@@ -10,9 +10,6 @@ import pytest
 
 from dpexplorer.core.marginals import DENSE_LIMIT
 from dpexplorer.data import queries as q
-from dpexplorer.data.default import default_dataset_path
-from dpexplorer.data.engine import POLARS
-from dpexplorer.data.load import load_dataset
 from dpexplorer.data.marginals import adult_marginals
 from dpexplorer.gui.query_panel import ADULT_SYNTHETIC_COLUMNS, QueryPanel
 
@@ -22,18 +19,11 @@ def _documented(columns: tuple[str, ...]) -> tuple[q.Axis, ...]:
     return tuple(axes[c] for c in columns)
 
 
-@pytest.fixture(scope="module")
-def adult():
-    dataset = load_dataset(default_dataset_path())
-    summary = POLARS.summary(dataset)
-    return dataset, {"ranges": summary.ranges, "top_values": summary.top_values}
-
-
 @pytest.fixture
-def panel(qtbot, adult):
+def panel(qtbot, adult_with_summary):
     widget = QueryPanel()
     qtbot.addWidget(widget)
-    widget.set_dataset(*adult)
+    widget.set_dataset(*adult_with_summary)
     widget.select_kind("marginals")
     return widget
 
@@ -50,8 +40,10 @@ def test_the_default_on_adult_is_five_documented_columns_that_the_dense_estimato
     assert cells == 8568 <= DENSE_LIMIT
 
 
-def test_other_columns_are_binned_or_take_their_common_values_and_a_unit_bounds_rows(panel, adult) -> None:
-    _, summary = adult
+def test_other_columns_are_binned_or_take_their_common_values_and_a_unit_bounds_rows(
+    panel, adult_with_summary
+) -> None:
+    _, summary = adult_with_summary
     panel.marginal_columns.setText("age, fnlwgt, occupation")
     panel.bins.setValue(4)
     panel.unit.setCurrentText("education")
@@ -80,13 +72,13 @@ def test_bad_columns_are_a_message(panel, text: str, message: str) -> None:
     assert message in panel.error.text() and not panel.error.isHidden()
 
 
-def test_sessions_restore_the_marginals_query(panel, qtbot, adult) -> None:
+def test_sessions_restore_the_marginals_query(panel, qtbot, adult_with_summary) -> None:
     panel.marginal_columns.setText("sex, race, income")
     panel.ways.setValue(1)
     state = panel.state()
     other = QueryPanel()
     qtbot.addWidget(other)
-    other.set_dataset(*adult)
+    other.set_dataset(*adult_with_summary)
     other.set_state(state)
     assert other.build() == panel.build() and other.current_kind() == "marginals"
 
