@@ -87,34 +87,32 @@ def appearance_shots(window: MainWindow, out: Path) -> None:
     window.set_appearance("light")
 
 
+def _compare(
+    window: MainWindow, size: tuple[int, int], pinned: str, other: str, tab: str, path: Path
+) -> None:
+    """Compare mode on the mean age: ``pinned`` drawn over ``other`` on ``tab``."""
+    window.resize(*size)
+    window.query_panel.select_kind("mean", "age")
+    wait(window)
+    window.mechanism_panel.select(pinned)
+    wait(window)
+    window.comparison.pin()
+    window.mechanism_panel.select(other)
+    wait(window)
+    shoot(window, tab, path)
+    window.comparison.stop()
+
+
 def compare_shot(window: MainWindow, out: Path) -> None:
     """Compare mode (issue 34): Laplace pinned against noisy sum / noisy count on the mean age,
     on the accuracy view (the neighbours view shows Laplace as a flat line at that scale)."""
-    window.resize(1280, 800)
-    window.query_panel.select_kind("mean", "age")
-    wait(window)
-    window.mechanism_panel.select("laplace")
-    wait(window)
-    window.comparison.pin()
-    window.mechanism_panel.select("noisy_mean")
-    wait(window)
-    shoot(window, "Accuracy", out / "compare.png")
-    window.comparison.stop()
+    _compare(window, (1280, 800), "laplace", "noisy_mean", "Accuracy", out / "compare.png")
 
 
 def compare_budget_shot(window: MainWindow, out: Path) -> None:
     """Compare mode on the budget tab (issue 34): Laplace pinned against the Gaussian on the mean
     age, the total ε of k releases of each under four accountants, at 1440 x 900."""
-    window.resize(1440, 900)
-    window.query_panel.select_kind("mean", "age")
-    wait(window)
-    window.mechanism_panel.select("laplace")
-    wait(window)
-    window.comparison.pin()
-    window.mechanism_panel.select("gaussian")
-    wait(window)
-    shoot(window, "Budget", out / "compare_budget.png")
-    window.comparison.stop()
+    _compare(window, (1440, 900), "laplace", "gaussian", "Budget", out / "compare_budget.png")
 
 
 def release_card_shots(window: MainWindow, out: Path) -> None:
