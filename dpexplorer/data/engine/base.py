@@ -65,7 +65,7 @@ from dpexplorer.core.neighbours import SortedWindow
 from dpexplorer.core.sensitivity import QUANTILE_RADIUS, window_of_sorted
 from dpexplorer.data.axes import key_columns, text_read_columns
 from dpexplorer.data.cells import cell_number
-from dpexplorer.data.load import KEPT, ColumnInfo
+from dpexplorer.data.load import ColumnInfo
 from dpexplorer.data.queries import Axis, Predicate
 
 __all__ = [
@@ -507,16 +507,9 @@ def unit_columns(dataset: Any, request: Request, steps: tuple[RowStep, ...]) -> 
     units = [s.unit for s in steps if isinstance(s, BoundContributions)]
     unit = getattr(request, "unit", "")
     units += [unit] if unit else []
-    frame = getattr(dataset, "frame", None)
-    names = (
-        frame.collect_schema().names() if isinstance(frame, pl.LazyFrame) else getattr(frame, "columns", ())
-    )
-    schema = dataset.schema
-    return [
-        u
-        for u in dict.fromkeys(units)
-        if KEPT + u in names or schema.get(u) is None or not schema[u].is_integer()
-    ]
+    kept, schema = set(getattr(dataset, "kept_text", ())), dataset.schema
+    integer = {u for u in units if schema.get(u) is not None and schema[u].is_integer()}
+    return [u for u in dict.fromkeys(units) if u in kept or u not in integer]
 
 
 def _measured(request: Request) -> list[str]:

@@ -203,6 +203,12 @@ class SparkDataset:
         the hidden kept-text columns (:data:`~dpexplorer.data.load.KEPT`) left out."""
         return pl.Schema({n: t for n, t in polars_schema(self.frame).items() if not n.startswith(KEPT)})
 
+    @property
+    def kept_text(self) -> tuple[str, ...]:
+        """As :attr:`dpexplorer.data.load.Dataset.kept_text`: the columns whose words keep their
+        text in a hidden column."""
+        return tuple(n[len(KEPT) :] for n in self.frame.columns if n.startswith(KEPT))
+
     def with_text(self, columns: list[str]) -> SparkDataset:
         """As :meth:`dpexplorer.data.load.Dataset.with_text`: each of ``columns`` with kept text
         read as text again (a number cell as its number's text, any other as the text it held)."""
