@@ -39,3 +39,20 @@ def test_the_left_axis_titles_fit_their_plots_and_do_not_meet(qtbot, window):
     window.resize(QSize(1400, 1000))
     qtbot.waitUntil(lambda: view.outputs.getAxis("left").labelText == "probability density", timeout=10_000)
     assert view.loss.getAxis("left").labelText.startswith("privacy loss")
+
+
+def test_a_selection_keeps_its_own_axis_title_through_a_resize(qtbot, window):
+    """The outputs axis of a selection says what its bars are (not a density), at any size."""
+    view = window.explorer.neighbours_view
+    window.query_panel.select_kind("argmax", "occupation")
+    wait_idle(qtbot, window)
+    axis = view.outputs.getAxis("left")
+    assert axis.labelText == "probability of being selected"
+    window.teaching_action.setChecked(True)
+    window.resize(QSize(window.minimumSizeHint().width(), 720))
+    wait_idle(qtbot, window)
+    qtbot.waitUntil(lambda: view.outputs.getViewBox().height() < 300, timeout=10_000)
+    assert axis.labelText in ("probability of being selected", "probability")
+    window.teaching_action.setChecked(False)
+    window.resize(QSize(1400, 1000))
+    qtbot.waitUntil(lambda: axis.labelText == "probability of being selected", timeout=10_000)

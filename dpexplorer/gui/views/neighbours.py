@@ -155,7 +155,7 @@ class NeighboursView(View):
         # of the changed items, a region whose clip made Qt paint each density curve in 1.1-1.8
         # ms instead of 0.2-0.3 ms whenever only the loss plot rescaled (smooth Student's t).
         self.canvas.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.FullViewportUpdate)
-        self._density_label = "probability density"
+        self._output_title = ("probability density", "density")
         self.outputs = configure_plot(
             self.canvas.addPlot(row=0, col=0), OUTPUT_AXIS, "probability density", live=True
         )
@@ -338,12 +338,17 @@ class NeighboursView(View):
         for plot in (self.outputs, self.loss):
             plot.getAxis("left").setWidth(width)
 
+    def _set_output_title(self, full: str, short: str) -> None:
+        """The outputs axis's title, and its short form for a short plot."""
+        self._output_title = (full, short)
+        self._fit_left_labels()
+
     def _fit_left_labels(self) -> None:
         """Each left axis's title, or its short form where the plot is shorter than the title
         (at the window's narrowest size in teaching mode the two rotated titles ran into each
         other: "privacy lossprobability density")."""
         for plot, (full, short) in (
-            (self.outputs, (self._density_label, "density")),
+            (self.outputs, self._output_title),
             (self.loss, (LOSS_LABEL, "loss")),
         ):
             axis = plot.getAxis("left")
@@ -441,7 +446,7 @@ class NeighboursView(View):
         """Histograms of ``out.monte_carlo_runs`` runs per side with ±2 standard errors, and the
         loss estimated where both sides have enough runs (:class:`SimulatedBins`)."""
         items = self._use_layout(("monte_carlo",))
-        set_axis_label(self.outputs, "left", "estimated density")
+        self._set_output_title("estimated density", "est. density")
         set_axis_label(self.loss, "bottom", out.quantity or OUTPUT_AXIS)
         bins = SimulatedBins.of(out)
         grid, enough, loss, se_loss = bins.grid, bins.enough, bins.loss, bins.se_loss
@@ -478,8 +483,10 @@ class NeighboursView(View):
         grid = np.asarray(out.grid, dtype=float)
         p, q = np.asarray(out.density_d, dtype=float), np.asarray(out.density_d_prime, dtype=float)
         scaled_q = np.exp(result.epsilon) * q
-        self._density_label = "probability" if out.discrete else "probability density"
-        self._fit_left_labels()
+        if out.discrete:
+            self._set_output_title("probability", "probability")
+        else:
+            self._set_output_title("probability density", "density")
         # a discrete law's spacing (1 for a single point: a bar as wide as the whole axis read
         # as a block of outputs, not one value)
         unit = float(np.min(np.diff(grid))) if grid.size > 1 else 1.0
@@ -673,7 +680,7 @@ class NeighboursView(View):
             shown.labels, tallest, self._pixels_per_bar(bars) * bars, (-0.6, bars - 0.4)
         )
         self._set_ticks(readable_ticks(shown.labels, heights, chars_per_bar, span=span, always=tallest))
-        set_axis_label(self.outputs, "left", "probability of being selected")
+        self._set_output_title("probability of being selected", "probability")
         p_shown, q_shown = shown.collect(p), shown.collect(q)
         fit_sticky(
             self.outputs,
