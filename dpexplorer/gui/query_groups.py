@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import polars as pl
-from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QLabel, QLineEdit, QSpinBox, QWidget
+from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QLabel, QSpinBox, QWidget
 
 from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.data import queries as q
-from dpexplorer.gui.query_widgets import number_box, shortened
+from dpexplorer.gui.query_widgets import HeadFirstLineEdit, number_box, shortened
 
 if TYPE_CHECKING:
     from dpexplorer.data.load import Dataset
@@ -56,7 +56,7 @@ class GroupControls:
         """Keys and privacy unit of the statistics by group."""
         self.group1 = shortened(QComboBox())
         self.group2 = shortened(QComboBox())
-        self.group_categories = QLineEdit()
+        self.group_categories = HeadFirstLineEdit()
         self.group_categories.setToolTip(
             "The groups of the first key, declared (public) and separated by commas: every one is "
             "released, empty or not; rows with any other value form the group 'other'. The "

@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QPushButton,
     QSpinBox,
     QVBoxLayout,
@@ -29,6 +28,7 @@ from dpexplorer.gui.jobs import CATEGORY_LIMIT
 from dpexplorer.gui.query_groups import EACH_ROW, GROUP_KINDS, MAX_CATEGORIES, GroupControls
 from dpexplorer.gui.query_widgets import (
     ConditionRow,
+    HeadFirstLineEdit,
     WholeCombo,
     control_value,
     number_box,
@@ -162,7 +162,7 @@ class QueryPanel(GroupControls, QGroupBox):
             tooltip="Equal bins over the declared bounds (public edges); values outside the bounds "
             "fall in the first or last bin, missing values in a cell of their own.",
         )
-        self.marginal_columns = QLineEdit()
+        self.marginal_columns = HeadFirstLineEdit()
         self.marginal_columns.setToolTip(
             "The synthetic table's columns, separated by commas. Numeric columns are cut into "
             "'Bins' equal bins over the data's range (prefill: not private; on Adult, documented "
@@ -175,7 +175,7 @@ class QueryPanel(GroupControls, QGroupBox):
 
     def _category_widgets(self) -> None:
         """The declared categories, prefilled with the column's commonest values."""
-        self.categories = QLineEdit()
+        self.categories = HeadFirstLineEdit()
         self.categories.setToolTip(
             "Declared categories, separated by commas. Rows with any other value count as "
             "'other'. The prefill lists the most common values in the data (not private)."

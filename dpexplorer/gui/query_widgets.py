@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from PySide6.QtCore import QEvent, QSize
+from PySide6.QtGui import QFocusEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -73,6 +74,25 @@ def typed_value(text: str) -> Any:
     return int(value) if value.is_integer() and "." not in text else value
 
 
+class HeadFirstLineEdit(QLineEdit):
+    """A line edit that, when not being edited, shows the start of a value too long for it: a
+    value set by the program (a default, a session, a lesson) or left by the person reads
+    'Amer-Indian-Es', not 'dian-Eskimo' (QLineEdit keeps the cursor, and so the view, at the
+    end)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.textChanged.connect(self._home_unless_editing)
+
+    def _home_unless_editing(self) -> None:
+        if not self.hasFocus():
+            self.setCursorPosition(0)
+
+    def focusOutEvent(self, event: QFocusEvent) -> None:
+        super().focusOutEvent(event)
+        self.setCursorPosition(0)
+
+
 class ConditionRow(QWidget):
     """``[not] column op value`` for the predicate builder. The operator is never elided (at
     teaching mode's font in a narrow panel '==' showed as '=:') and the value field is at least
@@ -84,7 +104,7 @@ class ConditionRow(QWidget):
         self.column = shortened(QComboBox(), 8)
         self.op = WholeCombo()
         self.op.addItems(OPS)
-        self.value = QLineEdit()
+        self.value = HeadFirstLineEdit()
         for widget, name in ((self.negate, "Condition: not"), (self.column, "Condition column")):
             widget.setAccessibleName(name)
         self.op.setAccessibleName("Condition operator")

@@ -46,3 +46,31 @@ def test_the_data_tab_shows_a_date_column_with_its_first_and_last_day(qtbot, pan
     view.show_dataset(panel[1])
     assert view.schema.item(0, 1).text() == "date, 2020-06-30 to 2021-12-01"
     assert view.schema.item(1, 1).text() == "categorical"
+
+
+def test_a_long_condition_value_shows_its_start_when_not_being_edited(qtbot, panel) -> None:
+    """A value wider than its field (Adult's default 'Amer-Indian-Eskimo') showed its tail,
+    'dian-Eskimo', because QLineEdit leaves the view at the cursor, at the end. The view scrolls
+    when the field paints, so each check paints it first (grab)."""
+    widget, _ = panel
+    widget.resize(360, 400)
+    widget.show()
+    qtbot.waitExposed(widget)
+    field = widget.conditions[0].value
+    long_value = "Amer-Indian-Eskimo-and-more-words-than-fit"
+    assert field.fontMetrics().horizontalAdvance(long_value) > 2 * field.width()
+
+    def first_character_in_view() -> bool:
+        field.grab()
+        return field.cursorPosition() == 0 and field.cursorRect().left() <= field.contentsRect().left() + 8
+
+    field.setText(long_value)
+    assert first_character_in_view()
+    widget.activateWindow()
+    field.setFocus()
+    qtbot.waitUntil(field.hasFocus)
+    field.end(False)  # while it has the focus, the view follows the cursor as usual
+    field.grab()
+    assert field.contentsRect().left() < field.cursorRect().center().x() <= field.contentsRect().right()
+    field.clearFocus()
+    assert not field.hasFocus() and first_character_in_view()
