@@ -18,6 +18,16 @@ in chunks: bounded memory), then runs, interleaved, ``--repeat`` times each:
   fingerprint of the frame read (``identity_vs_read``: the fingerprint's time over the read's).
 
 Times are wall-clock medians; peak RSS is the child's (``wait4``), largest over the repeats.
+Every child starts from cached bytecode, as an installed package does (pip compiles it on
+install): the children cache compiled code in a private directory (``PYTHONPYCACHEPREFIX``,
+filled by a warm-up run, nothing written into the tree) even when the shell sets
+PYTHONDONTWRITEBYTECODE=1, which otherwise compiles the package's modules at every start (about
+0.1 s of each release before 2026-11-26 18:30 UTC). ``--compiling`` measures that way instead.
+The children run in a scratch directory, with ``PYTHONPATH`` set to the tree measured (the
+current directory would come first on ``sys.path``); ``--before DIR`` runs the same releases
+from the package in DIR (a ``git archive REV | tar -x -C DIR``) interleaved with this tree's and
+reports them as ``before_*`` with the ratios after / before. ``--reuse`` keeps data files already
+in ``--dir`` (same names and sizes) instead of writing them again.
 Keys: ``release_count_ratio``, ``release_sum_ratio``, ``release_groupby_unit_ratio`` (ours over
 the floor at 10M rows, the worse format; targets <= 2, 2, 3), ``release_peak_rss_mb_10m`` (and
 ``_100m`` with ``--large``; targets 1,000 and 2,048), ``identity_vs_read`` (at 10M, the worse
@@ -42,6 +52,8 @@ import time
 from pathlib import Path
 
 GROUPS = 50
+HERE = Path(__file__).resolve().parent.parent
+"""This tree (the package the releases import, whatever is installed)."""
 PLANS = {
     "count": {"query": {"type": "count"}, "mechanism": "laplace", "parameters": {"epsilon": 1.0}},
     "sum": {
@@ -71,14 +83,17 @@ FLOOR = {
 READ = {"parquet": "pl.read_parquet(path)", "csv": "pl.read_csv(path)"}
 
 
-def write_data(directory: Path, rows: int, seed: int = 0) -> dict[str, Path]:
-    """The generated table as Parquet and CSV, written a million rows at a time."""
+def write_data(directory: Path, rows: int, seed: int = 0, reuse: bool = False) -> dict[str, Path]:
+    """The generated table as Parquet and CSV, written a million rows at a time (with ``reuse``,
+    files of these names already in ``directory`` are kept as they are)."""
     import numpy as np
     import polars as pl
     import pyarrow.parquet as pq
 
     rng = np.random.default_rng(seed)
     paths = {"parquet": directory / f"r{rows}.parquet", "csv": directory / f"r{rows}.csv"}
+    if reuse and all(p.is_file() and p.stat().st_size for p in paths.values()):
+        return paths
     writer = None
     person = 0
     with open(paths["csv"], "wb") as csv:
@@ -103,11 +118,29 @@ def write_data(directory: Path, rows: int, seed: int = 0) -> dict[str, Path]:
     return paths
 
 
-def _peak(argv: list[str]) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS in MB, stdout) of a child process (its own peak, from ``wait4``);
-    RuntimeError if it fails."""
+ENV: dict[str, str] = {}
+"""The children's environment besides the parent's (set by :func:`child_env`)."""
+
+
+def child_env(scratch: Path, compiling: bool) -> None:
+    """Children cache compiled code in ``scratch`` (or compile from source each time)."""
+    ENV.clear()
+    if compiling:
+        ENV["PYTHONDONTWRITEBYTECODE"] = "1"
+    else:
+        ENV["PYTHONPYCACHEPREFIX"] = str(scratch / "pycache")
+
+
+def _peak(argv: list[str], tree: Path = HERE, cwd: Path | None = None) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS in MB, stdout) of a child process (its own peak, from ``wait4``)
+    importing the package from ``tree``; RuntimeError if it fails."""
+    env = dict(os.environ, **ENV, PYTHONPATH=str(tree))
+    if "PYTHONPYCACHEPREFIX" in ENV:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd or tempfile.gettempdir()
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     out = proc.stdout.read().decode() if proc.stdout else ""
@@ -117,14 +150,14 @@ def _peak(argv: list[str]) -> tuple[float, float, str]:
     return wall, usage.ru_maxrss / 1024, out
 
 
-def ours(path: Path, query: str, scratch: Path) -> tuple[float, float]:
+def ours(path: Path, query: str, scratch: Path, tree: Path = HERE) -> tuple[float, float]:
     work = Path(tempfile.mkdtemp(dir=scratch))
     plan = work / "plan.json"
     plan.write_text(json.dumps([PLANS[query]]))
     argv = [sys.executable, "-m", "dpexplorer", "release", str(plan), "--data", str(path)]
     argv += ["--out", str(work / "out"), "--ledger", str(work / "ledger.sqlite"), "--budget-epsilon", "10"]
     try:
-        wall, rss, _ = _peak(argv)
+        wall, rss, _ = _peak(argv, tree, cwd=work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return wall, rss
@@ -151,9 +184,9 @@ def identity(path: Path, fmt: str) -> tuple[float, float]:
     return read, fp
 
 
-def startup(repeat: int) -> dict[str, float]:
+def startup(repeat: int, tree: Path = HERE) -> dict[str, float]:
     def median(code: str) -> float:
-        return statistics.median(_peak([sys.executable, "-c", code])[0] for _ in range(repeat))
+        return statistics.median(_peak([sys.executable, "-c", code], tree)[0] for _ in range(repeat))
 
     return {
         "cli_import_s": median("import dpexplorer.cli, dpexplorer.commands.account"),
@@ -176,7 +209,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--dir")
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--reuse", action="store_true", help="keep data files already in --dir")
+    parser.add_argument("--before", metavar="DIR", help="also release from the package in DIR, interleaved")
+    parser.add_argument("--compiling", action="store_true", help="children compile the package each start")
     args = parser.parse_args()
+    trees = {"ours": HERE, **({"before": Path(args.before).resolve()} if args.before else {})}
     sizes = [int(r) for r in args.rows.split(",")] + ([100_000_000] if args.large else [])
     formats, queries = args.formats.split(","), args.queries.split(",")
     directory = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="release_scale"))
@@ -189,17 +226,21 @@ def main() -> None:
         "load_average": os.getloadavg(),
     }
     runs: dict[str, dict[str, object]] = {}
+    child_env(directory, args.compiling)
     try:
         for rows in sizes:
-            paths = write_data(directory, rows)
+            paths = write_data(directory, rows, reuse=args.reuse)
             for fmt in formats:
                 times: dict[str, list[float]] = {}
-                peaks: dict[str, float] = {}
-                for _ in range(args.repeat):  # interleaved: ours, floor, identity, per repeat
+                peaks: dict[str, dict[str, float]] = {}
+                for tree in trees.values():  # warm-up: the bytecode cache filled, the file in the page cache
+                    ours(paths[fmt], queries[0], directory, tree)
+                for _ in range(args.repeat):  # interleaved: ours (and before), floor, identity, per repeat
                     for query in queries:
-                        wall, rss = ours(paths[fmt], query, directory)
-                        times.setdefault(f"ours_{query}", []).append(wall)
-                        peaks[query] = max(peaks.get(query, 0.0), rss)
+                        for side, tree in trees.items():
+                            wall, rss = ours(paths[fmt], query, directory, tree)
+                            times.setdefault(f"{side}_{query}", []).append(wall)
+                            peaks.setdefault(side, {})[query] = max(peaks.get(side, {}).get(query, 0.0), rss)
                         wall, rss = floor(paths[fmt], fmt, query)
                         times.setdefault(f"floor_{query}", []).append(wall)
                     read, fp = identity(paths[fmt], fmt)
@@ -211,13 +252,23 @@ def main() -> None:
                     "runs_s": times,
                     "ratios": {q: med[f"ours_{q}"] / med[f"floor_{q}"] for q in queries},
                     "identity_vs_read": med["identity"] / med["read"],
-                    "peak_rss_mb": peaks,
+                    "peak_rss_mb": peaks["ours"],
                 }
-            if not args.keep:
+                if args.before:
+                    runs[f"{fmt}_{rows}"].update(
+                        before_ratios={q: med[f"before_{q}"] / med[f"floor_{q}"] for q in queries},
+                        after_over_before={q: med[f"ours_{q}"] / med[f"before_{q}"] for q in queries},
+                        before_peak_rss_mb=peaks["before"],
+                    )
+            if not args.keep and not args.reuse:
                 for p in paths.values():
                     p.unlink()
         results["runs"] = runs
         results.update(startup(max(args.repeat, 5)))
+        if args.before:
+            results["before_release_import_s"] = startup(max(args.repeat, 5), trees["before"])[
+                "release_import_s"
+            ]
         at = {fmt: runs.get(f"{fmt}_10000000") for fmt in formats}
         present = [r for r in at.values() if r]
         for query, key in (("count", "count"), ("sum", "sum"), ("groupby_unit", "groupby_unit")):
