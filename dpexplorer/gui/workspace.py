@@ -21,7 +21,7 @@ from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
 from dpexplorer.core.planning import PlannedMeasurement
 from dpexplorer.gui.compute import ComputeService
 from dpexplorer.gui.views import blr, pmw, ptr, selection, synthetic
-from dpexplorer.gui.views.base import View
+from dpexplorer.gui.views.base import RunnerView, View
 from dpexplorer.gui.views.budget import BudgetView
 from dpexplorer.gui.views.budget_jobs import budget_job
 from dpexplorer.gui.views.clipping import ClippingView
@@ -32,8 +32,7 @@ BLR_RUN_JOB = "blr_run"
 SYNTHETIC_RUN_JOB = "synthetic_run"
 RUN_JOBS = {BLR_RUN_JOB: "blr", SYNTHETIC_RUN_JOB: "mst"}
 """The long jobs a view runs on request (its module's ``run_job``, with progress and Cancel),
-by a mechanism that view serves. The view has ``run_requested``, ``cancel_requested``,
-``run_started``, ``run_cancelled``, ``set_progress``, ``show_result`` and ``run_failed``."""
+by a mechanism that view serves: a :class:`~dpexplorer.gui.views.base.RunnerView`."""
 BUDGET_JOB = "budget"
 RISK_JOB = "risk"
 
@@ -73,8 +72,8 @@ class Workspace(QObject):
         self.risk_view.job_requested.connect(lambda req: self.compute.submit(RISK_JOB, risk_job, req))
         for job in RUN_JOBS:
             view = self._runner(job)
-            view.run_requested.connect(lambda job=job: self._run(job))  # type: ignore[attr-defined]
-            view.cancel_requested.connect(lambda job=job: self.compute.cancel(job))  # type: ignore[attr-defined]
+            view.run_requested.connect(lambda job=job: self._run(job))
+            view.cancel_requested.connect(lambda job=job: self.compute.cancel(job))
         self.compute.progress.connect(self._on_progress)
         self.compute.finished.connect(self._on_result)
         self.compute.failed.connect(self._on_failure)
@@ -85,7 +84,7 @@ class Workspace(QObject):
         for job in RUN_JOBS:
             if job in self.compute.pending_views():
                 self.compute.cancel(job)
-                self._runner(job).run_cancelled()  # type: ignore[attr-defined]
+                self._runner(job).run_cancelled()
         self.current = (mechanism, params, query, seed)
         self._show_specific(mechanism.name)
         self.compute.cancel(SPECIFIC_JOB)
@@ -122,13 +121,15 @@ class Workspace(QObject):
         if view is not None and entry is not None:
             self.tabs.insertTab(2, view, entry[2])
 
-    def _runner(self, job: str) -> View:
-        return self.specific[RUN_JOBS[job]][1]
+    def _runner(self, job: str) -> RunnerView:
+        view = self.specific[RUN_JOBS[job]][1]
+        assert isinstance(view, RunnerView)
+        return view
 
     def _run(self, job: str) -> None:
         if self.current is None:
             return
-        self._runner(job).run_started()  # type: ignore[attr-defined]
+        self._runner(job).run_started()
         self.compute.submit(job, self.specific[RUN_JOBS[job]][0].run_job, *self.current)
 
     def stop(self) -> None:
@@ -138,7 +139,7 @@ class Workspace(QObject):
     # ------------------------------------------------------------------ results
     def _on_progress(self, view: str, fraction: float) -> None:
         if view in RUN_JOBS:
-            self._runner(view).set_progress(fraction)  # type: ignore[attr-defined]
+            self._runner(view).set_progress(fraction)
 
     def _delivered_to(self, view: str) -> View | None:
         """The view a job's result or failure goes to (a long run's view excepted: see
@@ -154,6 +155,6 @@ class Workspace(QObject):
 
     def _on_failure(self, view: str, generation: int, message: str) -> None:
         if view in RUN_JOBS:
-            self._runner(view).run_failed(message)  # type: ignore[attr-defined]
+            self._runner(view).run_failed(message)
         elif (target := self._delivered_to(view)) is not None:
             target.show_error(message)  # type: ignore[attr-defined]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QBoxLayout,
@@ -185,6 +185,24 @@ class ResultView(View):
         self.error.hide()
         for plot in self.result_plots:
             plot.clear()
+
+
+class RunnerView(ResultView):
+    """A result view that also runs a long job on request (gui/workspace.py's ``RUN_JOBS``).
+
+    It emits :attr:`run_requested` when the user presses Run and :attr:`cancel_requested` on
+    Cancel (already back to idle: a cancelled job reports nothing). The workspace answers with
+    :meth:`run_started` (busy), :meth:`set_progress` (0 to 1), then the job's result to
+    ``show_result`` or its failure to :meth:`run_failed` (the message shown as it is, back to
+    idle); :meth:`run_cancelled` (idle, nothing new shown) when it cancels the run itself.
+    Subclasses implement the four."""
+
+    run_requested = Signal()
+    cancel_requested = Signal()
+    run_started: Callable[[], None]
+    run_cancelled: Callable[[], None]
+    run_failed: Callable[[str], None]
+    set_progress: Callable[[float], None]
 
 
 def dashed_line(

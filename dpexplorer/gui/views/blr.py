@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QWidget
 
 from dpexplorer.core.cancel import CancelToken
@@ -31,7 +30,7 @@ from dpexplorer.gui.views.base import (
     GREEN,
     GREY,
     RED,
-    ResultView,
+    RunnerView,
     keep_line_labels_inside,
     marker_line,
 )
@@ -173,7 +172,7 @@ def _count_text(count: int) -> str:
     return f"{count:,}" if count < 10**15 else f"about 10^{len(str(count)) - 1}"
 
 
-class BLRView(ResultView):
+class BLRView(RunnerView):
     """The plan, the Run / Cancel controls, and the last run's synthetic data and errors.
 
     Signals: :attr:`run_requested` (the user pressed Run: submit :func:`run_job`),
@@ -184,8 +183,6 @@ class BLRView(ResultView):
     to :meth:`set_progress`."""
 
     mechanisms = MECHANISMS
-    run_requested = Signal()
-    cancel_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("BLR: a synthetic dataset chosen among all possible ones", parent)

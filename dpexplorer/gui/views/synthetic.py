@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QTabWidget, QWidget
 
 from dpexplorer.core.errors import NotApplicableError
@@ -33,7 +32,7 @@ from dpexplorer.core.synthetic_error import (
     round_costs,
 )
 from dpexplorer.gui import palette
-from dpexplorer.gui.views.base import GREY, PURPLE, ResultView
+from dpexplorer.gui.views.base import GREY, PURPLE, RunnerView
 from dpexplorer.gui.views.selection import BAR, category_plot, hbars, label_rows
 from dpexplorer.gui.views.synthetic_pages import CurvePage, MarginalPair, PickerPage, RoundsPage, run_job
 
@@ -139,15 +138,13 @@ def _square(colour: tuple[int, int, int]) -> str:
     return f"<span style='color:{palette.css(colour)}'>■</span>"
 
 
-class MarginalErrorView(ResultView):
+class MarginalErrorView(RunnerView):
     """Four pages (module docstring). On the first, one row per 2-way marginal: the synthetic
     table's TVD (purple; marked * when the run measured that marginal) above the independent
     baseline's (grey). Signals :attr:`run_requested` and :attr:`cancel_requested` for the curve
     against epsilon (the workspace submits :func:`run_job`)."""
 
     mechanisms = MECHANISMS
-    run_requested = Signal()
-    cancel_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("Synthetic data over marginals: how close the synthetic table is", parent)
