@@ -48,7 +48,7 @@ from dpexplorer.core.mechanisms.blr import BLR, ErrorLevels
 from dpexplorer.core.mechanisms.mwem import mw_update
 from dpexplorer.core.mechanisms.pmw import workload_answers
 from dpexplorer.release import samplers
-from dpexplorer.release.exact import ExactRelease, Value, discrete_scale, finite_fractions
+from dpexplorer.release.exact import ExactRelease, discrete_scale, finite_fractions
 from dpexplorer.release.lazy import Bounds, fraction_bounds, pick_index, rational
 from dpexplorer.release.rational import float_up
 from dpexplorer.release.row_count import Denominator, true_counts
@@ -109,23 +109,38 @@ def blr_release(
     c = levels.exponent(epsilon)
     counts = cache(levels.counts)  # one pass, shared by repeated draws of this release
 
-    def draw(bits: BitSource) -> list[Value]:
+    def draw(bits: BitSource) -> np.ndarray:
         by_level = counts()
         level = list(by_level)[pick_index(level_weights(list(by_level), list(by_level.values()), c), bits)]
-        histogram = levels.candidate(level, bits.randbelow(by_level[level]))
-        return [float(x) for x in histogram]
+        return levels.candidate(level, bits.randbelow(by_level[level]))
 
+    provenance = {
+        "synthetic_rows_m": m,
+        "candidates": str(levels.total),
+        "utility": "-max_i |c_i(D) - n(D) q_i(h)| in counts, sensitivity 1 (no public n needed)",
+        "released": "synthetic histogram: rows per cell, summing to m",
+    }
+    return _cells_release(epsilon, BLR_SAMPLER, query, draw, provenance)
+
+
+def _cells_release(
+    epsilon: float,
+    sampler: str,
+    query: WorkloadInput,
+    draw: Callable[[BitSource], np.ndarray],
+    provenance: dict[str, Any],
+    **fields: Any,
+) -> ExactRelease:
+    """A pure ``epsilon``-DP release of one number per cell of the query's universe (BLR's
+    synthetic histogram, MWEM's distribution): ``draw`` gives the cells' values after the
+    charge, released as floats labelled by the cells; ``fields`` as :class:`ExactRelease`'s."""
     return ExactRelease.pure(
         epsilon,
-        sampler=BLR_SAMPLER,
+        sampler=sampler,
         labels=tuple(query.cell_labels),
-        draw=draw,
-        provenance={
-            "synthetic_rows_m": m,
-            "candidates": str(levels.total),
-            "utility": "-max_i |c_i(D) - n(D) q_i(h)| in counts, sensitivity 1 (no public n needed)",
-            "released": "synthetic histogram: rows per cell, summing to m",
-        },
+        draw=lambda bits: [float(x) for x in draw(bits)],
+        provenance=provenance,
+        **fields,
     )
 
 
@@ -191,7 +206,7 @@ def mwem_release(
     cells = query.workload.shape[1]
     facts: dict[str, Any] = {}
 
-    def draw(bits: BitSource) -> list[Value]:
+    def draw(bits: BitSource) -> np.ndarray:
         steps = plan.steps(counts, rows.draw(bits))
         facts["denominator"] = steps.denominator
         current, total = np.full(cells, 1.0 / cells), np.zeros(cells)
@@ -202,19 +217,13 @@ def mwem_release(
             measured.append(float(steps.measure(selected[-1], bits)))
             current = mw_update(query.workload, current, np.array(selected), np.array(measured))
             total += current
-        return [float(x) for x in total / rounds]
+        return total / rounds
 
-    return ExactRelease.pure(
-        float_up(plan.charged),
-        sampler=MWEM_SAMPLER,
-        labels=tuple(query.cell_labels),
-        draw=draw,
-        provenance={
-            **rows.describe(),
-            "rounds": rounds,
-            "selection_epsilon_per_round": float(plan.step),
-            "measurement_noise_scale_counts": f"{plan.t}/{plan.s}",
-            "released": "average of the T synthetic distributions over the cells (sums to 1)",
-        },
-        dp_outputs=facts,
-    )
+    provenance = {
+        **rows.describe(),
+        "rounds": rounds,
+        "selection_epsilon_per_round": float(plan.step),
+        "measurement_noise_scale_counts": f"{plan.t}/{plan.s}",
+        "released": "average of the T synthetic distributions over the cells (sums to 1)",
+    }
+    return _cells_release(float_up(plan.charged), MWEM_SAMPLER, query, draw, provenance, dp_outputs=facts)
