@@ -195,19 +195,6 @@ class QueryPanel(GroupControls, QGroupBox):
         self.category_note.setWordWrap(True)  # beside the count and the button at teaching fonts
 
     def _layout(self) -> None:
-        self.form = QFormLayout()
-        self.form.addRow("Statistic", self.kind)
-        self.form.addRow("Column", self.column)
-        self.form.addRow("Second column", self.columns2)
-        self.form.addRow("Columns", self.marginal_columns)
-        self.form.addRow("Marginals of", self.ways)
-        self.form.addRow("Lower bound", self.lower_bound)
-        self.form.addRow("Upper bound", self.upper_bound)
-        self.form.addRow("Quantile q", self.q_value)
-        self.form.addRow("Trimmed fraction", self.trim)
-        self.form.addRow("k", self.k)
-        self.form.addRow("Bins", self.bins)
-        self.form.addRow("Categories", self.categories)
         self.category_row = QWidget()
         row = QHBoxLayout(self.category_row)
         row.setContentsMargins(0, 0, 0, 0)
@@ -215,18 +202,40 @@ class QueryPanel(GroupControls, QGroupBox):
         row.addWidget(self.category_count)
         row.addWidget(self.take_all)
         row.addWidget(self.category_note, 1)
-        self.form.addRow(self.category_row)  # across the panel: beside no name it fits teaching fonts
-        self.form.addRow("Group by", self.group1)
-        self.form.addRow("and by", self.group2)
-        self.form.addRow("Groups", self.key_origin)
-        self.form.addRow("Declared groups", self.group_categories)
-        self.form.addRow("Selection ε", self.key_epsilon)
-        self.form.addRow("Selection δ", self.key_delta)
-        self.form.addRow(self.key_rule)  # across the panel: the form under-counts a wrapped field
-        self.form.addRow("Privacy unit", self.unit)
-        self.form.addRow("Groups per person", self.max_groups)
-        self.form.addRow("Rows per person, per group", self.max_rows)
-        self.form.addRow("Join conditions with", self.joiner)
+        self.form = QFormLayout()
+        # (name, field) in order; no name: the field goes across the panel (beside no name the
+        # category row fits teaching fonts, and the form under-counts a wrapped key rule)
+        rows: tuple[tuple[str, QWidget], ...] = (
+            ("Statistic", self.kind),
+            ("Column", self.column),
+            ("Second column", self.columns2),
+            ("Columns", self.marginal_columns),
+            ("Marginals of", self.ways),
+            ("Lower bound", self.lower_bound),
+            ("Upper bound", self.upper_bound),
+            ("Quantile q", self.q_value),
+            ("Trimmed fraction", self.trim),
+            ("k", self.k),
+            ("Bins", self.bins),
+            ("Categories", self.categories),
+            ("", self.category_row),
+            ("Group by", self.group1),
+            ("and by", self.group2),
+            ("Groups", self.key_origin),
+            ("Declared groups", self.group_categories),
+            ("Selection ε", self.key_epsilon),
+            ("Selection δ", self.key_delta),
+            ("", self.key_rule),
+            ("Privacy unit", self.unit),
+            ("Groups per person", self.max_groups),
+            ("Rows per person, per group", self.max_rows),
+            ("Join conditions with", self.joiner),
+        )
+        for name, field in rows:
+            if name:
+                self.form.addRow(name, field)
+            else:
+                self.form.addRow(field)
         # each condition on a line of its own under its name, across the panel: beside its name
         # the four fields did not fit at teaching mode's font (the operator and value were cut)
         self.condition_labels = [QLabel(f"Condition {i + 1}") for i in range(len(self.conditions))]
