@@ -82,55 +82,32 @@ class Scheme:
         return self.colours.get(role, role)
 
 
-LIGHT = Scheme("light", "Light", {role: role for role in (
-    D, D_PRIME, ALERT, GOOD, ACCENT, NEUTRAL, ERROR_TEXT, WARNING_TEXT, MUTED_TEXT,
-    LESSON_BACKGROUND, TEACHING_BACKGROUND, NOTE_BACKGROUND, CARD_BACKGROUND, CARD_BORDER,
-    PLOT_BACKGROUND, PLOT_FOREGROUND,
-)})  # fmt: skip
-DARK = Scheme(
-    "dark",
-    "Dark",
-    {
-        D: (86, 180, 233),
-        D_PRIME: (230, 159, 0),
-        ALERT: (255, 95, 110),
-        GOOD: (0, 200, 150),
-        ACCENT: (225, 150, 205),
-        NEUTRAL: (165, 165, 165),
-        ERROR_TEXT: (255, 125, 110),
-        WARNING_TEXT: (255, 175, 95),
-        MUTED_TEXT: (190, 190, 190),
-        LESSON_BACKGROUND: (30, 48, 70),
-        TEACHING_BACKGROUND: (66, 54, 22),
-        NOTE_BACKGROUND: (80, 64, 20),
-        CARD_BACKGROUND: (40, 40, 36),
-        CARD_BORDER: (110, 110, 96),
-        PLOT_BACKGROUND: (28, 28, 30),
-        PLOT_FOREGROUND: (225, 225, 225),
-    },
-    dark=True,
-)
+APPEARANCE_COLOURS: dict[RGB, tuple[RGB, RGB]] = {
+    D: ((86, 180, 233), (0, 200, 255)),
+    D_PRIME: ((230, 159, 0), (255, 176, 0)),
+    ALERT: ((255, 95, 110), (255, 60, 120)),
+    GOOD: ((0, 200, 150), (0, 255, 140)),
+    ACCENT: ((225, 150, 205), (255, 120, 255)),
+    NEUTRAL: ((165, 165, 165), (215, 215, 215)),
+    ERROR_TEXT: ((255, 125, 110), (255, 130, 130)),
+    WARNING_TEXT: ((255, 175, 95), (255, 215, 0)),
+    MUTED_TEXT: ((190, 190, 190), (240, 240, 240)),
+    LESSON_BACKGROUND: ((30, 48, 70), (0, 0, 70)),
+    TEACHING_BACKGROUND: ((66, 54, 22), (50, 50, 0)),
+    NOTE_BACKGROUND: ((80, 64, 20), (70, 50, 0)),
+    CARD_BACKGROUND: ((40, 40, 36), (0, 0, 0)),
+    CARD_BORDER: ((110, 110, 96), (255, 255, 255)),
+    PLOT_BACKGROUND: ((28, 28, 30), (0, 0, 0)),
+    PLOT_FOREGROUND: ((225, 225, 225), (255, 255, 255)),
+}
+"""Every role (its light colour) with its colour in the dark and in the high-contrast
+appearance: one row a role, so every appearance has a colour for every role."""
+LIGHT = Scheme("light", "Light", {role: role for role in APPEARANCE_COLOURS})
+DARK = Scheme("dark", "Dark", {role: dark for role, (dark, _) in APPEARANCE_COLOURS.items()}, dark=True)
 HIGH_CONTRAST = Scheme(
     "high-contrast",
     "High Contrast",
-    {
-        D: (0, 200, 255),
-        D_PRIME: (255, 176, 0),
-        ALERT: (255, 60, 120),
-        GOOD: (0, 255, 140),
-        ACCENT: (255, 120, 255),
-        NEUTRAL: (215, 215, 215),
-        ERROR_TEXT: (255, 130, 130),
-        WARNING_TEXT: (255, 215, 0),
-        MUTED_TEXT: (240, 240, 240),
-        LESSON_BACKGROUND: (0, 0, 70),
-        TEACHING_BACKGROUND: (50, 50, 0),
-        NOTE_BACKGROUND: (70, 50, 0),
-        CARD_BACKGROUND: (0, 0, 0),
-        CARD_BORDER: (255, 255, 255),
-        PLOT_BACKGROUND: (0, 0, 0),
-        PLOT_FOREGROUND: (255, 255, 255),
-    },
+    {role: high for role, (_, high) in APPEARANCE_COLOURS.items()},
     dark=True,
     line_scale=1.5,
 )
