@@ -175,10 +175,17 @@ def prepare_plan(
     (:func:`dpexplorer.release.release.prepare`), filed under the dataset's key in ``ledger``
     (its content fingerprint, or ``dataset_name``); nothing is drawn or charged. PlanError
     ``plan entry N: <reason>`` for the first entry that fails. ``on_prepared(number, total)``
-    is called as each entry starts (progress from the first one)."""
+    is called as each entry starts (progress from the first one).
+
+    The entries' inputs are computed before the dataset's key, which is then set on each: the
+    fingerprint may wait for compiled kernels still loading on another thread
+    (:func:`dpexplorer.data.identity.preload`), and the queries' scans, outside the GIL, overlap
+    that load. A plan with an entry that fails leaves the ledger untouched (no key looked up)."""
+    import dataclasses
+
     from dpexplorer.release.release import dataset_key, prepare, with_sampling_rate
 
-    key = dataset_key(dataset, ledger, dataset_name)
+    key = ""  # set below, once every entry is prepared
     prepared: list[Any] = []
     for number, entry in enumerate(entries, start=1):
         if on_prepared is not None:
@@ -210,7 +217,8 @@ def prepare_plan(
             prepared.append(item if rate is None else with_sampling_rate(item, rate))
         except (DPExplorerError, KeyError, TypeError, ValueError, ArithmeticError) as exc:
             raise PlanError(f"plan entry {number}: {exc}") from None
-    return prepared
+    key = dataset_key(dataset, ledger, dataset_name)
+    return [dataclasses.replace(item, fingerprint=key) for item in prepared]
 
 
 def check_totals(prepared: Sequence[Any]) -> None:
