@@ -11,6 +11,7 @@ import gzip
 import hashlib
 import math
 import struct
+import sys
 
 import numpy as np
 import polars as pl
@@ -151,13 +152,25 @@ def test_the_reference_mixers_are_the_published_ones() -> None:
     assert identity.mix_int(0, 1) == _fmix(1) and identity.mix_int(1, 12345) == _splitmix(12345)
 
 
+@pytest.fixture(params=["numpy", "kernels"])
+def hashing(request, monkeypatch) -> str:
+    """Each way of computing the sums, for the whole test: numpy, or numba's compiled kernels
+    (skipped without numba), whatever the table's size."""
+    if request.param == "kernels":
+        pytest.importorskip("numba")
+        assert identity.kernels() is not None, "numba is installed: the kernels must load"
+    else:
+        monkeypatch.setitem(identity._kernel_state, "module", None)
+    return request.param
+
+
 @pytest.mark.parametrize("rows", [1, 7, 300])
-def test_vectorised_key_equals_the_slow_reference(rows: int) -> None:
+def test_vectorised_key_equals_the_slow_reference(rows: int, hashing: str) -> None:
     frame = _mixed(rows, seed=rows)
     assert content_fingerprint(frame) == reference(frame, KINDS)
 
 
-def test_key_is_pinned() -> None:
+def test_key_is_pinned(hashing: str) -> None:
     """The key of a fixed table, computed when content-v2 was defined: it must never change
     (an upgrade of polars, pyarrow or numpy that changed it would give every dataset a second
     budget)."""
@@ -358,3 +371,149 @@ def test_long_text_over_several_arrow_buffers() -> None:
         a, b = views.words(start, stop), offsets.words(start, stop)
         for lane in (0, 1):
             assert np.array_equal(identity._cell_hashes(a, lane), identity._cell_hashes(b, lane))
+
+
+# ---------------------------------------------------------------- the compiled kernels
+def _random_table(rng: np.random.Generator, n: int) -> pl.DataFrame:
+    """A table of every column type the kernels treat apart, with the edge values: text of 0 to
+    40 bytes (multi-byte UTF-8, "", "NA", "na", the 8- and 12-byte edges), missing cells,
+    integers at the int64 limits, uint64 of 2^63 and more, NaN, -0.0, infinities, integral and
+    huge floats, booleans, dates, date-times, durations, times, a column of nulls, bytes."""
+    alphabet = ["a", "b", "é", "日", "N", "A", "\x00", " "]
+    texts = ["", "NA", "na", "abcdefgh", "abcdefghijkl", "abcdefghijklm"]
+    texts += ["".join(rng.choice(alphabet, int(k))) for k in rng.integers(0, 41, 40)]
+
+    def some(values: list, missing: float = 0.2) -> list:
+        picked = [values[int(i)] for i in rng.integers(0, len(values), n)]
+        return [None if rng.random() < missing else v for v in picked]
+
+    floats = [-0.0, 0.0, 39.0, 0.1, -2.5, 1e300, 2.0**63, -(2.0**63), 2.0**64, math.nan, math.inf, -math.inf]
+    ints = [0, -1, 7, (1 << 63) - 1, -(1 << 63), (1 << 62) + 1]
+    day = dt.date(1970, 1, 1)
+    return pl.DataFrame(
+        {
+            "text": some(texts),
+            "bytes": [None if t is None else t.encode() for t in some(texts)],
+            "i64": some(ints),
+            "i8": some([-128, 0, 127]),
+            "u64": some([0, 5, (1 << 63) - 1, 1 << 63, (1 << 64) - 1, (1 << 63) + 12345]),
+            "u32": some([0, (1 << 32) - 1]),
+            "f64": some(floats, 0.1),
+            "f32": some([0.5, -0.0, 3.0, math.nan, math.inf]),
+            "bool": some([True, False]),
+            "date": some([day, dt.date(2024, 2, 29), dt.date(1900, 1, 1)]),
+            "time": some([dt.datetime(2021, 3, 1, 10, 0, 0, 123456), dt.datetime(1969, 12, 31, 23, 59)]),
+            "zoned": some([dt.datetime(2021, 3, 1, 10, tzinfo=dt.UTC)]),
+            "span": some([dt.timedelta(seconds=-3), dt.timedelta(days=2, microseconds=7)]),
+            "clock": some([dt.time(0, 0), dt.time(23, 59, 59, 999999)]),
+            "none": [None] * n,
+            "full": some(["x", "yy"], 0.0),
+        },
+        schema={
+            "text": pl.String,
+            "bytes": pl.Binary,
+            "i64": pl.Int64,
+            "i8": pl.Int8,
+            "u64": pl.UInt64,
+            "u32": pl.UInt32,
+            "f64": pl.Float64,
+            "f32": pl.Float32,
+            "bool": pl.Boolean,
+            "date": pl.Date,
+            "time": pl.Datetime("ns"),
+            "zoned": pl.Datetime("us", "Europe/Paris"),
+            "span": pl.Duration("us"),
+            "clock": pl.Time,
+            "none": pl.Null,
+            "full": pl.Categorical,
+        },
+    )
+
+
+def test_kernels_give_numpys_sums_on_random_tables(monkeypatch) -> None:
+    """On random tables of every type and edge value, in both Arrow text layouts (views and
+    offsets), in blocks, ranges and threads: the compiled kernels' sums are numpy's."""
+    pytest.importorskip("numba")
+    compiled = identity.kernels()
+    assert compiled is not None
+    monkeypatch.setattr(identity, "KERNEL_BLOCK", 64)  # several blocks and ranges per table
+    rng = np.random.default_rng(29)
+    for trial in range(12):
+        frame = _random_table(rng, int(rng.integers(1, 400)))
+        for views in (True, False):
+            columns = [identity._Column(frame[c], views) for c in sorted(frame.columns)]
+            expected = identity.column_sums(columns, frame.height, 1, None)
+            for threads in (1, 3):
+                assert identity.column_sums(columns, frame.height, threads, compiled) == expected, (
+                    trial,
+                    views,
+                )
+    # and a slice of a column whose long values sit in several Arrow data buffers
+    long = pl.Series("s", [("x" * int(k)) + str(i) for i, k in enumerate(rng.integers(0, 60, 70_000))])
+    long = pl.concat([long, long.slice(0, 500)], rechunk=False).slice(1_000, 60_000)
+    column = identity._Column(long)
+    assert len(column.buffers) > 1
+    assert identity.column_sums([column], long.len(), 2, compiled) == identity.column_sums(
+        [column], long.len()
+    )
+
+
+def test_a_chunked_frame_and_its_slices_give_one_key(hashing: str, monkeypatch) -> None:
+    """A frame in chunks, the same for every column or not, is hashed a chunk (or a batch) at a
+    time: the key is the one-chunk frame's."""
+    frame = _mixed(3_000, seed=5)
+    key = reference(frame, KINDS)
+    monkeypatch.setattr(fingerprints, "HASH_BATCH", 700)
+    chunked = pl.concat([frame.slice(0, 1_000), frame.slice(1_000, 5), frame.slice(1_005)], rechunk=False)
+    assert chunked["s"].n_chunks() == 3
+    assert content_fingerprint(chunked) == key
+    mixed = chunked.with_columns(frame["i"].rechunk())  # one column in one chunk: batches instead
+    assert content_fingerprint(mixed) == key
+
+
+def test_without_numba_the_key_is_the_same(monkeypatch) -> None:
+    """When the kernels cannot be imported (no numba, or it fails to compile), numpy computes
+    the same key, and the failure is not retried at every batch."""
+    frame = pl.DataFrame({"age": [39, 50, None], "sex": ["Male", "Female", "NA"], "w": [1.5, 2.0, -0.0]})
+    monkeypatch.setattr(identity, "_kernel_state", {})
+    monkeypatch.setitem(sys.modules, "dpexplorer.data.identity_kernels", None)  # import fails
+    monkeypatch.setattr(fingerprints, "KERNEL_ROWS", 1)  # asks for them
+    assert content_fingerprint(frame) == "470767a7b6caadbe1aaed76dbde2f6c1"
+    assert identity._kernel_state == {"module": None}
+    identity.preload()  # a no-op now
+    assert identity.kernels(wait=False) is None
+
+
+def test_a_failing_kernel_falls_back_to_numpy(monkeypatch, caplog) -> None:
+    """A kernel that raises (e.g. a layout it does not expect) costs the speed, not the key: the
+    batch is hashed by numpy, the failure logged, and the kernels are not used again."""
+
+    class Broken:
+        def block(self, rows: int) -> None:
+            raise IndexError("a text view points outside its data buffers")
+
+    monkeypatch.setattr(identity, "_kernel_state", {"module": Broken()})
+    frame = _mixed(50, seed=2)
+    assert content_fingerprint(frame) == reference(frame, KINDS)
+    assert identity.kernels() is None and "hashing with numpy instead" in caplog.text
+
+
+def test_kernels_compile_without_a_cache_where_numba_cannot_keep_one() -> None:
+    """A function numba cannot cache (here: no source file, as with no writable cache
+    directory) is compiled without the cache instead of failing."""
+    pytest.importorskip("numba")
+    from numba import types
+
+    from dpexplorer.data.identity_kernels import _compiled
+
+    namespace: dict[str, object] = {}
+    exec("def twice(x):\n    return x * 2\n", namespace)  # a function without a file
+    twice = _compiled(types.int64(types.int64))(namespace["twice"])
+    assert twice(21) == 42
+
+
+def test_preload_loads_the_kernels_once_in_the_background() -> None:
+    pytest.importorskip("numba")
+    identity.preload()
+    identity.preload()
+    assert identity.kernels(wait=False) is not None  # waits for the preload's end
