@@ -98,12 +98,20 @@ def _alive_and_active(timer: object) -> bool:
 
 SPARK_TESTS = (
     "tests/data/test_engine_parity.py",
-    "tests/data/test_spark_errors.py",
+    "tests/data/test_spark_errors.py::test_a_file_gone_mid_run_says_so",
+    "tests/data/test_spark_errors.py::test_spark_measures_a_text_column_as_polars_does",
+    "tests/data/test_conditions.py::test_spark_holds_each_condition_on_the_same_rows",
+    "tests/data/test_conditions.py::test_private_keys_stand_for_the_cells_alone",
+    "tests/data/test_identity.py::test_spark_gives_the_polars_key_however_the_file_is_written",
     "tests/gui/test_large_files.py::test_a_parquet_directory_opens_on_spark_from_the_window",
     "tests/test_api_spark.py",
 )
 """Tests (node-id prefixes) that all run on one pytest-xdist worker: they share one Spark session
-(the ``spark`` session fixture), which takes tens of seconds to start."""
+(the ``spark`` session fixture), which takes tens of seconds to start. Every test that uses the
+fixture must be here (checked at collection: :func:`_check_spark_tests`); one left out started a
+second JVM on another worker (test_conditions' 3 s test took 49 s there, its setup 13 s). The
+other tests of test_spark_errors.py run the CLI in child processes, each with its own JVM, so
+they are not tied to this worker."""
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, called only when it distributes
@@ -150,6 +158,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Under pytest-xdist, :data:`LONGEST_FIRST` first, in that order (a stable sort: each file's
     tests stay together, in their order). Every worker collects the same order, which the
     scheduler follows."""
+    _check_spark_tests(items)
     if os.environ.get("PYTEST_XDIST_WORKER"):
         rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
         items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
+def _check_spark_tests(items: list[pytest.Item]) -> None:
+    """Every collected test that uses the ``spark`` fixture is one of :data:`SPARK_TESTS`."""
+    outside = [
+        item.nodeid
+        for item in items
+        if "spark" in getattr(item, "fixturenames", ()) and not item.nodeid.startswith(SPARK_TESTS)
+    ]
+    if outside:
+        raise pytest.UsageError(
+            "tests/conftest.py: add these tests to SPARK_TESTS (they use the spark session, which "
+            f"would start a second JVM on another worker): {', '.join(outside)}"
+        )
