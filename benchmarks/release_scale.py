@@ -147,7 +147,13 @@ def _peak(argv: list[str], tree: Path = HERE, cwd: Path | None = None) -> tuple[
     err = proc.stderr.read().decode() if proc.stderr else ""
     if os.waitstatus_to_exitcode(status):
         raise RuntimeError(f"{' '.join(argv[:5])}... failed: {err[-500:]}")
+    LAST_CPU[0] = usage.ru_utime + usage.ru_stime
     return wall, usage.ru_maxrss / 1024, out
+
+
+LAST_CPU = [0.0]
+"""The CPU seconds (user + system, all threads) of the last child :func:`_peak` waited for: on a
+loaded machine they move less than the wall time."""
 
 
 def ours(path: Path, query: str, scratch: Path, tree: Path = HERE) -> tuple[float, float]:
@@ -184,19 +190,31 @@ def identity(path: Path, fmt: str) -> tuple[float, float]:
     return read, fp
 
 
-def startup(repeat: int, tree: Path = HERE) -> dict[str, float]:
-    def median(code: str) -> float:
-        return statistics.median(_peak([sys.executable, "-c", code], tree)[0] for _ in range(repeat))
+RELEASE_IMPORT = (
+    "import dpexplorer.cli, dpexplorer.commands.release, dpexplorer.release.release, "
+    "dpexplorer.release.numeric_paths, dpexplorer.data.answers"
+)
 
-    return {
+
+def startup(repeat: int, before: Path | None = None) -> dict[str, float]:
+    """The import figures (medians of ``repeat``); with ``before``, that tree's
+    ``release_import_s`` too, its children alternating with this tree's."""
+
+    def median(code: str) -> float:
+        return statistics.median(_peak([sys.executable, "-c", code])[0] for _ in range(repeat))
+
+    out = {
         "cli_import_s": median("import dpexplorer.cli, dpexplorer.commands.account"),
         "version_s": median("from dpexplorer.cli import main; main(['--version'])"),
-        "release_import_s": median(
-            "import dpexplorer.cli, dpexplorer.commands.release, dpexplorer.release.release, "
-            "dpexplorer.release.numeric_paths, dpexplorer.data.answers"
-        ),
         "python_s": median("pass"),
     }
+    trees = {"release_import_s": HERE, **({"before_release_import_s": before} if before else {})}
+    runs: dict[str, list[float]] = {}
+    for _ in range(repeat):
+        for key, tree in trees.items():
+            runs.setdefault(key, []).append(_peak([sys.executable, "-c", RELEASE_IMPORT], tree)[0])
+            runs.setdefault(f"cpu_{key}", []).append(LAST_CPU[0])
+    return {**out, **{k: statistics.median(v) for k, v in runs.items()}}
 
 
 def main() -> None:
@@ -240,9 +258,11 @@ def main() -> None:
                         for side, tree in trees.items():
                             wall, rss = ours(paths[fmt], query, directory, tree)
                             times.setdefault(f"{side}_{query}", []).append(wall)
+                            times.setdefault(f"cpu_{side}_{query}", []).append(LAST_CPU[0])
                             peaks.setdefault(side, {})[query] = max(peaks.get(side, {}).get(query, 0.0), rss)
                         wall, rss = floor(paths[fmt], fmt, query)
                         times.setdefault(f"floor_{query}", []).append(wall)
+                        times.setdefault(f"cpu_floor_{query}", []).append(LAST_CPU[0])
                     read, fp = identity(paths[fmt], fmt)
                     times.setdefault("read", []).append(read)
                     times.setdefault("identity", []).append(fp)
@@ -251,6 +271,7 @@ def main() -> None:
                     "median_s": med,
                     "runs_s": times,
                     "ratios": {q: med[f"ours_{q}"] / med[f"floor_{q}"] for q in queries},
+                    "cpu_ratios": {q: med[f"cpu_ours_{q}"] / med[f"cpu_floor_{q}"] for q in queries},
                     "identity_vs_read": med["identity"] / med["read"],
                     "peak_rss_mb": peaks["ours"],
                 }
@@ -258,17 +279,16 @@ def main() -> None:
                     runs[f"{fmt}_{rows}"].update(
                         before_ratios={q: med[f"before_{q}"] / med[f"floor_{q}"] for q in queries},
                         after_over_before={q: med[f"ours_{q}"] / med[f"before_{q}"] for q in queries},
+                        cpu_after_over_before={
+                            q: med[f"cpu_ours_{q}"] / med[f"cpu_before_{q}"] for q in queries
+                        },
                         before_peak_rss_mb=peaks["before"],
                     )
             if not args.keep and not args.reuse:
                 for p in paths.values():
                     p.unlink()
         results["runs"] = runs
-        results.update(startup(max(args.repeat, 5)))
-        if args.before:
-            results["before_release_import_s"] = startup(max(args.repeat, 5), trees["before"])[
-                "release_import_s"
-            ]
+        results.update(startup(max(args.repeat, 5), trees.get("before")))
         at = {fmt: runs.get(f"{fmt}_10000000") for fmt in formats}
         present = [r for r in at.values() if r]
         for query, key in (("count", "count"), ("sum", "sum"), ("groupby_unit", "groupby_unit")):
