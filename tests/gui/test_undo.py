@@ -5,10 +5,12 @@ exact state before it."""
 from __future__ import annotations
 
 import random
+import time
 
 from conftest import IDLE_TIMEOUT_MS, wait_idle
 
-from dpexplorer.gui.undo import UNDO_LIMIT, recorded
+from dpexplorer.gui import undo
+from dpexplorer.gui.undo import MERGE_SECONDS, UNDO_LIMIT, recorded
 
 
 def settle(qtbot, window) -> None:
@@ -74,7 +76,20 @@ def test_a_slider_drag_is_one_step(qtbot, window):
     assert window.mechanism_panel.values()["epsilon"] == 1.0
 
 
-def test_undo_restores_the_exact_state_after_ten_random_edits(qtbot, window):
+class _Clock:
+    """The history's clock (``undo.time``), moved on by hand: a step recorded after
+    ``offset += 1.6`` is 1.6 s later for the merge rule, as after waiting 1.6 s, without the wait."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def monotonic(self) -> float:
+        return time.monotonic() + self.offset
+
+
+def test_undo_restores_the_exact_state_after_ten_random_edits(qtbot, window, monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(undo, "time", clock)
     rng = random.Random(34)
     settle(qtbot, window)
     states = [window.current_session()]
@@ -99,7 +114,7 @@ def test_undo_restores_the_exact_state_after_ten_random_edits(qtbot, window):
     for _ in range(10):
         rng.choice(edits)()
         settle(qtbot, window)
-        qtbot.wait(int(1000 * 1.6))  # beyond the merge window: every edit its own step
+        clock.offset += MERGE_SECONDS + 0.1  # beyond the merge window: every edit its own step
         shown = window.current_session()
         if recorded(shown) != recorded(states[-1]):
             states.append(shown)
