@@ -130,19 +130,26 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
 
 LONGEST_FIRST = (
-    "tests/gui/test_lessons.py",
     "tests/data/test_engine_parity.py",
+    "tests/gui/test_lessons.py::test_every_step_of_every_lesson_in_teaching_mode[08_blr_to_aim.toml]",
     "tests/gui/test_render_audit.py",
-    "tests/test_cli_fuzz.py",
-    "tests/gui/test_undo.py",
-    "tests/gui/test_stress.py",
-    "tests/core/mechanisms/test_mst_aim.py",
+    "tests/test_static_checks.py::test_the_project_passes",
+    "tests/data/test_spark_errors.py::test_spark_s_own_logging_stays_out_of_stderr",
     "tests/release/test_kill_plan.py",
+    "tests/gui/test_stress.py",
+    "tests/release/test_audit_paths.py",
+    "tests/gui/test_lessons.py",
+    "tests/test_cli_fuzz.py",
+    "tests/core/mechanisms/test_mst_aim.py",
 )
-"""Files whose tests take 10-60 s each (the lessons' walk 63 s, the Spark unit of
-:data:`SPARK_TESTS` behind test_engine_parity, the render audit 4 x 30-45 s: a suite run at
-486756b): under pytest-xdist they start first, so that no worker is left with one of them while
-the others have nothing to do (longest processing time first)."""
+"""Tests (node-id prefixes) that take 10-65 s each, longest first (a suite run at dd2a4d4, three
+workers, load 5-7: the Spark unit of :data:`SPARK_TESTS` behind test_engine_parity 100-150 s,
+lesson 08's walk 53 s, the render audit 4 x 47-60 s, the Spark logging test's own JVM 18-50 s,
+the kill test 41 s, the stress test 30 s, the release audit 27 tests and 199 s, the other
+lessons up to 10 s each, fuzz 15 + 12 s). mypy's check takes 4 s with its cache but 30 s in a
+clean clone (a cold cache): started last, it left the other workers idle at the end. Under
+pytest-xdist these start first, so that no worker is left with one of them while the others
+have nothing to do (longest processing time first)."""
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, asked by ``-n auto``
@@ -155,13 +162,21 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist, :data:`LONGEST_FIRST` first, in that order (a stable sort: each file's
-    tests stay together, in their order). Every worker collects the same order, which the
-    scheduler follows."""
+    """Under pytest-xdist, :data:`LONGEST_FIRST` first, in that order (a stable sort: the tests
+    under one prefix stay in their order). Every worker collects the same order, which the
+    scheduler follows (pytest-xdist's loadscope reorder then puts the Spark unit, its largest
+    unit of work, first)."""
     _check_spark_tests(items)
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
-        items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+        items.sort(key=_longest_first_rank)
+
+
+def _longest_first_rank(item: pytest.Item) -> int:
+    """The index of the first :data:`LONGEST_FIRST` prefix of the item's node id (after all of
+    them if none)."""
+    return next(
+        (i for i, prefix in enumerate(LONGEST_FIRST) if item.nodeid.startswith(prefix)), len(LONGEST_FIRST)
+    )
 
 
 def _check_spark_tests(items: list[pytest.Item]) -> None:
