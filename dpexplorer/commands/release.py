@@ -166,6 +166,10 @@ def _release_all(args: argparse.Namespace, progress: dict[str, Any]) -> int:
     plan = read_plan_file(args.plan)
     if args.spark_master and args.engine != "spark":
         raise PlanError("--spark-master needs --engine spark")
+    if args.engine != "spark":  # the ledger key's kernels load while polars reads (GIL released)
+        from dpexplorer.data.identity import preload
+
+        preload(args.data)
     dataset = open_dataset(args.data, args.engine, spark_master=args.spark_master)
     for warning in getattr(dataset, "warnings", ()):
         print(

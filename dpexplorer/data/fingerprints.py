@@ -63,10 +63,11 @@ HASH_THREADS = 2
 """Threads hashing batches at once (numpy and the kernels release the GIL; the key does not
 depend on it)."""
 
-KERNEL_ROWS = 4_000_000
-"""From this many rows the fingerprint loads numba's compiled kernels if it can
-(:func:`dpexplorer.data.identity.kernels`): their load, 0.3-0.6 s a process, is about what numpy
-takes for 4M rows; once loaded (or preloaded), they hash tables of any size."""
+KERNEL_CELLS = 16_000_000
+"""From this many cells (rows times columns) the fingerprint loads numba's compiled kernels if
+it can (:func:`dpexplorer.data.identity.kernels`): their load, about 0.5 s of CPU a process, is
+what numpy takes for some 16M cells (0.03 s per million on two threads, 0.1 s of CPU); once
+loaded (or preloaded), they hash tables of any size."""
 
 
 def _streamed(frame: pl.LazyFrame) -> Iterable[pl.DataFrame]:
@@ -89,35 +90,32 @@ def content_fingerprint(
     128-bit multiset hash of the rows' canonical form, independent of file format, line endings,
     quoting, how a missing value is spelled (empty, ``""``, ``NA``), column order and row order,
     while any changed, added or removed row or column changes it. Vectorised on the columns'
-    buffers: numba's compiled kernels, about 0.01 s per million rows on two threads, for a table
-    of :data:`KERNEL_ROWS` rows or more or once loaded; numpy otherwise, about 0.09 s per million
-    rows. A lazy frame is streamed in batches. The Spark engine adds the same per-batch sums
-    (:mod:`~dpexplorer.data.engine.spark_fingerprint`).
+    buffers: numba's compiled kernels, about 0.01 s per million rows of three columns on two
+    threads, for a table of :data:`KERNEL_CELLS` cells or more or once loaded; numpy otherwise,
+    about 0.09 s per million such rows. A lazy frame is streamed in batches. The Spark engine
+    adds the same per-batch sums (:mod:`~dpexplorer.data.engine.spark_fingerprint`).
 
     Polls ``cancel`` (or the thread's ambient token, :func:`dpexplorer.core.cancel.checkpoint`)
-    between batches of :data:`HASH_BATCH` rows and reports the fraction of ``n_rows`` done to
-    ``progress``."""
-    from dpexplorer.data.identity import Sums, digest, kernels
+    between batches of :data:`HASH_BATCH` rows and reports the fraction of ``n_rows`` handed to
+    the hashing threads (at most two batches each ahead of those hashed) to ``progress``."""
+    from dpexplorer.data.identity import digest, kernels
 
     frame = _without_kept(frame)
     schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
     # a lazy frame streamed in batches where this polars can
     batches = _streamed(frame) if isinstance(frame, pl.LazyFrame) else _chunk_slices(frame)
-    total, known = (
-        Sums(),
-        n_rows if n_rows is not None else frame.height if isinstance(frame, pl.DataFrame) else 0,
-    )
-    if known >= KERNEL_ROWS:
-        kernels()  # loaded (or their preload awaited) before the workers start
+    known = n_rows if n_rows is not None else frame.height if isinstance(frame, pl.DataFrame) else 0
+    width, submitted = max(len(schema), 1), 0
     try:
         with _Pool(HASH_THREADS) as pool:
             for batch in batches:
                 for offset in range(0, batch.height, HASH_BATCH):
-                    checkpoint(cancel, progress, pool.done.n / n_rows if n_rows else None)
+                    checkpoint(cancel, progress, submitted / n_rows if n_rows else None)
                     rows = batch.slice(offset, HASH_BATCH)
-                    total.n += rows.height
-                    pool.submit(rows, total.n >= KERNEL_ROWS)
-        checkpoint(cancel)
+                    submitted += rows.height
+                    if max(known, submitted) * width >= KERNEL_CELLS:
+                        kernels()  # loaded now (or their preload awaited) if they are not
+                    pool.submit(rows)
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise DataError(f"could not read the data to fingerprint it: {first_line(exc)}") from exc
     done = pool.done
@@ -153,8 +151,8 @@ class _Pool:
         self.limit = 2 * threads
         self.done = Sums()
 
-    def submit(self, rows: pl.DataFrame, load: bool) -> None:
-        self.pending.append(self.executor.submit(_hash_sum, rows, load))
+    def submit(self, rows: pl.DataFrame) -> None:
+        self.pending.append(self.executor.submit(_hash_sum, rows))
         while len(self.pending) > self.limit:
             self.done.add(self.pending.pop(0).result())
 
@@ -179,12 +177,12 @@ def _without_kept(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyF
     return frame if len(shown) == len(names) else frame.select(shown)
 
 
-def _hash_sum(rows: pl.DataFrame, load: bool) -> Sums:
-    """The lane sums of a batch of rows, on one thread (:func:`dpexplorer.data.identity.batch_sums`;
-    ``load``: load the compiled kernels if they are not)."""
+def _hash_sum(rows: pl.DataFrame) -> Sums:
+    """The lane sums of a batch of rows, on one thread (:func:`dpexplorer.data.identity.batch_sums`:
+    by the compiled kernels if they are loaded, else numpy)."""
     from dpexplorer.data.identity import batch_sums
 
-    return batch_sums(rows, 1, load)
+    return batch_sums(rows)
 
 
 CONTENT_V1 = "content-v1"

@@ -50,17 +50,18 @@ chance that two collide (and a one-cell change from one to the other goes unseen
 U^2 / 2^65: 3e-6 for ten million values, too close for a key meant to last. Two independent
 lanes square both: about 2^-128 per pair of tables and U^2 / 2^129 per column (1e-25).
 
-Speed. The arithmetic above is written out here and nowhere else that could drift: in numpy
-(a few operations per step on a batch of :data:`BATCH_ROWS` rows, kept in cache) and, when
-numba is installed, in compiled kernels (:mod:`~dpexplorer.data.identity_kernels`: one loop per
-column over a block of rows, reading text in place from the Arrow buffers) that give the same
-sums. Both read a text value of at most 12 bytes from its Arrow view without touching the data
-buffer. Neither depends on polars' own ``hash()`` (it may change between releases), so the key
-is stable across polars, pyarrow and Spark versions. Measured on 10M rows of three columns:
-numpy about 0.09 s per million rows, the kernels about 0.01 s on two threads, once numba is
-imported and the kernels loaded from numba's cache (0.3-0.6 s a process; about 2 s to compile
-them the first time: :func:`kernels` loads them only for a large table, or after
-:func:`preload`)."""
+Speed. The arithmetic above is implemented twice, and the tests hold the two to the same sums
+on tables of every type and edge value: in numpy here (a few operations per step on a batch of
+:data:`BATCH_ROWS` rows, kept in cache) and, when numba is installed, in compiled kernels
+(:mod:`~dpexplorer.data.identity_kernels`: one loop per column over a block of rows, reading
+text in place from the Arrow buffers), which serve when they load. Both read a text value of
+at most 12 bytes from its Arrow view without touching the data buffer. Neither depends on
+polars' own ``hash()`` (it may change between releases), so the key is stable across polars,
+pyarrow and Spark versions. Measured on 10M rows of three columns (an integer, short text, a
+float; 2026-11-26, the shared 2 cores under load): numpy 1.2 s of CPU (0.9 s on two threads);
+the kernels 0.12 s of CPU (0.09 s), once numba is imported and the kernels loaded from numba's
+cache, about 0.5 s of CPU a process (about 3 s to compile them the first time): the
+fingerprint loads them only for a large table, or :func:`preload` does ahead of it."""
 
 from __future__ import annotations
 
@@ -69,6 +70,7 @@ import hashlib
 import importlib
 import importlib.util
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -202,12 +204,10 @@ _preloading = threading.Event()
 def kernels(wait: bool = True) -> ModuleType | None:
     """The compiled kernels (:mod:`~dpexplorer.data.identity_kernels`), or None without numba
     or if they fail to import or compile (then numpy computes the same sums): tried once per
-    process. ``wait`` False: only if they are loaded already (or were being loaded by
-    :func:`preload`, whose end it then waits for), never starting a load of seconds."""
-    if "module" in _kernel_state:
-        return _kernel_state["module"]
-    if not wait and not _preloading.is_set():
-        return None
+    process. ``wait`` False: only if they are loaded already, never waiting for a load (nor
+    for :func:`preload`'s)."""
+    if "module" in _kernel_state or not wait:
+        return _kernel_state.get("module")
     with _kernel_lock:
         if "module" not in _kernel_state:
             _kernel_state["module"] = _import_kernels()
@@ -227,10 +227,28 @@ def _disable_kernels() -> None:
         _kernel_state["module"] = None
 
 
-def preload() -> None:
-    """Start loading the compiled kernels in a daemon thread (numba's import and the kernels'
-    load, 0.3-0.6 s, overlap what the caller does meanwhile: reading the data, during which
-    polars releases the GIL). Safe to call many times; nothing without numba."""
+PRELOAD_BYTES = {".parquet": 24 << 20, ".pq": 24 << 20}
+"""Per file type, the size from which a file may hold enough cells for the kernels to pay
+their load (:func:`preload`; ``KERNEL_CELLS`` in :mod:`~dpexplorer.data.fingerprints`: about
+1.5 bytes a cell in a Parquet file, 6 in a CSV one)."""
+PRELOAD_TEXT_BYTES = 96 << 20
+"""The same for a text file (CSV, TSV)."""
+
+
+def preload(path: str | os.PathLike[str] | None = None) -> None:
+    """Start loading the compiled kernels in a daemon thread: numba's import and the kernels'
+    load (about 0.5 s of CPU) then overlap what the caller does meanwhile (reading the data,
+    during which polars releases the GIL). With ``path``, only for a file of
+    :data:`PRELOAD_BYTES` or more: a small table is hashed by numpy sooner than the kernels
+    load, and the load's Python work would compete for the GIL. Safe to call many times;
+    nothing without numba."""
+    if path is not None:
+        threshold = PRELOAD_BYTES.get(os.path.splitext(os.fspath(path))[1].lower(), PRELOAD_TEXT_BYTES)
+        try:
+            if os.path.getsize(path) < threshold:
+                return
+        except OSError:  # a directory, a table name, a missing file: its reader says why
+            return
     with _kernel_lock:
         if _preloading.is_set() or "module" in _kernel_state:
             return

@@ -12,6 +12,7 @@ import hashlib
 import math
 import struct
 import sys
+import threading
 
 import numpy as np
 import polars as pl
@@ -477,7 +478,7 @@ def test_without_numba_the_key_is_the_same(monkeypatch) -> None:
     frame = pl.DataFrame({"age": [39, 50, None], "sex": ["Male", "Female", "NA"], "w": [1.5, 2.0, -0.0]})
     monkeypatch.setattr(identity, "_kernel_state", {})
     monkeypatch.setitem(sys.modules, "dpexplorer.data.identity_kernels", None)  # import fails
-    monkeypatch.setattr(fingerprints, "KERNEL_ROWS", 1)  # asks for them
+    monkeypatch.setattr(fingerprints, "KERNEL_CELLS", 1)  # asks for them
     assert content_fingerprint(frame) == "470767a7b6caadbe1aaed76dbde2f6c1"
     assert identity._kernel_state == {"module": None}
     identity.preload()  # a no-op now
@@ -512,8 +513,21 @@ def test_kernels_compile_without_a_cache_where_numba_cannot_keep_one() -> None:
     assert twice(21) == 42
 
 
-def test_preload_loads_the_kernels_once_in_the_background() -> None:
+def test_preload_loads_the_kernels_once_in_the_background(tmp_path, monkeypatch) -> None:
+    """preload() loads the kernels on a daemon thread, once however often it is called; for a
+    small file (or one that is not there) it does nothing: numpy hashes it sooner."""
     pytest.importorskip("numba")
+    monkeypatch.setattr(identity, "_kernel_state", {})
+    monkeypatch.setattr(identity, "_preloading", threading.Event())
+    small = tmp_path / "small.csv"
+    small.write_text("a\n1\n")
+    identity.preload(small)
+    identity.preload(tmp_path / "missing.parquet")
+    assert not identity._preloading.is_set() and identity.kernels(wait=False) is None
     identity.preload()
     identity.preload()
-    assert identity.kernels(wait=False) is not None  # waits for the preload's end
+    loaders = [t for t in threading.enumerate() if t.name == "identity-kernels"]
+    assert len(loaders) <= 1 and all(t.daemon for t in loaders)
+    for t in loaders:
+        t.join(30)
+    assert identity.kernels(wait=False) is not None
