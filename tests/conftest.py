@@ -39,8 +39,11 @@ def _track_timers() -> None:
 
 
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-"""Options of the test Spark session's JVM: C1 only (no C2 compiler threads) and the serial
-garbage collector, for a JVM that lives a few minutes and runs small jobs."""
+"""Options of the Spark driver JVMs the tests start (the session fixture's, and the CLI's in
+test_spark_errors' child processes, which inherit the environment): C1 only (no C2 compiler
+threads) and the serial garbage collector, for JVMs that live seconds to minutes and run small
+jobs. pyspark starts the JVM with spark-submit and PYSPARK_SUBMIT_ARGS (unless the caller set it)."""
+os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f'--driver-java-options "{TEST_JVM_OPTIONS}" pyspark-shell')
 
 
 @pytest.fixture(scope="session")
@@ -57,8 +60,6 @@ def spark():
         pytest.importorskip("pyspark")
     from dpexplorer.data.engine.spark_engine import spark_session
 
-    # pyspark starts the JVM with spark-submit and these arguments (unless the caller set them)
-    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f'--driver-java-options "{TEST_JVM_OPTIONS}" pyspark-shell')
     session = spark_session("local[2]")
     session.sparkContext.setLogLevel("ERROR")
     yield session
