@@ -11,11 +11,16 @@ aborts the process when two Python threads enter parallel code at once, as the w
 may).
 
 A kernel adds, for the rows ``start .. stop`` of one column, ``K_L(c) * cell_L`` into the
-block's accumulators ``acc[L, row - start]`` of both lanes (:func:`block`); :func:`finish` mixes each row's
-accumulator, sums them per lane and resets them to ``ROW_L`` for the next block. All arithmetic
-is on uint64 values (numba would turn a uint64 mixed with an int64 into a float64). Text is read
-in place from the Arrow buffers, by address (the buffers stay referenced by the caller's column
-for the call), with every read bounds-checked against its buffer."""
+block's accumulators ``acc[L, row - start]`` of both lanes (:func:`block`); :func:`finish`
+mixes each row's accumulator, sums them per lane and resets them to ``ROW_L`` for the next
+block. All arithmetic is on uint64 values (numba would turn a uint64 mixed with an int64 into a
+float64). Text is read in place from the Arrow buffers, by address (the buffers stay referenced
+by the caller's column for the call), with every read bounds-checked against its buffer.
+
+The seeds and tables below come from :mod:`~dpexplorer.data.identity` and are frozen into the
+compiled code, while numba's cache is keyed by this file alone: they define the key and never
+change, but a change to them would have to touch this file too (or its cached code would keep
+the old ones; the tests, which compare with numpy, would say so)."""
 
 from __future__ import annotations
 
