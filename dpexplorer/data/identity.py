@@ -376,7 +376,7 @@ class _Column:
 
     def kernel(self, kernels: ModuleType, position: int) -> Callable[..., None]:
         """The compiled kernel adding this column's cells (the ``position``-th in name order) to
-        a block's accumulators: ``kernel(start, stop, acc, scratch)``
+        a block's accumulators: ``kernel((start, stop, acc, scratch))``
         (:func:`~dpexplorer.data.identity_kernels.block`)."""
         k0, k1 = U64(column_multiplier(0, position)), U64(column_multiplier(1, position))
         missing = self.missing if self.missing is not None else _NO_MISSING
@@ -586,7 +586,7 @@ def _kernel_sums(compiled: ModuleType, columns: list[_Column], n: int, threads: 
         for start in range(r[0], r[1], KERNEL_BLOCK):
             stop = min(start + KERNEL_BLOCK, r[1])
             for kernel in bound:
-                kernel(start, stop, acc, scratch)
+                kernel((start, stop, acc, scratch))
             sa, sb = compiled.finish(acc, stop - start)
             a, b = a + int(sa), b + int(sb)
         return Sums(r[1] - r[0], a & MASK64, b & MASK64)

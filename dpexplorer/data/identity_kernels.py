@@ -30,9 +30,10 @@ from typing import Any
 import numpy as np
 from llvmlite import ir  # type: ignore[import-untyped]
 from numba import njit, types
-from numba.extending import intrinsic as _numba_intrinsic
+from numba.extending import intrinsic
 
 from dpexplorer.data.identity import (
+    _MIX,
     CANONICAL_NAN,
     FLOAT,
     GOLDEN,
@@ -55,9 +56,7 @@ _ROW_A, _ROW_B = U64(ROWS[0]), U64(ROWS[1])
 _GOLDEN, _NAN, _BIG = U64(GOLDEN), U64(CANONICAL_NAN), U64(1 << 63)
 _LOW32, _NA, _ONES = U64(0xFFFFFFFF), U64(0x414E), U64((1 << 64) - 1)  # _NA: "NA", little-endian
 _MASKS = np.array([0, *((1 << (8 * i)) - 1 for i in range(1, 8)), (1 << 64) - 1], dtype=U64)
-_S8, _S12, _S27, _S30, _S31, _S32, _S33 = (U64(s) for s in (8, 12, 27, 30, 31, 32, 33))
-_A1, _A2 = U64(0xFF51AFD7ED558CCD), U64(0xC4CEB9FE1A85EC53)
-_B1, _B2 = U64(0xBF58476D1CE4E5B9), U64(0x94D049BB133111EB)
+_S8, _S12, _S32 = U64(8), U64(12), U64(32)
 _INT, _FLOAT = INT, FLOAT
 
 NUMBERS, WORDS_INT, WORDS_UINT, WORDS_FLOAT = 0, 1, 2, 3
@@ -66,69 +65,57 @@ uint64 values, float64 values (their bits)."""
 
 
 # ---------------------------------------------------------------- raw reads (intrinsics)
-def intrinsic(function: Callable[..., Any]) -> Any:
-    """numba's ``intrinsic`` (typed as Any: its call signature is the compiled one)."""
-    return _numba_intrinsic(function)
+def _loader(bits: int) -> Any:
+    """An intrinsic reading the ``bits``-bit little-endian integer at an address (any
+    alignment), as a uint64."""
+
+    @intrinsic
+    def load(typingctx: Any, address: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            value = builder.load(builder.inttoptr(args[0], ir.IntType(bits).as_pointer()), align=1)
+            return value if bits == 64 else builder.zext(value, ir.IntType(64))
+
+        return types.uint64(types.int64), codegen
+
+    return load
 
 
-@intrinsic
-def _load_word(typingctx: Any, address: Any) -> Any:
-    """The 8 bytes at ``address`` as a little-endian uint64 (any alignment)."""
+def _reinterpret(source: Any, target: Any, llvm_type: Any) -> Any:
+    """An intrinsic giving the bits of a ``source`` value as a ``target`` one (float64 and
+    uint64, both ways)."""
 
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        return builder.load(builder.inttoptr(args[0], ir.IntType(64).as_pointer()), align=1)
+    @intrinsic
+    def cast(typingctx: Any, value: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            return builder.bitcast(args[0], llvm_type)
 
-    return types.uint64(types.int64), codegen
+        return target(source), codegen
 
-
-@intrinsic
-def _load_byte(typingctx: Any, address: Any) -> Any:
-    """The byte at ``address``, as a uint64."""
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        byte = builder.load(builder.inttoptr(args[0], ir.IntType(8).as_pointer()))
-        return builder.zext(byte, ir.IntType(64))
-
-    return types.uint64(types.int64), codegen
+    return cast
 
 
-@intrinsic
-def _float_bits(typingctx: Any, value: Any) -> Any:
-    """The IEEE-754 bits of a float64."""
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        return builder.bitcast(args[0], ir.IntType(64))
-
-    return types.uint64(types.float64), codegen
-
-
-@intrinsic
-def _as_float(typingctx: Any, word: Any) -> Any:
-    """The float64 whose IEEE-754 bits are ``word``."""
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        return builder.bitcast(args[0], ir.DoubleType())
-
-    return types.float64(types.uint64), codegen
+_load_word, _load_byte = _loader(64), _loader(8)
+_float_bits = _reinterpret(types.float64, types.uint64, ir.IntType(64))
+_as_float = _reinterpret(types.uint64, types.float64, ir.DoubleType())
 
 
 # ---------------------------------------------------------------- the hash's pieces
-@njit(inline="always")
-def _mix_a(x: Any) -> Any:  # MurmurHash3's fmix64
-    x ^= x >> _S33
-    x *= _A1
-    x ^= x >> _S33
-    x *= _A2
-    return x ^ (x >> _S33)
+def _mixer(lane: int) -> Any:
+    """``mix_L`` of :mod:`~dpexplorer.data.identity` (its shifts and multipliers, ``_MIX``)."""
+    (s1, m1), (s2, m2), (s3, _) = ((U64(shift), U64(mult)) for shift, mult in _MIX[lane])
+
+    @njit(inline="always")
+    def mix(x: Any) -> Any:
+        x ^= x >> s1
+        x *= m1
+        x ^= x >> s2
+        x *= m2
+        return x ^ (x >> s3)
+
+    return mix
 
 
-@njit(inline="always")
-def _mix_b(x: Any) -> Any:  # SplitMix64's finaliser
-    x ^= x >> _S30
-    x *= _B1
-    x ^= x >> _S27
-    x *= _B2
-    return x ^ (x >> _S31)
+_mix_a, _mix_b = _mixer(0), _mixer(1)  # MurmurHash3's fmix64, SplitMix64's finaliser
 
 
 @njit(inline="always")
@@ -202,33 +189,18 @@ def _readonly(dtype: Any, ndim: int = 1) -> Any:
 _ACC = types.Array(types.uint64, 2, "C")
 _WORDS = _readonly(types.uint64)
 _MISSING = _readonly(types.boolean)
-_RANGE = (
-    types.uint64,
-    types.uint64,
-    types.int64,
-    types.int64,
-    _ACC,
-    _ACC,
-)  # k0, k1, start, stop, acc, scratch
+_BLOCK = types.Tuple((types.int64, types.int64, _ACC, _ACC))
+"""A block of rows: ``(start, stop, acc, scratch)``, the rows and the arrays of :func:`block`."""
+_COLUMN = (types.uint64, types.uint64, _BLOCK)  # k0, k1, block
 
 
-@_compiled(types.none(types.int64, types.int64, _WORDS, _MISSING, *_RANGE))
-def numbers(
-    mode: Any,
-    tag: Any,
-    words: Any,
-    missing: Any,
-    k0: Any,
-    k1: Any,
-    start: Any,
-    stop: Any,
-    acc: Any,
-    scratch: Any,
-) -> None:
+@_compiled(types.none(types.int64, types.int64, _WORDS, _MISSING, *_COLUMN))
+def numbers(mode: Any, tag: Any, words: Any, missing: Any, k0: Any, k1: Any, block: Any) -> None:
     """Cells of a column of 64-bit values (``words``: their bits; ``mode``: :data:`NUMBERS`
     with ``tag``, or :data:`WORDS_INT`, :data:`WORDS_UINT`, :data:`WORDS_FLOAT`); ``missing``:
     one flag per row, or empty when no cell is missing. Each mode has its own loop without
     branches (selects) over slices indexed from 0, which the compiler vectorises."""
+    start, stop, acc, _ = block
     has_missing = missing.size > 0
     values = words[start:stop]
     gone = missing[start:stop] if has_missing else missing
@@ -270,25 +242,15 @@ def _mask(n: Any) -> Any:
     return (_ONES >> shift) >> shift
 
 
-@_compiled(types.none(_readonly(types.uint64, 2), _ADDRESSES, _ADDRESSES, _MISSING, *_RANGE))
-def view_text(
-    views: Any,
-    addresses: Any,
-    sizes: Any,
-    missing: Any,
-    k0: Any,
-    k1: Any,
-    start: Any,
-    stop: Any,
-    acc: Any,
-    scratch: Any,
-) -> None:
+@_compiled(types.none(_readonly(types.uint64, 2), _ADDRESSES, _ADDRESSES, _MISSING, *_COLUMN))
+def view_text(views: Any, addresses: Any, sizes: Any, missing: Any, k0: Any, k1: Any, block: Any) -> None:
     """Cells of a text column in Arrow's view layout: per row a 16-byte view (length, then the
     bytes when at most 12, else a prefix, the buffer's index and the offset in it); the data
     buffers at ``addresses`` of ``sizes`` bytes. Empty text and ``NA`` are missing. A first
     loop without branches (vectorised) hashes the values of at most 12 bytes from their views
     (a longer value adds nothing there); a second one, only if there are longer values, reads
     those from the data buffers."""
+    start, stop, acc, scratch = block
     has_missing = missing.size > 0
     absent = missing[start:stop] if has_missing else missing
     los, his = scratch[0], scratch[1]
@@ -322,22 +284,12 @@ def view_text(
         _add(acc, j, k0, k1, False, h0, h1)
 
 
-@_compiled(types.none(_ADDRESSES, types.int64, types.int64, _MISSING, *_RANGE))
-def offset_text(
-    offsets: Any,
-    address: Any,
-    size: Any,
-    missing: Any,
-    k0: Any,
-    k1: Any,
-    start: Any,
-    stop: Any,
-    acc: Any,
-    scratch: Any,
-) -> None:
+@_compiled(types.none(_ADDRESSES, types.int64, types.int64, _MISSING, *_COLUMN))
+def offset_text(offsets: Any, address: Any, size: Any, missing: Any, k0: Any, k1: Any, block: Any) -> None:
     """Cells of a text column in Arrow's offsets layout: row ``i`` is the bytes ``offsets[i] ..
     offsets[i + 1]`` of the data buffer at ``address`` (``size`` bytes). Empty text and ``NA``
     are missing."""
+    start, stop, acc, _ = block
     has_missing = missing.size > 0
     end = address + size
     for i in range(start, stop):
@@ -373,7 +325,7 @@ def finish(acc: Any, n: Any) -> tuple[Any, Any]:
 
 def block(rows: int) -> tuple[np.ndarray, np.ndarray]:
     """A block's accumulators, ready for its first column (``ROW_L`` in every row), and the
-    kernels' scratch space (the last two arguments of every column's kernel)."""
+    kernels' scratch space: with the rows, the ``block`` every column's kernel takes."""
     acc = np.empty((2, rows), dtype=U64)
     acc[0], acc[1] = _ROW_A, _ROW_B
     return acc, np.empty((2, rows), dtype=U64)
