@@ -60,3 +60,31 @@ def test_screenshot_of_a_bad_file_is_one_line_on_stderr(tmp_path, kind):
 def test_screenshot_must_be_png(tmp_path):
     done = _run("--screenshot", str(tmp_path / "x.jpg"))
     assert done.returncode != 0 and ".png" in done.stderr
+
+
+@pytest.mark.parametrize("worker", [False, True], ids=["alone", "with a worker thread"])
+def test_a_tool_ends_as_the_interpreter_would(worker: bool) -> None:
+    """A tool run as the process's entry point skips the interpreter's teardown (cli._exit_now)
+    but not what can be seen: its output flushed (stdout is a pipe: block-buffered), the atexit
+    handlers run, a thread that is not a daemon (still sleeping when the tool is done, on an idle
+    machine) finishes, the exit code kept."""
+    thread = (
+        "import threading, time\n"
+        "threading.Thread(target=lambda: (time.sleep(0.5), print('worker done'))).start()\n"
+    )
+    code = (
+        "import atexit, sys\n"
+        "from dpexplorer.cli import main\n"
+        "atexit.register(lambda: print('atexit ran'))\n"
+        "sys.argv = ['dpexplorer', 'account', 'pure:epsilon=0.5:k=3', '--method', 'basic']\n"
+        f"{thread if worker else ''}"
+        "raise SystemExit(main())\n"
+    )
+    for spec, status, shown in (("pure:", 0, "1.5"), ("nonsense:", 2, "")):
+        done = subprocess.run(
+            [sys.executable, "-c", code.replace("pure:", spec)], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == status, done.stderr
+        lines = done.stdout.splitlines()
+        assert shown in done.stdout and lines[-1] == "atexit ran"
+        assert ("worker done" in lines) == worker
