@@ -15,7 +15,9 @@ in chunks: bounded memory), then runs, interleaved, ``--repeat`` times each:
   identifying the dataset must) and computes the same aggregate without DP (a plain group-by
   of the clipped mean for the third);
 * identity: a fresh process that reads the file with polars and then computes the content
-  fingerprint of the frame read (``identity_vs_read``: the fingerprint's time over the read's).
+  fingerprint of the frame read (``identity_vs_read``: the fingerprint's time over the read's;
+  each library loaded before its timed step, the fingerprint's compiled kernels as polars:
+  their load, once a process, is ``identity_load`` in the medians).
 
 Times are wall-clock medians; peak RSS is the child's (``wait4``), largest over the repeats.
 Every child starts from cached bytecode, as an installed package does (pip compiles it on
@@ -175,19 +177,26 @@ def floor(path: Path, fmt: str, query: str) -> tuple[float, float]:
     return wall, rss
 
 
-def identity(path: Path, fmt: str) -> tuple[float, float]:
-    """(read seconds, fingerprint seconds) in one fresh process."""
+def identity(path: Path, fmt: str) -> tuple[float, float, float]:
+    """(read seconds, fingerprint seconds, kernels' load seconds) in one fresh process. Each
+    library is loaded before its timed step, as ``import polars`` is before the read: the
+    fingerprint is timed with its compiled kernels loaded (``identity.kernels``; numpy where
+    numba is missing), and their load (numba's import and the cached kernels, once a process) is
+    reported apart, as ``identity_load``. A release overlaps that load with its read
+    (``identity.preload``); its cost is in the release's own time."""
     code = (
         "import time, polars as pl\n"
+        "from dpexplorer.data import identity\n"
         "from dpexplorer.data.load import content_fingerprint\n"
         f"path = {str(path)!r}\n"
+        "t = time.perf_counter(); identity.kernels(); load = time.perf_counter() - t\n"
         f"t = time.perf_counter(); frame = {READ[fmt]}; read = time.perf_counter() - t\n"
         "t = time.perf_counter(); content_fingerprint(frame); fp = time.perf_counter() - t\n"
-        "print(read, fp)"
+        "print(read, fp, load)"
     )
     _, _, out = _peak([sys.executable, "-c", code])
-    read, fp = (float(v) for v in out.split())
-    return read, fp
+    read, fp, load = (float(v) for v in out.split())
+    return read, fp, load
 
 
 RELEASE_IMPORT = (
@@ -263,9 +272,10 @@ def main() -> None:
                         wall, rss = floor(paths[fmt], fmt, query)
                         times.setdefault(f"floor_{query}", []).append(wall)
                         times.setdefault(f"cpu_floor_{query}", []).append(LAST_CPU[0])
-                    read, fp = identity(paths[fmt], fmt)
+                    read, fp, load = identity(paths[fmt], fmt)
                     times.setdefault("read", []).append(read)
                     times.setdefault("identity", []).append(fp)
+                    times.setdefault("identity_load", []).append(load)
                 med = {k: statistics.median(v) for k, v in times.items()}
                 runs[f"{fmt}_{rows}"] = {
                     "median_s": med,

@@ -261,7 +261,7 @@ def _summarised(
     summary = engine_of(dataset).summary(dataset, top)  # cached columns: computed here, off the main thread
     checkpoint(cancel, progress, 2 / 3)
     _ = dataset.fingerprint  # likewise (SHA-256 of the file, for sessions)
-    # not the content fingerprint (the ledger key, about 0.1 s per million rows): the window
+    # not the content fingerprint (the ledger key, a pass over every row): the window
     # computes it afterwards, with identify_dataset, so that the views never wait for it
     checkpoint(cancel, progress, 1.0)
     return LoadedDataset(dataset, summary.ranges, summary.top_values)
