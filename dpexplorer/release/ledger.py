@@ -67,7 +67,8 @@ CREATE TABLE IF NOT EXISTS measurements (
     parameters TEXT NOT NULL,
     guarantee TEXT NOT NULL,
     export_path TEXT,
-    status TEXT NOT NULL
+    status TEXT NOT NULL,
+    note TEXT
 );
 CREATE INDEX IF NOT EXISTS measurements_fingerprint ON measurements (fingerprint);
 CREATE TABLE IF NOT EXISTS aliases (
@@ -212,6 +213,27 @@ def _validate_budget(epsilon: float, delta: float, method: str) -> None:
         raise InvalidParameterError(f"unknown accountant {method!r}; choose one of {', '.join(METHODS)}")
 
 
+def _measurement_columns(db: sqlite3.Connection) -> set[str]:
+    return {row[1] for row in db.execute("PRAGMA table_info(measurements)")}
+
+
+def _add_note_column(db: sqlite3.Connection) -> None:
+    """Give a ledger written before failed releases were recorded its ``note`` column, once:
+    checked again under the write lock, so that processes opening such a ledger at the same time
+    do not both add it (the second failed with "duplicate column name: note")."""
+    if "note" in _measurement_columns(db):
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if "note" not in _measurement_columns(db):
+            db.execute("ALTER TABLE measurements ADD COLUMN note TEXT")
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+
+
 # ------------------------------------------------------------------ the ledger
 class Ledger:
     """The ledger file at ``path`` (default :func:`default_ledger_path`), created if absent.
@@ -227,9 +249,7 @@ class Ledger:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
-            columns = {row[1] for row in self._db.execute("PRAGMA table_info(measurements)")}
-            if "note" not in columns:  # ledgers written before failed releases were recorded
-                self._db.execute("ALTER TABLE measurements ADD COLUMN note TEXT")
+            _add_note_column(self._db)
         except sqlite3.Error as exc:
             raise LedgerError(
                 f"cannot open the budget ledger {self.path}: {exc}; give another --ledger path "

@@ -13,6 +13,7 @@ import pytest
 
 from dpexplorer.core.accounting.guarantees import ZCDP, ApproxDP, LaplaceNoise, PureDP
 from dpexplorer.core.errors import DPExplorerError, InvalidParameterError
+from dpexplorer.release import ledger as ledger_module
 from dpexplorer.release.ledger import (
     BudgetExceededError,
     Ledger,
@@ -220,3 +221,47 @@ def test_rows_charged_under_an_older_key_after_the_move_are_counted(ledger: Ledg
     assert ledger.identify(key) == key  # as dataset_key calls it once the move is done
     assert ledger.spent(key) == pytest.approx(1.2) and ledger.measurements(old) == []
     assert ledger.budget(key).epsilon == 2.0 and ledger.budget(old) is None  # the smaller budget
+
+
+def _old_ledger(path: Path) -> None:
+    """A ledger as written before failed releases were recorded: no ``note`` column."""
+    db = sqlite3.connect(path)
+    db.executescript(ledger_module._SCHEMA.replace(",\n    note TEXT\n", "\n"))
+    db.close()
+
+
+def _note_columns(path: Path) -> int:
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return sum(row[1] == "note" for row in db.execute("PRAGMA table_info(measurements)"))
+
+
+def test_an_old_ledger_gets_its_note_column_once(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite"
+    _old_ledger(path)
+    assert _note_columns(path) == 0
+    with Ledger(path), Ledger(path):
+        pass
+    assert _note_columns(path) == 1
+
+
+def test_two_processes_migrating_an_old_ledger_at_once_both_open_it(tmp_path: Path, monkeypatch) -> None:
+    """The opener that read the columns before another added ``note`` (what two report runs
+    starting together did) checks again under the write lock instead of adding it twice."""
+    path = tmp_path / "old.sqlite"
+    _old_ledger(path)
+    stale = ledger_module._measurement_columns
+    calls = []
+
+    def columns_then_another_process_migrates(db: sqlite3.Connection) -> set[str]:
+        seen = stale(db)
+        if not calls:
+            with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as other:
+                other.execute("ALTER TABLE measurements ADD COLUMN note TEXT")
+        calls.append(seen)
+        return seen
+
+    monkeypatch.setattr(ledger_module, "_measurement_columns", columns_then_another_process_migrates)
+    with Ledger(path):
+        pass
+    assert "note" not in calls[0] and "note" in calls[1]
+    assert _note_columns(path) == 1
