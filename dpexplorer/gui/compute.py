@@ -7,8 +7,9 @@ result never reaches the screen. Results, errors and progress come back to the m
 Qt signals (emitted from the worker, delivered queued to this object's thread).
 
 Background views (:meth:`ComputeService.set_background`) wait for the others: their job starts
-once the jobs pending when it was submitted have ended and the window has painted their results,
-so that a figure beside the plots does not hold the GIL while the main thread draws them."""
+once the jobs pending when it was submitted have ended, the window has painted their results and
+:data:`BACKGROUND_QUIET_MS` more have passed, so that a figure beside the plots does not hold the
+GIL while the main thread draws them, nor between the frames of a slider drag."""
 
 from __future__ import annotations
 
@@ -52,8 +53,16 @@ def _log_traceback(view: str) -> Path:
 BACKGROUND_WAIT_MS = 100
 """The longest a background view's job waits for the others (a long one, as a file's ledger
 identity, does not hold it back)."""
+BACKGROUND_QUIET_MS = 30
+"""How long after those paints a background view's job starts: longer than a slider drag's
+frame (the explorer's throttle: 16 ms), so during a drag it starts only when the drag pauses.
+Started at once, the mechanism ranking took the GIL from the main thread right after each
+frame: the next slider event's handler (and, in ``benchmarks/latency.py``, the check that the
+frame was painted) waited up to the interpreter's 5 ms switch interval for it (the benchmark's
+worst moves were 6-11 ms later than their paint)."""
 _START_HELD = QEvent.Type(QEvent.registerEventType())
-"""Posted at low priority behind the paints a result queued: then the held jobs start."""
+"""Posted at low priority behind the paints a result queued: then the held jobs start, after
+:data:`BACKGROUND_QUIET_MS`."""
 
 
 _CALL = QEvent.Type(QEvent.registerEventType())
@@ -130,10 +139,10 @@ class ComputeService(QObject):
     # ------------------------------------------------------------------ main-thread API
     def set_background(self, *views: str) -> None:
         """Make ``views`` background views: a job of one of them submitted while other views'
-        jobs are pending is held until those have ended (or been cancelled or replaced) and the
-        events their results queued, paints included, have been handled; at most
-        :data:`BACKGROUND_WAIT_MS`. Latest wins as for any view; a held job counts as pending
-        (``busy``, ``pending_views``)."""
+        jobs are pending is held until those have ended (or been cancelled or replaced), the
+        events their results queued, paints included, have been handled and
+        :data:`BACKGROUND_QUIET_MS` have passed; at most :data:`BACKGROUND_WAIT_MS` in all.
+        Latest wins as for any view; a held job counts as pending (``busy``, ``pending_views``)."""
         self._background = frozenset(views)
 
     def submit(self, view: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
@@ -196,11 +205,15 @@ class ComputeService(QObject):
 
     def event(self, event: QEvent) -> bool:
         if event.type() == _START_HELD:
-            for view, job in list(self._jobs.items()):
-                if job.held is not None and not job.held[3]:
-                    self._start_held(view, job.generation)
+            QTimer.singleShot(BACKGROUND_QUIET_MS, self, self._start_ready)
             return True
         return super().event(event)
+
+    def _start_ready(self) -> None:
+        """Start the held jobs that wait for nothing any more."""
+        for view, job in list(self._jobs.items()):
+            if job.held is not None and not job.held[3]:
+                self._start_held(view, job.generation)
 
     def cancel(self, view: str) -> None:
         """Cancel the view's running job, if any; its result will be dropped, and
