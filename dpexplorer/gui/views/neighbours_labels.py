@@ -66,12 +66,20 @@ def place_beside_stems(
         left_edge = min((r.left() for r in own), default=spot.x())
         right_edge = max((r.right() for r in own), default=spot.x())
         rows = int(area.height() // max(h, 1.0)) + 1
-        candidates = [
+        candidates = (
             QRectF(left, top, w, h)
             for top in [spot.y() - h / 2 + i * h for i in range(rows)] + [area.top()]
             for left in (right_edge + LABEL_GAP, left_edge - LABEL_GAP - w)
-        ]
-        # the first free one, else the least covered
-        chosen = min(candidates, key=lambda rect: covered(rect, area, taken))
+        )
+        # the first free one, else the (first) least covered; the search stops at a free one
+        best: tuple[float, QRectF] | None = None
+        for rect in candidates:
+            cost = covered(rect, area, taken)
+            if best is None or cost < best[0]:
+                best = (cost, rect)
+                if cost == 0:
+                    break
+        assert best is not None  # ``rows`` >= 1: at least two candidates
+        chosen = best[1]
         taken.append(chosen)
         text.setPos(view.mapSceneToView(chosen.topLeft()))
