@@ -33,8 +33,7 @@ def place_line_labels(rules: list[Rules], along: list[float], area: QRectF, take
         for height in np.arange(start, 0.0, -0.1):
             clear = STEM_CLEARANCE / max(rule.label_width(), 1.0)  # past a stem on the line
             for anchor in ((-clear, 0.5), (1.0 + clear, 0.5)):
-                rule.place_labels(float(height), anchor)
-                (rect,) = rule.label_rects()
+                (rect,) = rule.label_rects_at(float(height), anchor)
                 cost = covered(rect, area, taken)
                 if best is None or cost < best[0]:
                     best = (cost, float(height), anchor)

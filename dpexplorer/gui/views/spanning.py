@@ -124,20 +124,26 @@ class Rules(Spanning):
         self._values = tuple(float(v) for v in values)
         self.follow_view()
 
+    def _spot(self, value: float, along: float, view_range: list[list[float]]) -> QPointF:
+        """Where the label of the line at ``value`` sits, at the fraction ``along`` of it."""
+        (left, right), (bottom, top) = view_range
+        if self._vertical:
+            return QPointF(value, bottom + along * (top - bottom))
+        return QPointF(left + along * (right - left), value)
+
     def follow_view(self) -> None:
         """Rebuild the lines across the current view and move the labels along them."""
-        (left, right), (bottom, top) = self._view.viewRange()
+        view_range = self._view.viewRange()
+        (left, right), (bottom, top) = view_range
         path = QPainterPath()
         for value, label in zip(self._values, self._labels, strict=False):
             if self._vertical:
                 start, end = QPointF(value, bottom), QPointF(value, top)
-                spot = QPointF(value, bottom + self._along * (top - bottom))
             else:
                 start, end = QPointF(left, value), QPointF(right, value)
-                spot = QPointF(left + self._along * (right - left), value)
             path.moveTo(start)
             path.lineTo(end)
-            label.setPos(spot)
+            label.setPos(self._spot(value, self._along, view_range))
             label.setVisible(True)
         self.setPath(path)
 
@@ -153,6 +159,17 @@ class Rules(Spanning):
             shift = QTransform.fromTranslate(-anchor[0] * size.width(), -anchor[1] * size.height())
             label.setTransform(shift)
         self.follow_view()
+
+    def label_rects_at(self, along: float, anchor: tuple[float, float]) -> list[QRectF]:
+        """The rectangles :meth:`label_rects` would give after ``place_labels(along, anchor)``,
+        without moving anything: for an owner trying places (each move rebuilt the path)."""
+        view_range = self._view.viewRange()
+        rects = []
+        for value, label in zip(self._values, self._labels, strict=False):
+            size = label.boundingRect()
+            offset = QPointF(-anchor[0] * size.width(), -anchor[1] * size.height())
+            rects.append(QRectF(self.mapToScene(self._spot(value, along, view_range)) + offset, size.size()))
+        return rects
 
     def label_width(self) -> float:
         """The widest label's width in pixels."""
