@@ -72,6 +72,13 @@ class Bands(Spanning):
         return min(a for a, _ in self._spans), max(b for _, b in self._spans)
 
 
+def _anchor_offset(label: QGraphicsSimpleTextItem, anchor: tuple[float, float]) -> QPointF:
+    """The pixels that put the point ``anchor`` (fractions of its width and height) of
+    ``label`` at its position."""
+    size = label.boundingRect()
+    return QPointF(-anchor[0] * size.width(), -anchor[1] * size.height())
+
+
 class Rules(Spanning):
     """Lines across the whole of ``plot``, each with a fixed label: vertical at x = value
     (``vertical``), else horizontal at y = value.
@@ -107,9 +114,9 @@ class Rules(Spanning):
         label = QGraphicsSimpleTextItem(text, self)
         label.setBrush(color)
         label.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations)
-        size = label.boundingRect()
         # pixels, after the view's scaling is ignored; y grows downwards on screen
-        label.setTransform(QTransform.fromTranslate(-anchor[0] * size.width(), -anchor[1] * size.height()))
+        offset = _anchor_offset(label, anchor)
+        label.setTransform(QTransform.fromTranslate(offset.x(), offset.y()))
         label.setVisible(False)
         return label
 
@@ -155,9 +162,8 @@ class Rules(Spanning):
         (as in the constructor); for an owner keeping labels clear of other items."""
         self._along = along
         for label in self._labels:
-            size = label.boundingRect()
-            shift = QTransform.fromTranslate(-anchor[0] * size.width(), -anchor[1] * size.height())
-            label.setTransform(shift)
+            offset = _anchor_offset(label, anchor)
+            label.setTransform(QTransform.fromTranslate(offset.x(), offset.y()))
         self.follow_view()
 
     def label_rects_at(self, along: float, anchor: tuple[float, float]) -> list[QRectF]:
@@ -166,9 +172,8 @@ class Rules(Spanning):
         view_range = self._view.viewRange()
         rects = []
         for value, label in zip(self._values, self._labels, strict=False):
-            size = label.boundingRect()
-            offset = QPointF(-anchor[0] * size.width(), -anchor[1] * size.height())
-            rects.append(QRectF(self.mapToScene(self._spot(value, along, view_range)) + offset, size.size()))
+            spot = self.mapToScene(self._spot(value, along, view_range)) + _anchor_offset(label, anchor)
+            rects.append(QRectF(spot, label.boundingRect().size()))
         return rects
 
     def label_width(self) -> float:
