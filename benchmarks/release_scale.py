@@ -181,7 +181,7 @@ def identity(path: Path, fmt: str) -> tuple[float, float, float]:
     """(read seconds, fingerprint seconds, kernels' load seconds) in one fresh process. Each
     library is loaded before its timed step, as ``import polars`` is before the read: the
     fingerprint is timed with its compiled kernels loaded (``identity.kernels``; numpy where
-    numba is missing), and their load (numba's import and the cached kernels, once a process) is
+    llvmlite is missing), and their load (llvmlite and the cached machine code, once a process) is
     reported apart, as ``identity_load``. A release overlaps that load with its read
     (``identity.preload``); its cost is in the release's own time."""
     code = (

@@ -74,7 +74,7 @@ def _run_command(name: str, argv: Sequence[str]) -> int:
 def _exit_now(code: int) -> None:
     """End the process with ``code`` once a tool is done, as the interpreter's exit does (threads
     joined, :mod:`atexit` handlers run, stdout and stderr flushed) less its teardown of every
-    module and object: 0.12 s of a release's process without numba, 0.3 s with it (a count on
+    module and object: 0.12 s of a release's process (a count on
     10M rows, 2026-11-26), for nothing a finished tool needs (its files and ledger are closed
     and synced before it returns). Returns, for the ordinary exit, while a thread that is not a
     daemon runs, when Spark is loaded (its own shutdown then runs as always) or when the output

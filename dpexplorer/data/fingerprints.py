@@ -63,10 +63,10 @@ HASH_THREADS = 2
 """Threads hashing batches at once (numpy and the kernels release the GIL; the key does not
 depend on it)."""
 
-KERNEL_CELLS = 16_000_000
-"""From this many cells (rows times columns) the fingerprint loads numba's compiled kernels if
-it can (:func:`dpexplorer.data.identity.kernels`): their load, about 0.5 s of CPU a process, is
-what numpy takes for some 16M cells (0.03 s per million on two threads, 0.1 s of CPU); once
+KERNEL_CELLS = 2_000_000
+"""From this many cells (rows times columns) the fingerprint loads the compiled kernels if it
+can (:func:`dpexplorer.data.identity.kernels`): their load, 0.03 s of CPU a process from their
+cached machine code, is what numpy takes for about a million cells (0.04 s of CPU); once
 loaded (or preloaded), they hash tables of any size."""
 
 
@@ -90,7 +90,7 @@ def content_fingerprint(
     128-bit multiset hash of the rows' canonical form, independent of file format, line endings,
     quoting, how a missing value is spelled (empty, ``""``, ``NA``), column order and row order,
     while any changed, added or removed row or column changes it. Vectorised on the columns'
-    buffers: numba's compiled kernels, about 0.01 s per million rows of three columns on two
+    buffers: compiled kernels (llvmlite), about 0.004 s per million rows of three columns on two
     threads, for a table of :data:`KERNEL_CELLS` cells or more or once loaded; numpy otherwise,
     about 0.09 s per million such rows. A lazy frame is streamed in batches. The Spark engine
     adds the same per-batch sums (:mod:`~dpexplorer.data.engine.spark_fingerprint`).

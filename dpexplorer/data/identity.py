@@ -52,16 +52,16 @@ lanes square both: about 2^-128 per pair of tables and U^2 / 2^129 per column (1
 
 Speed. The arithmetic above is implemented twice, and the tests hold the two to the same sums
 on tables of every type and edge value: in numpy here (a few operations per step on a batch of
-:data:`BATCH_ROWS` rows, kept in cache) and, when numba is installed, in compiled kernels
-(:mod:`~dpexplorer.data.identity_kernels`: one loop per column over a block of rows, reading
+:data:`BATCH_ROWS` rows, kept in cache) and, where llvmlite is installed, in compiled kernels
+(:mod:`~dpexplorer.data.identity_llvm`: one loop per column over a block of rows, reading
 text in place from the Arrow buffers), which serve when they load. Both read a text value of
 at most 12 bytes from its Arrow view without touching the data buffer. Neither depends on
 polars' own ``hash()`` (it may change between releases), so the key is stable across polars,
 pyarrow and Spark versions. Measured on 10M rows of three columns (an integer, short text, a
-float; 2026-11-26, the shared 2 cores under load): numpy 1.2 s of CPU (0.9 s on two threads);
-the kernels 0.12 s of CPU (0.09 s), once numba is imported and the kernels loaded from numba's
-cache, about 0.5 s of CPU a process (about 3 s to compile them the first time): the
-fingerprint loads them only for a large table, or :func:`preload` does ahead of it."""
+float; 2026-11-26): numpy 1.2 s of CPU (0.9 s on two threads); the kernels 0.055 s of CPU
+(0.035 s on two threads), after their load, 0.03 s a process from their cached machine code
+(about 0.3 s to compile it the first time on a machine): the fingerprint loads them for a
+table of a few million cells, or :func:`preload` does ahead of it."""
 
 from __future__ import annotations
 
@@ -202,7 +202,7 @@ _preloading = threading.Event()
 
 
 def kernels(wait: bool = True) -> ModuleType | None:
-    """The compiled kernels (:mod:`~dpexplorer.data.identity_kernels`), or None without numba
+    """The compiled kernels (:mod:`~dpexplorer.data.identity_llvm`), or None without llvmlite
     or if they fail to import or compile (then numpy computes the same sums): tried once per
     process. ``wait`` False: only if they are loaded already, never waiting for a load (nor
     for :func:`preload`'s)."""
@@ -216,9 +216,9 @@ def kernels(wait: bool = True) -> ModuleType | None:
 
 def _import_kernels() -> ModuleType | None:
     try:
-        return importlib.import_module("dpexplorer.data.identity_kernels")
-    except Exception:  # no numba, or it cannot compile here: numpy instead
-        _log.info("numba's identity kernels are unavailable; hashing with numpy", exc_info=True)
+        return importlib.import_module("dpexplorer.data.identity_llvm")
+    except Exception:  # no llvmlite, or it cannot compile here: numpy instead
+        _log.info("the compiled identity kernels are unavailable; hashing with numpy", exc_info=True)
         return None
 
 
@@ -227,21 +227,20 @@ def _disable_kernels() -> None:
         _kernel_state["module"] = None
 
 
-PRELOAD_BYTES = {".parquet": 24 << 20, ".pq": 24 << 20}
+PRELOAD_BYTES = {".parquet": 3 << 20, ".pq": 3 << 20}
 """Per file type, the size from which a file may hold enough cells for the kernels to pay
 their load (:func:`preload`; ``KERNEL_CELLS`` in :mod:`~dpexplorer.data.fingerprints`: about
 1.5 bytes a cell in a Parquet file, 6 in a CSV one)."""
-PRELOAD_TEXT_BYTES = 96 << 20
+PRELOAD_TEXT_BYTES = 12 << 20
 """The same for a text file (CSV, TSV)."""
 
 
 def preload(path: str | os.PathLike[str] | None = None) -> None:
-    """Start loading the compiled kernels in a daemon thread: numba's import and the kernels'
-    load (about 0.5 s of CPU) then overlap what the caller does meanwhile (reading the data,
-    during which polars releases the GIL). With ``path``, only for a file of
-    :data:`PRELOAD_BYTES` or more: a small table is hashed by numpy sooner than the kernels
-    load, and the load's Python work would compete for the GIL. Safe to call many times;
-    nothing without numba."""
+    """Start loading the compiled kernels in a daemon thread: their load (0.03 s of CPU from the
+    cached machine code, about 0.3 s the first time) then overlaps what the caller does
+    meanwhile (reading the data, during which polars releases the GIL). With ``path``, only for
+    a file of :data:`PRELOAD_BYTES` or more: a small table is hashed by numpy sooner than the
+    kernels load. Safe to call many times; nothing without llvmlite."""
     if path is not None:
         threshold = PRELOAD_BYTES.get(os.path.splitext(os.fspath(path))[1].lower(), PRELOAD_TEXT_BYTES)
         try:
@@ -252,7 +251,7 @@ def preload(path: str | os.PathLike[str] | None = None) -> None:
     with _kernel_lock:
         if _preloading.is_set() or "module" in _kernel_state:
             return
-        if importlib.util.find_spec("numba") is None:
+        if importlib.util.find_spec("llvmlite") is None:
             _kernel_state["module"] = None
             return
         _preloading.set()
@@ -377,17 +376,15 @@ class _Column:
     def kernel(self, kernels: ModuleType, position: int) -> Callable[..., None]:
         """The compiled kernel adding this column's cells (the ``position``-th in name order) to
         a block's accumulators: ``kernel((start, stop, acc, scratch))``
-        (:func:`~dpexplorer.data.identity_kernels.block`)."""
-        k0, k1 = U64(column_multiplier(0, position)), U64(column_multiplier(1, position))
+        (:func:`~dpexplorer.data.identity_llvm.block`)."""
+        k0, k1 = column_multiplier(0, position), column_multiplier(1, position)
         missing = self.missing if self.missing is not None else _NO_MISSING
         if self.tag == -2:
             addresses = np.array([b.address if b is not None else 0 for b in self.buffers], np.int64)
             sizes = np.array([b.size if b is not None else 0 for b in self.buffers], np.int64)
             if self.views is not None:
-                return functools.partial(kernels.view_text, self.views, addresses, sizes, missing, k0, k1)
-            return functools.partial(
-                kernels.offset_text, self.offsets, int(addresses[0]), int(sizes[0]), missing, k0, k1
-            )
+                return kernels.view_text(self.views, addresses, sizes, missing, k0, k1)
+            return kernels.offset_text(self.offsets, int(addresses[0]), int(sizes[0]), missing, k0, k1)
         assert self.values is not None
         values = np.ascontiguousarray(self.values)
         if self.tag >= 0:
@@ -398,7 +395,7 @@ class _Column:
             mode, words = kernels.WORDS_UINT, values
         else:
             mode, words = kernels.WORDS_INT, values.astype(np.int64, copy=False).view(U64)
-        return functools.partial(kernels.numbers, mode, max(self.tag, 0), words, missing, k0, k1)
+        return kernels.numbers(mode, max(self.tag, 0), words, missing, k0, k1)
 
     def words(self, start: int, stop: int) -> _Words:
         missing = self.missing[start:stop] if self.missing is not None else None
@@ -575,7 +572,7 @@ def _parallel(ranges: list[tuple[int, int]], threads: int, sums: Callable[[tuple
 def _kernel_sums(compiled: ModuleType, columns: list[_Column], n: int, threads: int) -> Sums:
     """:func:`column_sums` by the compiled kernels: each thread takes a range of rows, hashed
     :data:`KERNEL_BLOCK` rows at a time (the block's accumulators stay in cache), every
-    column's kernel adding its cells, then :func:`~dpexplorer.data.identity_kernels.finish`."""
+    column's kernel adding its cells, then :func:`~dpexplorer.data.identity_llvm.finish`."""
     bound = [c.kernel(compiled, position) for position, c in enumerate(columns)]
     parts = threads * 4 if threads > 1 else 1  # smaller parts even out a busy core
     step = max(KERNEL_BLOCK, -(-n // parts))

@@ -155,11 +155,11 @@ def test_the_reference_mixers_are_the_published_ones() -> None:
 
 @pytest.fixture(params=["numpy", "kernels"])
 def hashing(request, monkeypatch) -> str:
-    """Each way of computing the sums, for the whole test: numpy, or numba's compiled kernels
-    (skipped without numba), whatever the table's size."""
+    """Each way of computing the sums, for the whole test: numpy, or the compiled kernels
+    (skipped without llvmlite), whatever the table's size."""
     if request.param == "kernels":
-        pytest.importorskip("numba")
-        assert identity.kernels() is not None, "numba is installed: the kernels must load"
+        pytest.importorskip("llvmlite")
+        assert identity.kernels() is not None, "llvmlite is installed: the kernels must load"
     else:
         monkeypatch.setitem(identity._kernel_state, "module", None)
     return request.param
@@ -434,7 +434,7 @@ def _random_table(rng: np.random.Generator, n: int) -> pl.DataFrame:
 def test_kernels_give_numpys_sums_on_random_tables(monkeypatch) -> None:
     """On random tables of every type and edge value, in both Arrow text layouts (views and
     offsets), in blocks, ranges and threads: the compiled kernels' sums are numpy's."""
-    pytest.importorskip("numba")
+    pytest.importorskip("llvmlite")
     compiled = identity.kernels()
     assert compiled is not None
     monkeypatch.setattr(identity, "KERNEL_BLOCK", 64)  # several blocks and ranges per table
@@ -472,12 +472,12 @@ def test_a_chunked_frame_and_its_slices_give_one_key(hashing: str, monkeypatch) 
     assert content_fingerprint(mixed) == key
 
 
-def test_without_numba_the_key_is_the_same(monkeypatch) -> None:
-    """When the kernels cannot be imported (no numba, or it fails to compile), numpy computes
+def test_without_the_kernels_the_key_is_the_same(monkeypatch) -> None:
+    """When the kernels cannot be imported (no llvmlite, or it fails to compile), numpy computes
     the same key, and the failure is not retried at every batch."""
     frame = pl.DataFrame({"age": [39, 50, None], "sex": ["Male", "Female", "NA"], "w": [1.5, 2.0, -0.0]})
     monkeypatch.setattr(identity, "_kernel_state", {})
-    monkeypatch.setitem(sys.modules, "dpexplorer.data.identity_kernels", None)  # import fails
+    monkeypatch.setitem(sys.modules, "dpexplorer.data.identity_llvm", None)  # import fails
     monkeypatch.setattr(fingerprints, "KERNEL_CELLS", 1)  # asks for them
     assert content_fingerprint(frame) == "470767a7b6caadbe1aaed76dbde2f6c1"
     assert identity._kernel_state == {"module": None}
@@ -499,24 +499,64 @@ def test_a_failing_kernel_falls_back_to_numpy(monkeypatch, caplog) -> None:
     assert identity.kernels() is None and "hashing with numpy instead" in caplog.text
 
 
-def test_kernels_compile_without_a_cache_where_numba_cannot_keep_one() -> None:
-    """A function numba cannot cache (here: no source file, as with no writable cache
-    directory) is compiled without the cache instead of failing."""
-    pytest.importorskip("numba")
-    from numba import types
+def test_kernels_machine_code_is_cached_checked_and_optional(tmp_path, monkeypatch) -> None:
+    """The kernels' machine code is compiled once and read back by the next process; a damaged
+    cache file is compiled again (never loaded), and where no cache can be written the code is
+    compiled all the same."""
+    pytest.importorskip("llvmlite")
+    from dpexplorer.data import identity_llvm
 
-    from dpexplorer.data.identity_kernels import _compiled
+    machine = identity_llvm._machine()
+    cache = tmp_path / "cache" / "kernels.o"
+    monkeypatch.setattr(identity_llvm, "_cache_path", lambda machine: cache)
+    code = identity_llvm._object_code(machine)
+    assert cache.read_bytes()[:-32] == code and len(code) > 1_000
+    compiled = []
+    real = identity_llvm._module
+    monkeypatch.setattr(identity_llvm, "_module", lambda: compiled.append(1) or real())
+    assert identity_llvm._object_code(machine) == code and not compiled  # read, not compiled
+    damaged = bytearray(cache.read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF
+    cache.write_bytes(bytes(damaged))
+    assert identity_llvm._object_code(machine) == code and compiled == [1]  # compiled again
+    assert cache.read_bytes()[:-32] == code  # and the file mended
+    blocked = tmp_path / "a file"
+    blocked.write_text("not a directory")
+    monkeypatch.setattr(identity_llvm, "_cache_path", lambda machine: blocked / "kernels.o")
+    assert identity_llvm._object_code(machine) == code and compiled == [1, 1]
 
-    namespace: dict[str, object] = {}
-    exec("def twice(x):\n    return x * 2\n", namespace)  # a function without a file
-    twice = _compiled(types.int64(types.int64))(namespace["twice"])
-    assert twice(21) == 42
+
+def test_text_kernels_refuse_buffers_they_would_overrun() -> None:
+    """A view or an offset pointing outside its data buffers raises IndexError, never reads
+    past the buffer (the key then falls back to numpy, which fails on it as well)."""
+    pytest.importorskip("llvmlite")
+    from dpexplorer.data import identity_llvm
+
+    acc, scratch = identity_llvm.block(2)
+    data = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz", np.uint8)
+    n, index, offset = 20, 0, 10  # 20 bytes from offset 10 of a 26-byte buffer: 4 too many
+    views = np.array([[n | (0x64636261 << 32), index | (offset << 32)]] * 2, dtype=np.uint64)
+    kernel = identity_llvm.view_text(
+        views, np.array([data.ctypes.data]), np.array([data.size]), np.zeros(0, bool), 3, 5
+    )
+    with pytest.raises(IndexError, match="outside its data buffers"):
+        kernel((0, 2, acc, scratch))
+    views[:, 1] = 1 | (0 << 32)  # buffer 1 of 1
+    with pytest.raises(IndexError):
+        kernel((0, 2, acc, scratch))
+    views[:, 1] = 0 | (6 << 32)  # bytes 6..25: inside
+    kernel((0, 2, acc, scratch))
+    offsets = np.array([0, 5, 30], dtype=np.int64)  # the second value ends past the buffer
+    kernel = identity_llvm.offset_text(offsets, data.ctypes.data, data.size, np.zeros(0, bool), 3, 5)
+    kernel((0, 1, acc, scratch))
+    with pytest.raises(IndexError, match="outside its data buffer"):
+        kernel((0, 2, acc, scratch))
 
 
 def test_preload_loads_the_kernels_once_in_the_background(tmp_path, monkeypatch) -> None:
     """preload() loads the kernels on a daemon thread, once however often it is called; for a
     small file (or one that is not there) it does nothing: numpy hashes it sooner."""
-    pytest.importorskip("numba")
+    pytest.importorskip("llvmlite")
     monkeypatch.setattr(identity, "_kernel_state", {})
     monkeypatch.setattr(identity, "_preloading", threading.Event())
     small = tmp_path / "small.csv"
