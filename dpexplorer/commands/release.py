@@ -17,7 +17,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import time
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -158,19 +160,42 @@ def _set_budget(args: argparse.Namespace, ledger: Any, key: str) -> None:
     ledger.set_budget(key, epsilon, 0.0 if delta is None else delta, args.accountant)
 
 
-def _release_all(args: argparse.Namespace, progress: dict[str, Any]) -> int:
-    from dpexplorer.data.engine import open_dataset
+def _open_early(args: argparse.Namespace) -> Future[Any] | None:
+    """The dataset opened on a daemon thread from the command's start (polars engine): polars
+    reads the file outside the GIL while this thread imports the release layer, and the ledger
+    key's kernels load alongside (:func:`dpexplorer.data.identity.preload`). Its errors are
+    raised where the result is asked for, after the plan's own checks, as before."""
+    if args.engine != "polars":
+        return None
+    future: Future[Any] = Future()
+
+    def work() -> None:
+        try:
+            from dpexplorer.data.engine import open_dataset
+            from dpexplorer.data.identity import preload
+
+            preload(args.data)
+            future.set_result(open_dataset(args.data, "polars"))
+        except BaseException as exc:  # raised in the main thread by result()
+            future.set_exception(exc)
+
+    threading.Thread(target=work, name="open-dataset", daemon=True).start()
+    return future
+
+
+def _release_all(args: argparse.Namespace, progress: dict[str, Any], opening: Future[Any] | None) -> int:
     from dpexplorer.release.ledger import Ledger
     from dpexplorer.release.plan_run import release_prepared
 
     plan = read_plan_file(args.plan)
     if args.spark_master and args.engine != "spark":
         raise PlanError("--spark-master needs --engine spark")
-    if args.engine != "spark":  # the ledger key's kernels load while polars reads (GIL released)
-        from dpexplorer.data.identity import preload
+    if opening is not None:
+        dataset = opening.result()
+    else:
+        from dpexplorer.data.engine import open_dataset
 
-        preload(args.data)
-    dataset = open_dataset(args.data, args.engine, spark_master=args.spark_master)
+        dataset = open_dataset(args.data, args.engine, spark_master=args.spark_master)
     for warning in getattr(dataset, "warnings", ()):
         print(
             f"dpexplorer release: note: {Path(args.data).name}: {' '.join(warning.split())}", file=sys.stderr
@@ -259,12 +284,13 @@ def _write_report(args: argparse.Namespace, ledger: Any, first_row: int, token: 
 def run(args: argparse.Namespace) -> int:
     """Validate the plan, then release it; one line on stderr and a documented non-zero code on
     failure (module docstring)."""
+    opening = _open_early(args)
     from dpexplorer.release.charge import ReleaseFailedError
     from dpexplorer.release.ledger import BudgetExceededError
 
     progress: dict[str, Any] = {"total": 0, "released": 0}
     try:
-        return _release_all(args, progress)
+        return _release_all(args, progress, opening)
     except ReleaseFailedError as exc:
         done = f"{progress['released']} of {progress['total']} entries were released before it"
         code = EXIT_INTERRUPTED if exc.interrupted else EXIT_NOT_RELEASED

@@ -302,6 +302,14 @@ def _collect(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     return frame
 
 
+def _aggregate(frame: pl.DataFrame | pl.LazyFrame, exprs: Iterable[pl.Expr]) -> pl.DataFrame:
+    """The one-row ``select`` of ``exprs`` on ``frame``, by polars' streaming engine also for a
+    frame in memory: it splits the rows among the cores, where an eager ``select`` of one
+    column's aggregate runs on one (the NUL check on a 10M-row text column: 0.036 s against
+    0.068 s)."""
+    return _collect(frame.lazy().select(exprs))
+
+
 _first_line = first_line
 
 
@@ -456,7 +464,7 @@ def _not_surely_text(frame: pl.DataFrame | pl.LazyFrame, texts: list[str]) -> li
     """The text columns that may still hold :data:`NUMERIC_SHARE` numbers: a column with more
     values that are not numbers in its first rows than ``(1 - NUMERIC_SHARE)`` of its values
     cannot, whatever its other rows hold (so the answer does not depend on the rows' order)."""
-    present = _collect(frame.select(pl.col(c).is_not_null().sum() for c in texts))
+    present = _aggregate(frame, (pl.col(c).is_not_null().sum() for c in texts))
     rows = max(SAMPLE_ROWS, int(PREFIX_SHARE * max(int(present[c][0]) for c in texts)))
     head = frame.head(rows)
     # each distinct value read once, weighted by its rows: the same count as reading every row
@@ -513,7 +521,7 @@ def _non_finite(frame: pl.DataFrame | pl.LazyFrame, notes: list[str]) -> pl.Data
     floats = [c for c, t in schema.items() if t.is_float()]
     if not floats:
         return frame
-    counts = _collect(frame.select((pl.col(c).is_nan() | pl.col(c).is_infinite()).sum() for c in floats))
+    counts = _aggregate(frame, ((pl.col(c).is_nan() | pl.col(c).is_infinite()).sum() for c in floats))
     for c in floats:
         n_bad = int(counts[c][0])
         if n_bad:
@@ -685,10 +693,11 @@ def _clean_columns(
         frame = frame.rename(quoted)
     texts = [c for c in names if schema[c] == pl.String]
     if texts:
-        found = _collect(
+        found = _aggregate(
             # on the bytes: the same answer (a NUL is one 0x00 byte in UTF-8, never inside another
             # character), twice as fast as str.contains on 10M short values
-            frame.select(pl.col(quoted.get(c, c)).cast(pl.Binary).bin.contains(b"\x00").any() for c in texts)
+            frame,
+            (pl.col(quoted.get(c, c)).cast(pl.Binary).bin.contains(b"\x00").any() for c in texts),
         )
         bad = [c for c in found.columns if found[c][0]]
         if bad:
