@@ -8,7 +8,7 @@ view is computing, the window saved) and stamps three moments, each after a repa
 time since the parent spawned it (interpreter start-up and imports included):
 
 * ``first_paint_s``: the first look painted (schema and the first 200 rows,
-  dpexplorer.data.engine.scan.peek), target <= 3 s;
+  dpexplorer.data.scan.peek), target <= 3 s;
 * ``loaded_s``: the dataset in (row count, missing values, the steward summary);
 * ``views_done_s``: every view computed (what --screenshot waits for);
 * ``identified_s``: the dataset's content fingerprint (its key in the budget ledger) computed,

@@ -125,6 +125,26 @@ def test_missing_data_file(files, capsys) -> None:
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
 
+def test_a_bad_plan_is_reported_before_a_bad_data_file(files, tmp_path, capsys) -> None:
+    """The dataset is opened on a thread from the command's start, yet its error comes after the
+    plan's own: a bad plan with a bad data file says what is wrong with the plan; a good plan
+    with the same file says what is wrong with the file, in one line, and neither charges."""
+    broken = tmp_path / "broken.csv"
+    broken.write_bytes(b"a,b\n1,\x00\n")  # a NUL byte: refused by the loader
+    files["data"] = broken
+    bad_plan = tmp_path / "bad.json"
+    bad_plan.write_text("[{]")
+    assert _run(files, "--budget-epsilon", "1", plan=bad_plan) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "bad.json" in err and "broken.csv" not in err
+    assert _run(files, "--budget-epsilon", "1") == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "broken.csv" in err and "Traceback" not in err
+    if files["ledger"].exists():
+        with Ledger(files["ledger"]) as ledger:
+            assert ledger.measurement(1) is None  # nothing charged
+
+
 def test_the_documented_example_plan_validates(tmp_path) -> None:
     """The plan in PLAN_FORMAT.md (pasted into docs/guide/cli.md) is valid against the bundled data."""
     import re

@@ -161,25 +161,32 @@ def _set_budget(args: argparse.Namespace, ledger: Any, key: str) -> None:
 
 
 def _open_early(args: argparse.Namespace) -> Future[Any] | None:
-    """The dataset opened on a daemon thread from the command's start (polars engine): polars
-    reads the file outside the GIL while this thread imports the release layer, and the ledger
-    key's kernels load alongside (:func:`dpexplorer.data.identity.preload`). Its errors are
-    raised where the result is asked for, after the plan's own checks, as before."""
+    """The dataset opened on a daemon thread from the command's start (polars engine): once that
+    thread has imported polars and the loader, polars reads the file outside the GIL while this
+    thread imports the release layer and the engine (only then: two threads importing at once
+    mostly wait for each other's import locks and the GIL), and the ledger key's kernels load
+    alongside (:func:`dpexplorer.data.identity.preload`). Its errors are raised where the result
+    is asked for, after the plan's own checks, as before."""
     if args.engine != "polars":
         return None
     future: Future[Any] = Future()
+    imported = threading.Event()
 
     def work() -> None:
         try:
-            from dpexplorer.data.engine import open_dataset
             from dpexplorer.data.identity import preload
+            from dpexplorer.data.scan import open_file
 
+            imported.set()
             preload(args.data)
-            future.set_result(open_dataset(args.data, "polars"))
+            future.set_result(open_file(args.data))
         except BaseException as exc:  # raised in the main thread by result()
             future.set_exception(exc)
+        finally:
+            imported.set()
 
     threading.Thread(target=work, name="open-dataset", daemon=True).start()
+    imported.wait()
     return future
 
 
@@ -191,6 +198,10 @@ def _release_all(args: argparse.Namespace, progress: dict[str, Any], opening: Fu
     if args.spark_master and args.engine != "spark":
         raise PlanError("--spark-master needs --engine spark")
     if opening is not None:
+        # what preparing needs, imported while polars reads
+        import dpexplorer.data.engine
+        import dpexplorer.release.release  # noqa: F401
+
         dataset = opening.result()
     else:
         from dpexplorer.data.engine import open_dataset

@@ -23,8 +23,8 @@ from dpexplorer.gui import palette
 from dpexplorer.gui.table_model import FrameModel
 
 if TYPE_CHECKING:
-    from dpexplorer.data.engine.scan import Peek
     from dpexplorer.data.load import Dataset
+    from dpexplorer.data.scan import Peek
 
 PREVIEW_ROWS = 200
 SIZED_ROWS = 40

@@ -203,9 +203,9 @@ class LoadedDataset:
 
 
 def peek_dataset(path: str, share: float | None = None) -> Any:
-    """Schema and first rows of ``path`` (dpexplorer.data.engine.scan.peek): shown at once,
+    """Schema and first rows of ``path`` (dpexplorer.data.scan.peek): shown at once,
     while :func:`load_dataset` scans the whole file."""
-    from dpexplorer.data.engine.scan import LAZY_SHARE, peek
+    from dpexplorer.data.scan import LAZY_SHARE, peek
 
     return peek(path, share=LAZY_SHARE if share is None else share)
 
@@ -226,8 +226,8 @@ def load_dataset(
     thread, everything the Data tab and the query builder show about it (through the dataset's
     engine: dpexplorer.data.engine). Cancellable between its three passes, which it reports as
     progress (each is one or more scans of a streamed file)."""
-    from dpexplorer.data.engine.scan import LAZY_SHARE, should_scan
     from dpexplorer.data.load import load_dataset as load
+    from dpexplorer.data.scan import LAZY_SHARE, should_scan
 
     dataset = load(path, lazy=should_scan(path, LAZY_SHARE if share is None else share))
     return _summarised(dataset, top, cancel, progress)

@@ -31,8 +31,8 @@ def add_recent_file(path: str | Path) -> list[str]:
 
 def lazy_share() -> float:
     """Files larger than this share of memory are streamed, not read into memory (setting
-    ``data/lazy_share``; default dpexplorer.data.engine.scan.LAZY_SHARE, an eighth)."""
-    from dpexplorer.data.engine.scan import LAZY_SHARE
+    ``data/lazy_share``; default dpexplorer.data.scan.LAZY_SHARE, an eighth)."""
+    from dpexplorer.data.scan import LAZY_SHARE
 
     try:
         value = float(str(settings().value("data/lazy_share", LAZY_SHARE)))

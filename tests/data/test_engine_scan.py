@@ -9,9 +9,9 @@ import pytest
 
 from dpexplorer.data.default import default_dataset_path
 from dpexplorer.data.engine import POLARS
-from dpexplorer.data.engine.scan import IN_MEMORY, STREAMING, peek, should_scan
 from dpexplorer.data.errors import DataError
 from dpexplorer.data.load import load_dataset
+from dpexplorer.data.scan import IN_MEMORY, STREAMING, peek, should_scan
 
 
 def test_peek_reads_only_the_head(tmp_path: Path):
@@ -55,7 +55,7 @@ def test_a_streamed_dataset_gets_estimated_distinct_counts_in_one_pass():
 
 
 def test_a_parquet_file_is_judged_by_its_size_in_memory(tmp_path: Path):
-    from dpexplorer.data.engine.scan import in_memory_bytes
+    from dpexplorer.data.scan import in_memory_bytes
 
     def held(frame: pl.DataFrame) -> int:  # its buffers, text as views (polars' estimated_size is lower)
         return frame.to_arrow(compat_level=pl.CompatLevel.newest()).nbytes

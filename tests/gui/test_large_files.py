@@ -6,7 +6,7 @@ from __future__ import annotations
 from conftest import wait_idle
 
 from dpexplorer.data.default import default_dataset_path
-from dpexplorer.data.engine.scan import STREAMING, peek
+from dpexplorer.data.scan import STREAMING, peek
 from dpexplorer.gui import settings
 from dpexplorer.gui.main_window import MainWindow
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import wait_idle
 
-from dpexplorer.data.engine.scan import peek
 from dpexplorer.data.errors import DataError
+from dpexplorer.data.scan import peek
 from dpexplorer.gui.compute import ComputeService
 
 

@@ -29,15 +29,13 @@ def engine_of(dataset: Any) -> Engine:
 def open_dataset(
     source: str | os.PathLike[str], engine: str = "polars", *, spark_master: str | None = None
 ) -> Any:
-    """Open ``source`` for ``engine``: "polars" loads a file
-    (:func:`dpexplorer.data.load.load_dataset`; streamed when :func:`.scan.should_scan` says it
-    is large); "spark" opens a Parquet/CSV path or a table name on Spark (``spark_master``:
-    ``local[*]`` by default, or ``spark://host:port``). DataError otherwise."""
+    """Open ``source`` for ``engine``: "polars" loads a file (:func:`dpexplorer.data.scan.open_file`:
+    streamed when it is large); "spark" opens a Parquet/CSV path or a table name on Spark
+    (``spark_master``: ``local[*]`` by default, or ``spark://host:port``). DataError otherwise."""
     if engine == "polars":
-        from dpexplorer.data.engine.scan import should_scan
-        from dpexplorer.data.load import load_dataset
+        from dpexplorer.data.scan import open_file
 
-        return load_dataset(source, lazy=should_scan(source))
+        return open_file(source)
     if engine != "spark":
         raise DataError(f"unknown engine {engine!r}: use {' or '.join(ENGINES)}")
     try:

@@ -1,6 +1,6 @@
 """The embedded engine: polars, eager on a DataFrame held in memory, lazy and streaming on a
 LazyFrame scanned from a file (``Dataset.lazy``; chosen by size in :mod:`dpexplorer.data.load`
-and :mod:`dpexplorer.data.engine.scan`). One code path serves both: every request is one
+and :mod:`dpexplorer.data.scan`). One code path serves both: every request is one
 ``select`` of aggregate expressions, so a streaming scan never holds more than a chunk of rows,
 except :class:`SortedClipped`, which sorts the one clipped column (order statistics need it)."""
 
@@ -18,7 +18,8 @@ import polars as pl
 from dpexplorer.core.mechanisms.base import CentredMoments
 from dpexplorer.core.neighbours import SortedWindow
 from dpexplorer.core.sensitivity import window_ranks
-from dpexplorer.data.engine import parquet_groups, scan
+from dpexplorer.data import scan
+from dpexplorer.data.engine import parquet_groups
 from dpexplorer.data.engine.base import (
     BoundContributions,
     CellCounts,

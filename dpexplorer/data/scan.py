@@ -14,10 +14,14 @@ import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from dpexplorer.data.errors import DataError
+
+if TYPE_CHECKING:
+    from dpexplorer.data.load import Dataset
 
 LAZY_SHARE = 0.125
 """Files whose data would take more than this share of physical memory are scanned lazily
@@ -92,6 +96,16 @@ def should_scan(path: str | os.PathLike[str], share: float = LAZY_SHARE) -> bool
         return in_memory_bytes(p) > memory * share
     except OSError:
         return False
+
+
+def open_file(path: str | os.PathLike[str]) -> Dataset:
+    """The file loaded for the polars engine (:func:`dpexplorer.data.load.load_dataset`), in
+    memory or, when :func:`should_scan` says it is large, scanned lazily and streamed. Imports
+    only the loader (not the engine package): the release CLI calls it on a thread from its
+    start, so that polars reads while the rest is imported."""
+    from dpexplorer.data.load import load_dataset
+
+    return load_dataset(path, lazy=should_scan(path))
 
 
 @dataclass(frozen=True, eq=False)
