@@ -542,7 +542,8 @@ def test_spark_and_polars_give_the_same_content_fingerprint(sources, spark, tmp_
 def test_the_fingerprint_by_arrow_batches_equals_the_one_by_python_values(spark, monkeypatch):
     """Spark's narrower types (byte, short, int, float) and booleans, missing values, NaN,
     text and days reach polars by Arrow batches as the same values as by Python values (the
-    path kept for other types), in a table of several partitions and a dotted column name."""
+    path kept for other types), in a table of several partitions and a dotted column name; the
+    executors hash them by numpy or by the compiled kernels alike."""
     import datetime
 
     from dpexplorer.data.engine import spark_fingerprint
@@ -566,6 +567,8 @@ def test_the_fingerprint_by_arrow_batches_equals_the_one_by_python_values(spark,
     schema = polars_schema(frame)
     assert spark_fingerprint._arrow_ready(frame)
     by_arrow = spark_fingerprint.spark_content_fingerprint(frame, schema)
+    # the executors' compiled kernels (from the first cell on here) give the same key
+    assert spark_fingerprint.spark_content_fingerprint(frame, schema, kernel_cells=1) == by_arrow
     monkeypatch.setattr(spark_fingerprint, "_arrow_ready", lambda frame: False)
     assert spark_fingerprint.spark_content_fingerprint(frame, schema) == by_arrow
     assert by_arrow != spark_fingerprint.spark_content_fingerprint(frame.limit(300), schema)

@@ -5,8 +5,10 @@ dataset has one budget in the ledger whatever engine reads it.
 It is one pass on the executors: each partition's rows reach Python as Arrow record batches
 (``mapInArrow``; no row becomes a Python object), each batch becomes a polars frame typed by
 the table's polars schema and is hashed by :func:`dpexplorer.data.identity.batch_sums`, the
-very code the polars path runs, so the two cannot drift apart; each partition sends back three
-numbers (rows and the two 64-bit lane sums), added modulo 2^64 on the driver. A sum is
+very code the polars path runs (its compiled kernels from a partition of
+:data:`~dpexplorer.data.fingerprints.KERNEL_CELLS` cells on), so the two cannot drift apart;
+each partition sends back three numbers (rows and the two 64-bit lane sums), added modulo 2^64
+on the driver. A sum is
 order-independent: partitioning, row order and the number of executors do not change it.
 
 Arrow carries the types of :data:`ARROW_TYPES` as polars reads them (integers widened to 64
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from dpexplorer.data.fingerprints import KERNEL_CELLS
 from dpexplorer.data.identity import MASK64, Sums, batch_sums, digest
 
 if TYPE_CHECKING:
@@ -58,9 +61,10 @@ def _chunk_sums(schema: pl.Schema) -> Any:
     return sums
 
 
-def _arrow_sums(schema: pl.Schema) -> Any:
+def _arrow_sums(schema: pl.Schema, kernel_cells: int) -> Any:
     """The function each partition runs on Arrow batches: one batch of one row, the
-    partition's (rows, lane A sum, lane B sum) with the sums as signed longs."""
+    partition's (rows, lane A sum, lane B sum) with the sums as signed longs; the compiled
+    kernels hash a partition's batches from ``kernel_cells`` cells on (numpy before)."""
 
     def sums(batches: Iterable[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -70,7 +74,8 @@ def _arrow_sums(schema: pl.Schema) -> Any:
             if batch.num_rows:
                 frame = pl.DataFrame(pl.from_arrow(batch))
                 frame.columns = list(schema.names())  # (the batch's are positional)
-                total.add(batch_sums(frame.cast(schema)))
+                load = (total.n + frame.height) * frame.width >= kernel_cells
+                total.add(batch_sums(frame.cast(schema), load=load))
         yield pa.RecordBatch.from_pydict(
             {"n": [total.n], "a": [_signed(total.a)], "b": [_signed(total.b)]},
             schema=pa.schema([("n", pa.int64()), ("a", pa.int64()), ("b", pa.int64())]),
@@ -86,14 +91,15 @@ def _arrow_ready(frame: DataFrame) -> bool:
     return importlib.util.find_spec("pandas") is not None  # pyspark's mapInArrow requires it
 
 
-def spark_content_fingerprint(frame: DataFrame, schema: pl.Schema) -> str:
+def spark_content_fingerprint(frame: DataFrame, schema: pl.Schema, kernel_cells: int = KERNEL_CELLS) -> str:
     """:func:`~dpexplorer.data.load.content_fingerprint` of ``frame``, whose columns are read as
-    ``schema`` (the polars types of :attr:`SparkDataset.schema`), computed on Spark."""
+    ``schema`` (the polars types of :attr:`SparkDataset.schema`), computed on Spark (by Arrow
+    batches, the compiled kernels hashing a partition from ``kernel_cells`` cells on)."""
     total = Sums()
     if _arrow_ready(frame):
         # positional names: mapInArrow reads a name with a dot as a path into a struct
         positional = frame.toDF(*(f"_{i}" for i in range(len(frame.columns))))
-        for row in positional.mapInArrow(_arrow_sums(schema), SUMS).collect():
+        for row in positional.mapInArrow(_arrow_sums(schema, kernel_cells), SUMS).collect():
             total.add(Sums(int(row["n"]), int(row["a"]) & MASK64, int(row["b"]) & MASK64))
     else:
         for n, a, b in frame.rdd.mapPartitions(_chunk_sums(schema)).collect():
