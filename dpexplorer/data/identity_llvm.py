@@ -24,6 +24,7 @@ its buffers. The tests hold every kernel to numpy's sums on tables of every type
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import importlib.util
@@ -393,50 +394,60 @@ def _machine() -> object:
 
 
 def _object_code(machine: object) -> bytes:
-    """The kernels' machine code for this processor: the IR optimised (LLVM's O3 pipeline) and
-    compiled, about 0.3 s of CPU, or read from the cache file where an earlier process left it."""
-    path = _cache_path(machine)
-    try:
-        stored = path.read_bytes()
-    except OSError:
-        stored = b""
-    code, check = stored[:-32], stored[-32:]
-    if code and hashlib.sha256(code).digest() == check:  # a damaged file is compiled again
-        return code
+    """The kernels' machine code for this processor: read from a cache file an earlier process
+    left (:func:`_cache_paths`), else the IR optimised (LLVM's O3 pipeline) and compiled, about
+    0.3 s of CPU, and cached in the first place that can be written."""
+    paths = _cache_paths(machine)
+    for path in paths:
+        try:
+            stored = path.read_bytes()
+        except OSError:
+            continue
+        code, check = stored[:-32], stored[-32:]
+        if code and hashlib.sha256(code).digest() == check:  # a damaged file is compiled again
+            return code
     module = llvm.parse_assembly(str(_module()))
     module.triple, module.data_layout = machine.triple, str(machine.target_data)  # type: ignore[attr-defined]
     module.verify()
     builder = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(speed_level=3))
     builder.getModulePassManager().run(module, builder)
     code = bytes(machine.emit_object(module))  # type: ignore[attr-defined]
-    _write_cache(path, code)
+    any(_write_cache(path, code) for path in paths)
     return code
 
 
-def _cache_path(machine: object) -> Path:
-    """Beside this module's bytecode (``__pycache__``, or under ``PYTHONPYCACHEPREFIX``), named
-    by what the code depends on: this file and the key's definition (identity.py), the
-    processor and its features, and llvmlite's version."""
+def _cache_paths(machine: object) -> list[Path]:
+    """Where the machine code is cached: beside this module's bytecode (``__pycache__``, or under
+    ``PYTHONPYCACHEPREFIX``), else in the user's cache directory (an installation the user
+    cannot write), the file named by what the code depends on: this file and the key's
+    definition (identity.py), the processor and its features, and llvmlite's version."""
     here = Path(__file__)
     digest = hashlib.sha256()
     for source in (here, here.with_name("identity.py")):
         digest.update(source.read_bytes())
     cpu = f"{machine.triple}|{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}"  # type: ignore[attr-defined]
     digest.update(f"{cpu}|{llvmlite.__version__}|{llvm.llvm_version_info}".encode())
-    bytecode = Path(importlib.util.cache_from_source(str(here)))
-    return bytecode.with_name(f"identity_llvm.{digest.hexdigest()[:20]}.o")
+    name = f"identity_llvm.{digest.hexdigest()[:20]}.o"
+    user = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dpexplorer"
+    return [Path(importlib.util.cache_from_source(str(here))).with_name(name), user / name]
 
 
-def _write_cache(path: Path, code: bytes) -> None:
+def _write_cache(path: Path, code: bytes) -> bool:
     """Write the cache file atomically, the code followed by its SHA-256 (checked when read);
-    where it cannot be written, the next process compiles again (the kernels are the same)."""
+    False where it cannot be written (the next process then compiles again: the same code)."""
+    temporary = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=path.name, delete=False) as fh:
+            temporary = fh.name
             fh.write(code + hashlib.sha256(code).digest())
-        os.replace(fh.name, path)
+        os.replace(temporary, path)
+        return True
     except OSError:
-        pass
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+        return False
 
 
 def _compile() -> tuple[object, dict[str, int]]:

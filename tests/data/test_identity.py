@@ -501,16 +501,18 @@ def test_a_failing_kernel_falls_back_to_numpy(monkeypatch, caplog) -> None:
 
 def test_kernels_machine_code_is_cached_checked_and_optional(tmp_path, monkeypatch) -> None:
     """The kernels' machine code is compiled once and read back by the next process; a damaged
-    cache file is compiled again (never loaded), and where no cache can be written the code is
-    compiled all the same."""
+    cache file is compiled again (never loaded); where the first place cannot be written the
+    second serves, and where none can the code is compiled all the same."""
     pytest.importorskip("llvmlite")
     from dpexplorer.data import identity_llvm
 
     machine = identity_llvm._machine()
+    blocked = tmp_path / "a file"
+    blocked.write_text("not a directory")
     cache = tmp_path / "cache" / "kernels.o"
-    monkeypatch.setattr(identity_llvm, "_cache_path", lambda machine: cache)
+    monkeypatch.setattr(identity_llvm, "_cache_paths", lambda machine: [blocked / "kernels.o", cache])
     code = identity_llvm._object_code(machine)
-    assert cache.read_bytes()[:-32] == code and len(code) > 1_000
+    assert cache.read_bytes()[:-32] == code and len(code) > 1_000  # in the second place
     compiled = []
     real = identity_llvm._module
     monkeypatch.setattr(identity_llvm, "_module", lambda: compiled.append(1) or real())
@@ -520,10 +522,12 @@ def test_kernels_machine_code_is_cached_checked_and_optional(tmp_path, monkeypat
     cache.write_bytes(bytes(damaged))
     assert identity_llvm._object_code(machine) == code and compiled == [1]  # compiled again
     assert cache.read_bytes()[:-32] == code  # and the file mended
-    blocked = tmp_path / "a file"
-    blocked.write_text("not a directory")
-    monkeypatch.setattr(identity_llvm, "_cache_path", lambda machine: blocked / "kernels.o")
+    monkeypatch.setattr(identity_llvm, "_cache_paths", lambda machine: [blocked / "kernels.o"])
     assert identity_llvm._object_code(machine) == code and compiled == [1, 1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a file", "cache"]  # no stray file
+    first, second = identity_llvm._cache_paths(machine)  # the real places: bytecode's, the user's
+    assert first.name == second.name and first.name.startswith("identity_llvm.") and first.suffix == ".o"
+    assert second.parent.name == "dpexplorer" and first.parent != second.parent
 
 
 def test_text_kernels_refuse_buffers_they_would_overrun() -> None:
