@@ -507,6 +507,9 @@ def test_kernels_machine_code_is_cached_checked_and_optional(tmp_path, monkeypat
     from dpexplorer.data import identity_llvm
 
     machine = identity_llvm._machine()
+    first, second = identity_llvm._cache_paths(machine)  # the real places: bytecode's, the user's
+    assert first.name == second.name and first.name.startswith("identity_llvm.") and first.suffix == ".o"
+    assert second.parent.name == "dpexplorer" and first.parent != second.parent
     blocked = tmp_path / "a file"
     blocked.write_text("not a directory")
     cache = tmp_path / "cache" / "kernels.o"
@@ -525,9 +528,6 @@ def test_kernels_machine_code_is_cached_checked_and_optional(tmp_path, monkeypat
     monkeypatch.setattr(identity_llvm, "_cache_paths", lambda machine: [blocked / "kernels.o"])
     assert identity_llvm._object_code(machine) == code and compiled == [1, 1]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a file", "cache"]  # no stray file
-    first, second = identity_llvm._cache_paths(machine)  # the real places: bytecode's, the user's
-    assert first.name == second.name and first.name.startswith("identity_llvm.") and first.suffix == ".o"
-    assert second.parent.name == "dpexplorer" and first.parent != second.parent
 
 
 def test_text_kernels_refuse_buffers_they_would_overrun() -> None:
