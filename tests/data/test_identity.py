@@ -550,6 +550,9 @@ def test_text_kernels_refuse_buffers_they_would_overrun() -> None:
         kernel((0, 2, acc, scratch))
     views[:, 1] = 0 | (6 << 32)  # bytes 6..25: inside
     kernel((0, 2, acc, scratch))
+    none = np.zeros(0, np.int64)  # a column without data buffers, whose view claims 20 bytes
+    with pytest.raises(IndexError):
+        identity_llvm.view_text(views, none, none, np.zeros(0, bool), 3, 5)((0, 2, acc, scratch))
     offsets = np.array([0, 5, 30], dtype=np.int64)  # the second value ends past the buffer
     kernel = identity_llvm.offset_text(offsets, data.ctypes.data, data.size, np.zeros(0, bool), 3, 5)
     kernel((0, 1, acc, scratch))
