@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 import dpexplorer.gui.main_window  # noqa: F401  (the window's imports, so that the modules below are its)
 from dpexplorer.gui import pyside_scan
 
@@ -17,6 +19,8 @@ def test_the_check_is_replaced_once_the_gui_package_is_imported():
     assert pyside_scan.pyside_check() is not None
 
 
+# reading every module's attributes wakes deprecated lazy ones (mpmath 1.4's rational, math2)
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_it_answers_as_pyside_does_for_every_loaded_module():
     original = pyside_scan.pyside_check()
     assert original is not None
