@@ -182,7 +182,6 @@ class BLRView(RunnerView):
     :meth:`show_result` (or :meth:`show_run`), its failure to :meth:`run_failed`, its progress
     to :meth:`set_progress`."""
 
-
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("BLR: a synthetic dataset chosen among all possible ones", parent)
         self.controls = RunControls(

@@ -110,7 +110,6 @@ class TranscriptView(ResultView):
     """Left: each query's error (PMW) or true answer (sparse vector), coloured by its round,
     with the threshold. Right: the budget-spending rounds used so far, with their limit."""
 
-
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("Transcript: every query in the order asked", parent)
         self.values = category_plot("error", "Error of each answer", "query (in the order asked)")

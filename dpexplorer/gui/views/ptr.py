@@ -147,7 +147,6 @@ class PTRView(ResultView):
     """Left: the chance of "⊥" against the distance, with D and D' marked. Right: the chances
     of "⊥" and of an answer on D and D'."""
 
-
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("The private test: distance to trouble and the chance of no answer (⊥)", parent)
         self.curve = new_plot(

@@ -200,7 +200,6 @@ def job(mechanism: Mechanism, params: dict[str, Any], query: QueryInput, seed: i
 class SelectionView(ResultView):
     """Scores (left) beside selection probabilities (right), on D (blue) and D' (orange)."""
 
-
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("Scores and selection probabilities on D and D'", parent)
         self.scores = category_plot("score u(r) (higher is better)", "Score of each candidate", "candidate")

@@ -144,7 +144,6 @@ class MarginalErrorView(RunnerView):
     baseline's (grey). Signals :attr:`run_requested` and :attr:`cancel_requested` for the curve
     against epsilon (the workspace submits :func:`run_job`)."""
 
-
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("Synthetic data over marginals: how close the synthetic table is", parent)
         self.plot = category_plot(
