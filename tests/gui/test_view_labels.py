@@ -54,6 +54,12 @@ def test_group_by_point_masses_stand_at_the_bounds_and_no_label_overlaps(qtbot, 
     left, right = view.outputs.getViewBox().viewRange()[0]
     assert max(xs[:2]) < 17.5 and min(xs[2:]) > 89.5 and max(xs) < 90.5, "at 17 and 90, not right of the axis"
     assert left <= min(xs) and max(xs) <= right
+    _assert_labels_clear(view, stems)
+
+
+def _assert_labels_clear(view, stems) -> None:
+    """The point masses' labels, the true answers' labels and the legend cover neither each
+    other nor a stem, inside the plot (the true answers' labels may sit at its sides)."""
     labels = [t for t in view._pools["mass"] if t.isVisible()]
     assert sorted(t.toPlainText().split("\n")[0].rstrip(" ▲") for t in labels) == [
         "clamped to 17",
@@ -77,6 +83,35 @@ def test_group_by_point_masses_stand_at_the_bounds_and_no_label_overlaps(qtbot, 
     for i in range(len(labels)):  # a label does not cover the stems either
         for stem in stems:
             assert not boxes[f"mass {i}"].intersects(_on_screen(view, stem))
+
+
+def test_the_labels_stay_clear_when_the_window_is_resized(qtbot, window):
+    """A resize changes the plot's pixels but not its ranges: every label is placed again in
+    the new transform (they were placed in the old one, which pyqtgraph updates only at the
+    next paint, and a loaded machine's event order left "clamped to 90" over "true f(D)")."""
+    view = _mean_by_sex(qtbot, window)
+    for width, height in ((1000, 700), (1600, 900), (1180, 720)):
+        window.resize(width, height)
+        qtbot.waitUntil(lambda: window.views_idle(), timeout=60_000)
+        qtbot.wait(50)  # painted
+        _assert_labels_clear(view, [s for s in view._pools["stem"] if s.isVisible()])
+
+
+def test_a_changed_axis_title_is_centred_again_without_a_resize(qtbot):
+    """set_axis_label centres a new title on its axis at once: pyqtgraph centres it only when
+    the axis is resized, so a title shortened afterwards kept the long one's place."""
+    from dpexplorer.gui.views.base import set_axis_label
+
+    plot = pg.PlotWidget()
+    qtbot.addWidget(plot)
+    plot.resize(400, 300)
+    plot.show()
+    set_axis_label(plot.getPlotItem(), "left", "a rather long title of the left axis")
+    qtbot.wait(50)
+    axis = plot.getPlotItem().getAxis("left")
+    set_axis_label(plot.getPlotItem(), "left", "short")
+    label = axis.label.mapRectToItem(axis, axis.label.boundingRect())
+    assert abs(label.center().y() - axis.size().height() / 2) <= 1.0, (label, axis.size())
 
 
 def test_the_bar_with_the_mass_is_named_even_at_the_axis_end():

@@ -307,9 +307,14 @@ def configure_plot(plot: pg.PlotItem, x_label: str, y_label: str, *, live: bool 
 
 def set_axis_label(plot: pg.PlotWidget | pg.PlotItem, side: str, text: str) -> None:
     """``plot.setLabel(side, text)`` unless the axis already says it: a new label makes the axis
-    lay out and repaint its ticks (1-1.5 ms a frame while a slider moves)."""
-    if plot.getAxis(side).labelText != text:
+    lay out and repaint its ticks (1-1.5 ms a frame while a slider moves). The label is then
+    centred again for its new length: pyqtgraph centres it only when the axis is resized, so a
+    title shortened after the resize (``neighbours._fit_left_labels``) kept the old one's place
+    and ran past its plot."""
+    axis = plot.getAxis(side)
+    if axis.labelText != text:
         plot.setLabel(side, text)
+        axis.resizeEvent()
 
 
 def sticky_range(

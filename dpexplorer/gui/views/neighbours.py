@@ -189,7 +189,7 @@ class NeighboursView(View):
         self._redrawing = self._moved = self._labels_due = False
         for plot in (self.outputs, self.loss):  # bands and rules span the visible plot
             plot.getViewBox().sigRangeChanged.connect(self._follow_view)
-        self.outputs.getViewBox().sigResized.connect(self._place_mass_labels)
+        self.outputs.getViewBox().sigResized.connect(self._follow_resize)
         for plot in (self.outputs, self.loss):  # a short plot gets the short name of its axis
             plot.getViewBox().sigResized.connect(self._fit_left_labels)
 
@@ -640,6 +640,14 @@ class NeighboursView(View):
         bands = excess_bands(grid, over)
         for key in ("bands", "bands_loss"):
             self._items[key].set_spans(bands)
+
+    def _follow_resize(self) -> None:
+        """A resized plot: its new transform first (pyqtgraph computes it only at the next
+        paint, so labels placed now were placed in the old one's pixels and could land on each
+        other once painted), then everything that follows the view, the true answers' labels
+        as well as the point masses'."""
+        self.outputs.getViewBox().updateMatrix()
+        self._follow_view()
 
     def _follow_view(self) -> None:
         if self._redrawing:
