@@ -248,7 +248,8 @@ def test_a_bug_is_one_line_with_its_own_code(work, capsys, monkeypatch) -> None:
         raise ZeroDivisionError("a bug")
 
     monkeypatch.setattr("dpexplorer.commands.release._release_all", bug)
-    assert main(["release", "p.json", "--data", "d", "--out", "o"]) == EXIT_INTERNAL
+    plan = _plan(work, [{"query": {"type": "count"}, "mechanism": "laplace"}])  # read before the bug
+    assert main(["release", str(plan), "--data", "d", "--out", "o"]) == EXIT_INTERNAL
     assert "internal error" in _one_line(capsys.readouterr().err)
     assert EXIT_INTERNAL in DOCUMENTED
 

@@ -165,8 +165,9 @@ def _open_early(args: argparse.Namespace) -> Future[Any] | None:
     thread has imported polars and the loader, polars reads the file outside the GIL while this
     thread imports the release layer and the engine (only then: two threads importing at once
     mostly wait for each other's import locks and the GIL), and the ledger key's kernels load
-    alongside (:func:`dpexplorer.data.identity.preload`). Its errors are raised where the result
-    is asked for, after the plan's own checks, as before."""
+    alongside (:func:`dpexplorer.data.identity.preload`). Started once the plan file has been
+    read; its errors are raised where the result is asked for, after the plan's other checks,
+    as before."""
     if args.engine != "polars":
         return None
     future: Future[Any] = Future()
@@ -190,11 +191,12 @@ def _open_early(args: argparse.Namespace) -> Future[Any] | None:
     return future
 
 
-def _release_all(args: argparse.Namespace, progress: dict[str, Any], opening: Future[Any] | None) -> int:
+def _release_all(
+    args: argparse.Namespace, plan: Any, progress: dict[str, Any], opening: Future[Any] | None
+) -> int:
     from dpexplorer.release.ledger import Ledger
     from dpexplorer.release.plan_run import release_prepared
 
-    plan = read_plan_file(args.plan)
     if args.spark_master and args.engine != "spark":
         raise PlanError("--spark-master needs --engine spark")
     if opening is not None:
@@ -294,14 +296,19 @@ def _write_report(args: argparse.Namespace, ledger: Any, first_row: int, token: 
 
 def run(args: argparse.Namespace) -> int:
     """Validate the plan, then release it; one line on stderr and a documented non-zero code on
-    failure (module docstring)."""
+    failure (module docstring). The plan is read first: a plan that is not one is refused
+    before the data are opened."""
+    try:
+        plan = read_plan_file(args.plan)
+    except (DPExplorerError, OSError) as exc:
+        return fail("release", str(exc), EXIT_BAD_INPUT)
     opening = _open_early(args)
     from dpexplorer.release.charge import ReleaseFailedError
     from dpexplorer.release.ledger import BudgetExceededError
 
     progress: dict[str, Any] = {"total": 0, "released": 0}
     try:
-        return _release_all(args, progress, opening)
+        return _release_all(args, plan, progress, opening)
     except ReleaseFailedError as exc:
         done = f"{progress['released']} of {progress['total']} entries were released before it"
         code = EXIT_INTERRUPTED if exc.interrupted else EXIT_NOT_RELEASED
