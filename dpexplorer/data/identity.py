@@ -384,7 +384,7 @@ class _Column:
 
     def kernel(self, kernels: ModuleType, position: int) -> Callable[..., None]:
         """The compiled kernel adding this column's cells (the ``position``-th in name order) to
-        a block's accumulators: ``kernel((start, stop, acc, scratch))``
+        a block's accumulators: ``kernel(start, stop, acc)``
         (:func:`~dpexplorer.data.identity_llvm.block`)."""
         k0, k1 = column_multiplier(0, position), column_multiplier(1, position)
         missing = self.missing if self.missing is not None else _NO_MISSING
@@ -587,12 +587,12 @@ def _kernel_sums(compiled: ModuleType, columns: list[_Column], n: int, threads: 
     step = max(KERNEL_BLOCK, -(-n // parts))
 
     def part(r: tuple[int, int]) -> Sums:
-        acc, scratch = compiled.block(min(KERNEL_BLOCK, r[1] - r[0]))
+        acc = compiled.block(min(KERNEL_BLOCK, r[1] - r[0]))
         a = b = 0
         for start in range(r[0], r[1], KERNEL_BLOCK):
             stop = min(start + KERNEL_BLOCK, r[1])
             for kernel in bound:
-                kernel((start, stop, acc, scratch))
+                kernel(start, stop, acc)
             sa, sb = compiled.finish(acc, stop - start)
             a, b = a + int(sa), b + int(sb)
         return Sums(r[1] - r[0], a & MASK64, b & MASK64)

@@ -58,10 +58,9 @@ F64, PTR = ir.DoubleType(), ir.PointerType()
 NUMBERS, WORDS_INT, WORDS_UINT, WORDS_FLOAT = 0, 1, 2, 3
 """Modes of :func:`numbers`: a fixed tag for every value (booleans, dates, ...), int64 values,
 uint64 values, float64 values (their bits)."""
-Block = tuple[int, int, np.ndarray, np.ndarray]
-"""``(start, stop, acc, scratch)``: a block's rows and the arrays of :func:`block`."""
-KernelCall = Callable[[Block], None]
-"""A column's kernel bound to its buffers: adds a block's cells to its accumulators."""
+KernelCall = Callable[[int, int, np.ndarray], None]
+"""A column's kernel bound to its buffers: ``call(start, stop, acc)`` adds the cells of rows
+``start .. stop`` to the block's accumulators ``acc`` (:func:`block`)."""
 
 
 def _c(value: int) -> ir.Constant:
@@ -468,12 +467,12 @@ _ENGINE, _ADDRESSES = _compile()
 _P, _L, _U = ctypes.c_void_p, ctypes.c_int64, ctypes.c_uint64
 _NUMBER = ctypes.CFUNCTYPE(None, _P, _P, _L, _L, _L, _P, _P, _U, _U, _U, _U)
 _tagged, _uints, _floats = (_NUMBER(_ADDRESSES[n]) for n in ("tagged", "uints", "floats"))
-_view = ctypes.CFUNCTYPE(
-    ctypes.c_int32, _P, _P, _P, _L, _P, _L, _L, _L, _P, _P, ctypes.c_uint64, ctypes.c_uint64
-)(_ADDRESSES["view_text"])
-_offset = ctypes.CFUNCTYPE(
-    ctypes.c_int32, _P, _L, _L, _P, _L, _L, _L, _P, _P, ctypes.c_uint64, ctypes.c_uint64
-)(_ADDRESSES["offset_text"])
+_view = ctypes.CFUNCTYPE(ctypes.c_int32, _P, _P, _P, _L, _P, _L, _L, _L, _P, _P, _U, _U)(
+    _ADDRESSES["view_text"]
+)
+_offset = ctypes.CFUNCTYPE(ctypes.c_int32, _P, _L, _L, _P, _L, _L, _L, _P, _P, _U, _U)(
+    _ADDRESSES["offset_text"]
+)
 _finish_c = ctypes.CFUNCTYPE(None, _P, _P, _L, _P)(_ADDRESSES["finish"])
 
 
@@ -499,24 +498,33 @@ def _accumulators(acc: np.ndarray) -> tuple[int, int]:
     return _address(acc), _address(acc) + 8 * acc.shape[1]
 
 
+def _bound(
+    function: Callable[..., int | None], head: tuple, tail: tuple, rows: int, keep: tuple, error: str = ""
+) -> KernelCall:
+    """``function`` with its column's arguments bound (``head`` before the rows, ``tail`` after
+    the accumulators): the call adds rows ``start .. stop`` (of ``rows``) to ``acc`` and raises
+    IndexError(``error``) where the kernel returns non-zero. ``keep``: the arrays whose
+    addresses are bound, held as long as the call."""
+
+    def call(start: int, stop: int, acc: np.ndarray) -> None:
+        assert 0 <= start <= stop <= rows
+        if function(*head, start, stop, *_accumulators(acc), *tail):
+            raise IndexError(error)
+
+    call.keep = keep  # type: ignore[attr-defined]
+    return call
+
+
 def numbers(mode: int, tag: int, words: np.ndarray, missing: np.ndarray, k0: int, k1: int) -> KernelCall:
     """The kernel adding a block's cells of a column of 64-bit values (``words``: their bits as
     uint64; ``mode``: :data:`NUMBERS` with ``tag``, or :data:`WORDS_INT`, :data:`WORDS_UINT`,
-    :data:`WORDS_FLOAT`), the ``position``-th column whose multipliers are ``k0``, ``k1``;
-    ``missing``: one flag per row, or empty when no cell is missing."""
+    :data:`WORDS_FLOAT`) whose column multipliers are ``k0``, ``k1``; ``missing``: one flag per
+    row, or empty when no cell is missing."""
     assert words.dtype == U64 and words.flags.c_contiguous
     kernel = {NUMBERS: _tagged, WORDS_INT: _tagged, WORDS_UINT: _uints, WORDS_FLOAT: _floats}[mode]
     t = INT if mode == WORDS_INT else tag
     head = (_address(words), *_flags(missing))
-    tail = (k0, k1, tag_seed(0, t), tag_seed(1, t))
-
-    def call(block: Block) -> None:
-        start, stop, acc, _ = block
-        assert 0 <= start <= stop <= words.size
-        kernel(*head, start, stop, *_accumulators(acc), *tail)
-
-    call.keep = (words, missing)  # type: ignore[attr-defined]  # the buffers outlive the calls
-    return call
+    return _bound(kernel, head, (k0, k1, tag_seed(0, t), tag_seed(1, t)), words.size, (words, missing))
 
 
 def view_text(
@@ -531,15 +539,8 @@ def view_text(
         addresses = sizes = np.zeros(1, np.int64)
     addresses, sizes = np.ascontiguousarray(addresses, np.int64), np.ascontiguousarray(sizes, np.int64)
     head = (_address(views), _address(addresses), _address(sizes), count, *_flags(missing))
-
-    def call(block: Block) -> None:
-        start, stop, acc, _ = block
-        assert 0 <= start <= stop <= views.shape[0]
-        if _view(*head, start, stop, *_accumulators(acc), k0, k1):
-            raise IndexError("a text view points outside its data buffers")
-
-    call.keep = (views, addresses, sizes, missing)  # type: ignore[attr-defined]
-    return call
+    keep = (views, addresses, sizes, missing)
+    return _bound(_view, head, (k0, k1), views.shape[0], keep, "a text view points outside its data buffers")
 
 
 def offset_text(
@@ -550,15 +551,8 @@ def offset_text(
     keeps it alive). The call raises IndexError where an offset points outside it."""
     assert offsets.dtype == np.int64 and offsets.flags.c_contiguous
     head = (_address(offsets), address, size, *_flags(missing))
-
-    def call(block: Block) -> None:
-        start, stop, acc, _ = block
-        assert 0 <= start <= stop < offsets.size
-        if _offset(*head, start, stop, *_accumulators(acc), k0, k1):
-            raise IndexError("a text offset points outside its data buffer")
-
-    call.keep = (offsets, missing)  # type: ignore[attr-defined]
-    return call
+    error = "a text offset points outside its data buffer"
+    return _bound(_offset, head, (k0, k1), offsets.size - 1, (offsets, missing), error)
 
 
 def finish(acc: np.ndarray, n: int) -> tuple[int, int]:
@@ -570,9 +564,9 @@ def finish(acc: np.ndarray, n: int) -> tuple[int, int]:
     return int(out[0]), int(out[1])
 
 
-def block(rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """A block's accumulators, ready for its first column (``ROW_L`` in every row), and the
-    kernels' scratch space: with the rows, the ``block`` every column's kernel takes."""
+def block(rows: int) -> np.ndarray:
+    """A block's accumulators (both lanes by ``rows``), ready for its first column (``ROW_L`` in
+    every row): what every column's kernel adds to."""
     acc = np.empty((2, rows), dtype=U64)
     acc[0], acc[1] = U64(ROWS[0]), U64(ROWS[1])
-    return acc, np.empty((2, 0), dtype=U64)
+    return acc

@@ -536,7 +536,7 @@ def test_text_kernels_refuse_buffers_they_would_overrun() -> None:
     pytest.importorskip("llvmlite")
     from dpexplorer.data import identity_llvm
 
-    acc, scratch = identity_llvm.block(2)
+    acc = identity_llvm.block(2)
     data = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz", np.uint8)
     n, index, offset = 20, 0, 10  # 20 bytes from offset 10 of a 26-byte buffer: 4 too many
     views = np.array([[n | (0x64636261 << 32), index | (offset << 32)]] * 2, dtype=np.uint64)
@@ -544,20 +544,20 @@ def test_text_kernels_refuse_buffers_they_would_overrun() -> None:
         views, np.array([data.ctypes.data]), np.array([data.size]), np.zeros(0, bool), 3, 5
     )
     with pytest.raises(IndexError, match="outside its data buffers"):
-        kernel((0, 2, acc, scratch))
+        kernel(0, 2, acc)
     views[:, 1] = 1 | (0 << 32)  # buffer 1 of 1
     with pytest.raises(IndexError):
-        kernel((0, 2, acc, scratch))
+        kernel(0, 2, acc)
     views[:, 1] = 0 | (6 << 32)  # bytes 6..25: inside
-    kernel((0, 2, acc, scratch))
+    kernel(0, 2, acc)
     none = np.zeros(0, np.int64)  # a column without data buffers, whose view claims 20 bytes
     with pytest.raises(IndexError):
-        identity_llvm.view_text(views, none, none, np.zeros(0, bool), 3, 5)((0, 2, acc, scratch))
+        identity_llvm.view_text(views, none, none, np.zeros(0, bool), 3, 5)(0, 2, acc)
     offsets = np.array([0, 5, 30], dtype=np.int64)  # the second value ends past the buffer
     kernel = identity_llvm.offset_text(offsets, data.ctypes.data, data.size, np.zeros(0, bool), 3, 5)
-    kernel((0, 1, acc, scratch))
+    kernel(0, 1, acc)
     with pytest.raises(IndexError, match="outside its data buffer"):
-        kernel((0, 2, acc, scratch))
+        kernel(0, 2, acc)
 
 
 def test_preload_loads_the_kernels_once_in_the_background(tmp_path, monkeypatch) -> None:
