@@ -98,14 +98,15 @@ def should_scan(path: str | os.PathLike[str], share: float = LAZY_SHARE) -> bool
         return False
 
 
-def open_file(path: str | os.PathLike[str]) -> Dataset:
+def open_file(path: str | os.PathLike[str], share: float = LAZY_SHARE) -> Dataset:
     """The file loaded for the polars engine (:func:`dpexplorer.data.load.load_dataset`), in
-    memory or, when :func:`should_scan` says it is large, scanned lazily and streamed. Imports
+    memory or, when :func:`should_scan` says it is large (at ``share``), scanned lazily and
+    streamed. Imports
     only the loader (not the engine package): the release CLI calls it on a thread from its
     start, so that polars reads while the rest is imported."""
     from dpexplorer.data.load import load_dataset
 
-    return load_dataset(path, lazy=should_scan(path))
+    return load_dataset(path, lazy=should_scan(path, share))
 
 
 @dataclass(frozen=True, eq=False)

@@ -226,10 +226,9 @@ def load_dataset(
     thread, everything the Data tab and the query builder show about it (through the dataset's
     engine: dpexplorer.data.engine). Cancellable between its three passes, which it reports as
     progress (each is one or more scans of a streamed file)."""
-    from dpexplorer.data.load import load_dataset as load
-    from dpexplorer.data.scan import LAZY_SHARE, should_scan
+    from dpexplorer.data.scan import LAZY_SHARE, open_file
 
-    dataset = load(path, lazy=should_scan(path, LAZY_SHARE if share is None else share))
+    dataset = open_file(path, LAZY_SHARE if share is None else share)
     return _summarised(dataset, top, cancel, progress)
 
 

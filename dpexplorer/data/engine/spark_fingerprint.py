@@ -8,8 +8,8 @@ the table's polars schema and is hashed by :func:`dpexplorer.data.identity.batch
 very code the polars path runs (its compiled kernels from a partition of
 :data:`~dpexplorer.data.fingerprints.KERNEL_CELLS` cells on), so the two cannot drift apart;
 each partition sends back three numbers (rows and the two 64-bit lane sums), added modulo 2^64
-on the driver. A sum is
-order-independent: partitioning, row order and the number of executors do not change it.
+on the driver. A sum is order-independent: partitioning, row order and the number of executors
+do not change it.
 
 Arrow carries the types of :data:`ARROW_TYPES` as polars reads them (integers widened to 64
 bits, a float to a double exactly as Python's float does, text, days, booleans); a table with
