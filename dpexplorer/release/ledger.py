@@ -223,15 +223,23 @@ def _add_note_column(db: sqlite3.Connection) -> None:
     do not both add it (the second failed with "duplicate column name: note")."""
     if "note" in _measurement_columns(db):
         return
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    with _immediate(db):
         if "note" not in _measurement_columns(db):
             db.execute("ALTER TABLE measurements ADD COLUMN note TEXT")
-        db.execute("COMMIT")
+
+
+@contextmanager
+def _immediate(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A write transaction on ``db``, taking the database's write lock at once (so that a check
+    and the write it decides are atomic across processes); rolled back on any error."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
     except BaseException:
         if db.in_transaction:
             db.execute("ROLLBACK")
         raise
+    db.execute("COMMIT")
 
 
 # ------------------------------------------------------------------ the ledger
@@ -270,15 +278,8 @@ class Ledger:
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         """A write transaction, taking the database's write lock at once (check-then-insert is
         atomic across processes)."""
-        with self._lock, self._errors():
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        with self._lock, self._errors(), _immediate(self._db) as db:
+            yield db
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
