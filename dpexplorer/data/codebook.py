@@ -1,0 +1,776 @@
+"""The codebook: a dataset's public description (DESIGN.md, "Codebook"; issue 40).
+
+Per column: its kind, declared bounds, categories (and whether the list is complete), bin edges,
+a date format; the privacy unit and its contribution bounds; a declared public row count. Every
+fact carries its origin: ``declared`` by the steward (typed, or imported with a citation),
+``estimated`` privately (charged: the ledger row that paid for it), or ``shipped`` with the app.
+Nothing here reads a dataset: a codebook is public, and every release path takes the public facts
+it needs from the query or from here (:func:`complete_query`), never from the data.
+
+The file format (JSON, ``dpexplorer/resources/codebook.schema.json``, docs/guide/codebook.md) is
+checked by hand below: every refusal is one :class:`DataError` line naming the field at fault."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import itertools
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, Literal, TypeAlias, cast, get_args
+
+from dpexplorer.data.errors import DataError
+from dpexplorer.data.validation import fmt, require
+
+Origin: TypeAlias = Literal["declared", "estimated", "shipped"]
+ORIGINS: tuple[str, ...] = get_args(Origin)
+KINDS = ("number", "category", "day", "text", "identifier")
+FORMAT_VERSION = 1
+"""The ``codebook`` field of a file this version writes and reads."""
+
+COLUMN_FIELDS = ("bounds", "categories", "edges", "date_format")
+FIELD_KINDS: dict[str, tuple[str, ...]] = {
+    "bounds": ("number",),
+    "edges": ("number",),
+    "categories": ("category", "number"),
+    "date_format": ("day",),
+}
+"""The kinds of column each fact may describe (categories of a number column: coded values)."""
+
+MAX_CODEBOOK_BYTES = 16 << 20
+"""A codebook file larger than this is refused before it is parsed."""
+
+
+# ---------------------------------------------------------------- values
+@dataclass(frozen=True)
+class Fact:
+    """One public fact and where it comes from. ``value``: bounds (lo, hi) floats; categories
+    tuple[str, ...]; edges tuple[float, ...]; date_format str; rows int. ``citation``: where a
+    declared or shipped fact comes from (free text); ``ledger_id``: the ledger row that paid for
+    an estimated one; ``complete`` (categories only): the list is every value the column takes
+    (missing values aside)."""
+
+    value: Any
+    origin: Origin
+    citation: str = ""
+    ledger_id: int | None = None
+    complete: bool = True
+
+    def __post_init__(self) -> None:
+        require(self.origin in ORIGINS, f"origin must be one of {', '.join(ORIGINS)}, not {self.origin!r}")
+        require(isinstance(self.citation, str), "citation must be text")
+        if self.origin == "estimated":
+            require(
+                _whole(self.ledger_id) and cast(int, self.ledger_id) >= 1,
+                "an estimated fact needs the ledger_id of the row that paid for it",
+            )
+        else:
+            require(self.ledger_id is None, f"a {self.origin} fact has no ledger_id (only an estimated one)")
+        require(isinstance(self.complete, bool), "complete must be true or false")
+
+    def to_dict(self, field_name: str) -> dict[str, Any]:
+        value = list(self.value) if isinstance(self.value, tuple) else self.value
+        out: dict[str, Any] = {"value": value, "origin": self.origin}
+        if self.citation:
+            out["citation"] = self.citation
+        if self.ledger_id is not None:
+            out["ledger_id"] = self.ledger_id
+        if field_name == "categories":
+            out["complete"] = self.complete
+        return out
+
+
+def _whole(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _bounds_value(value: Any) -> tuple[float, float]:
+    require(
+        isinstance(value, list | tuple) and len(value) == 2 and all(_number(v) for v in value),
+        f"bounds must be two finite numbers [lower, upper], got {_short(value)}",
+    )
+    lo, hi = float(value[0]), float(value[1])
+    require(lo < hi, f"bounds are inverted or empty: lower {fmt(lo)} >= upper {fmt(hi)}")
+    return lo, hi
+
+
+def _edges_value(value: Any) -> tuple[float, ...]:
+    require(
+        isinstance(value, list | tuple) and len(value) >= 2 and all(_number(v) for v in value),
+        f"edges must be at least two finite numbers, got {_short(value)}",
+    )
+    edges = tuple(float(v) for v in value)
+    require(all(a < b for a, b in itertools.pairwise(edges)), "edges must increase")
+    return edges
+
+
+def _categories_value(value: Any) -> tuple[str, ...]:
+    require(
+        isinstance(value, list | tuple) and len(value) >= 1 and all(isinstance(v, str) for v in value),
+        f"categories must be a non-empty list of text values, got {_short(value)}",
+    )
+    seen: set[str] = set()
+    for v in value:
+        require(v not in seen, f"categories repeat {v!r}")
+        seen.add(v)
+    return tuple(value)
+
+
+def _date_format_value(value: Any) -> str:
+    require(isinstance(value, str) and value.strip() != "", "date_format must be non-empty text")
+    return str(value)
+
+
+def _rows_value(value: Any) -> int:
+    require(_whole(value) and value >= 0, f"rows must be a whole number >= 0, got {_short(value)}")
+    return int(value)
+
+
+_VALUE_CHECKS = {
+    "bounds": _bounds_value,
+    "edges": _edges_value,
+    "categories": _categories_value,
+    "date_format": _date_format_value,
+    "rows": _rows_value,
+}
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+@dataclass(frozen=True)
+class ColumnFacts:
+    """What the codebook declares about one column: its kind (one of :data:`KINDS`) and each
+    fact (None: not declared). Values are checked and normalised here (DataError, one line)."""
+
+    name: str
+    kind: str
+    bounds: Fact | None = None
+    categories: Fact | None = None
+    edges: Fact | None = None
+    date_format: Fact | None = None
+    note: str = ""
+    """Free text: what the documentation says where it declares no fact (e.g. why no bound)."""
+
+    def __post_init__(self) -> None:
+        require(isinstance(self.name, str) and self.name != "", "a column needs a name")
+        require(self.kind in KINDS, f"kind must be one of {', '.join(KINDS)}, not {_short(self.kind)}")
+        require(isinstance(self.note, str), "note must be text")
+        for name in COLUMN_FIELDS:
+            fact = getattr(self, name)
+            if fact is None:
+                continue
+            require(isinstance(fact, Fact), f"{name} must be a Fact")
+            require(
+                self.kind in FIELD_KINDS[name],
+                f"a {self.kind} column has no {name} (only a {' or '.join(FIELD_KINDS[name])} column)",
+            )
+            object.__setattr__(self, name, dataclasses.replace(fact, value=_VALUE_CHECKS[name](fact.value)))
+
+    def facts(self) -> Iterator[tuple[str, Fact]]:
+        """(field, fact) of each declared fact, in :data:`COLUMN_FIELDS` order."""
+        for name in COLUMN_FIELDS:
+            fact = getattr(self, name)
+            if fact is not None:
+                yield name, fact
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
+        out.update({name: fact.to_dict(name) for name, fact in self.facts()})
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@dataclass(frozen=True)
+class Unit:
+    """The privacy unit: rows sharing a value of ``column`` belong to one person; a person
+    contributes at most ``max_rows`` rows to each of at most ``max_groups`` groups (None: not
+    declared). With ``max_rows == 1`` every row is a different person."""
+
+    column: str
+    max_rows: int | None
+    max_groups: int | None
+    origin: Origin = "declared"
+    citation: str = ""
+
+    def __post_init__(self) -> None:
+        require(isinstance(self.column, str) and self.column != "", "the unit needs a column")
+        for name in ("max_rows", "max_groups"):
+            v = getattr(self, name)
+            require(
+                v is None or (_whole(v) and 1 <= v <= 10_000),
+                f"the unit's {name} must be a whole number from 1 to 10,000 or null, got {_short(v)}",
+            )
+        require(self.origin in ORIGINS, f"origin must be one of {', '.join(ORIGINS)}, not {self.origin!r}")
+        require(isinstance(self.citation, str), "citation must be text")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "column": self.column,
+            "max_rows": self.max_rows,
+            "max_groups": self.max_groups,
+            "origin": self.origin,
+        }
+        if self.citation:
+            out["citation"] = self.citation
+        return out
+
+
+@dataclass(frozen=True)
+class Codebook:
+    """A dataset's public description. ``columns`` is insertion-ordered; ``dataset`` is the
+    ledger identity (content fingerprint) or ledger name of the dataset it describes ("" = any);
+    ``rows`` a declared public row count. Immutable: :meth:`with_fact` and :meth:`with_column`
+    return new codebooks."""
+
+    columns: Mapping[str, ColumnFacts] = field(default_factory=dict)
+    unit: Unit | None = None
+    rows: Fact | None = None
+    dataset: str = ""
+    citation: str = ""
+
+    def __post_init__(self) -> None:
+        columns = dict(self.columns)
+        for name, facts in columns.items():
+            require(isinstance(facts, ColumnFacts), f"column {name!r} must be ColumnFacts")
+            require(facts.name == name, f"column {name!r} holds the facts of {facts.name!r}")
+        object.__setattr__(self, "columns", columns)
+        if self.rows is not None:
+            object.__setattr__(
+                self, "rows", dataclasses.replace(self.rows, value=_rows_value(self.rows.value))
+            )
+        require(isinstance(self.dataset, str), "dataset must be text")
+        require(isinstance(self.citation, str), "citation must be text")
+
+    def __hash__(self) -> int:
+        return hash(json.dumps(self.to_dict(), sort_keys=True))
+
+    def column(self, name: str) -> ColumnFacts | None:
+        """The facts of column ``name`` (None: the codebook does not describe it)."""
+        return self.columns.get(name)
+
+    def fact(self, column: str, field_name: str) -> Fact | None:
+        """One declared fact of ``column`` (None: not declared)."""
+        facts = self.columns.get(column)
+        return None if facts is None else cast(Fact | None, getattr(facts, field_name))
+
+    def with_fact(self, column: str, field: str, fact: Fact | None) -> Codebook:
+        """A new codebook with ``column``'s ``field`` set to ``fact`` (None: removed). A column
+        the codebook does not describe yet is added, of the kind the field implies (bounds and
+        edges: number; categories: category; date_format: day). ``field == "rows"`` sets the
+        public row count (``column`` ignored). DataError for an unknown field or a fact that
+        does not fit the column's kind."""
+        if field == "rows":
+            return dataclasses.replace(self, rows=fact)
+        require(field in COLUMN_FIELDS, f"unknown fact {field!r}: use {', '.join(COLUMN_FIELDS)} or rows")
+        facts = self.columns.get(column) or ColumnFacts(column, FIELD_KINDS[field][0])
+        changes: dict[str, Any] = {field: fact}
+        return self.with_column(dataclasses.replace(facts, **changes))
+
+    def with_column(self, facts: ColumnFacts) -> Codebook:
+        """A new codebook with ``facts`` replacing (in place) or appended to the columns."""
+        return dataclasses.replace(self, columns={**self.columns, facts.name: facts})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON file's content (:func:`codebook_from_dict` reads it back)."""
+        return {
+            "codebook": FORMAT_VERSION,
+            "dataset": self.dataset,
+            "citation": self.citation,
+            "rows": None if self.rows is None else self.rows.to_dict("rows"),
+            "unit": None if self.unit is None else self.unit.to_dict(),
+            "columns": {name: facts.to_dict() for name, facts in self.columns.items()},
+        }
+
+
+EMPTY = Codebook()
+"""The codebook that declares nothing."""
+
+
+# ---------------------------------------------------------------- the file
+TOP_KEYS = frozenset({"$schema", "codebook", "dataset", "citation", "rows", "unit", "columns"})
+COLUMN_KEYS = frozenset({"kind", *COLUMN_FIELDS, "note"})
+FACT_KEYS = frozenset({"value", "origin", "citation", "ledger_id"})
+UNIT_KEYS = frozenset({"column", "max_rows", "max_groups", "origin", "citation"})
+
+
+def _unknown(d: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
+    extra = sorted(set(d) - allowed)
+    if extra:
+        raise DataError(f"{where}: unknown field {extra[0]!r} (allowed: {', '.join(sorted(allowed))})")
+
+
+def _object(d: Any, where: str) -> Mapping[str, Any]:
+    require(isinstance(d, Mapping), f"{where} must be an object, got {_json_type(d)}")
+    return cast(Mapping[str, Any], d)
+
+
+def _json_type(v: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "text", bool: "true/false", type(None): "null"}
+    return names.get(type(v), "a number" if isinstance(v, int | float) else type(v).__name__)
+
+
+def _fact_from_dict(d: Any, field_name: str, where: str) -> Fact:
+    d = _object(d, where)
+    allowed = FACT_KEYS | {"complete"} if field_name == "categories" else FACT_KEYS
+    _unknown(d, allowed, where)
+    require("value" in d, f"{where}: no value")
+    origin = d.get("origin", "declared")
+    return Fact(
+        _VALUE_CHECKS[field_name](d["value"]),
+        origin,
+        d.get("citation", ""),
+        d.get("ledger_id"),
+        d.get("complete", True),
+    )
+
+
+def _column_from_dict(name: str, d: Any) -> ColumnFacts:
+    where = f"column {name!r}"
+    d = _object(d, where)
+    _unknown(d, COLUMN_KEYS, where)
+    require("kind" in d, f"{where}: no kind (one of {', '.join(KINDS)})")
+    facts: dict[str, Fact] = {}
+    for field_name in COLUMN_FIELDS:
+        if d.get(field_name) is not None:
+            at = f"{where}: {field_name}"
+            facts[field_name] = _in(at, _fact_from_dict, d[field_name], field_name, at)
+    return _in(where, ColumnFacts, name, d["kind"], **facts, note=d.get("note", ""))
+
+
+def _unit_from_dict(d: Any) -> Unit:
+    d = _object(d, "unit")
+    _unknown(d, UNIT_KEYS, "unit")
+    require("column" in d, "unit: no column")
+    return _in(
+        "unit",
+        Unit,
+        d["column"],
+        d.get("max_rows"),
+        d.get("max_groups"),
+        d.get("origin", "declared"),
+        d.get("citation", ""),
+    )
+
+
+def _in(where: str, build: Any, *args: Any, **kwargs: Any) -> Any:
+    """``build(*args, **kwargs)``, a DataError prefixed by ``where`` (one line)."""
+    try:
+        return build(*args, **kwargs)
+    except DataError as exc:
+        text = str(exc)
+        raise DataError(text if text.startswith(f"{where}:") or not where else f"{where}: {text}") from None
+    except TypeError as exc:
+        raise DataError(f"{where}: {exc}") from None
+
+
+def codebook_from_dict(d: Mapping[str, Any]) -> Codebook:
+    """The codebook a parsed JSON file describes (format: module docstring and
+    ``codebook.schema.json``). DataError, one line naming the field, for anything else: an
+    unknown field, a wrong kind, inverted bounds, repeated categories, a fact its column's kind
+    cannot have, a missing version."""
+    d = _object(d, "a codebook")
+    _unknown(d, TOP_KEYS, "codebook")
+    version = d.get("codebook")
+    require(
+        version == FORMAT_VERSION and _whole(version),
+        f'not a codebook of this version: "codebook" must be {FORMAT_VERSION}, got {_short(version)}',
+    )
+    columns = _object(d.get("columns", {}), "columns")
+    unit = None if d.get("unit") is None else _unit_from_dict(d["unit"])
+    rows = None if d.get("rows") is None else _in("rows", _fact_from_dict, d["rows"], "rows", "rows")
+    parsed = {str(name): _column_from_dict(str(name), facts) for name, facts in columns.items()}
+    for key in ("dataset", "citation"):
+        require(isinstance(d.get(key, ""), str), f"{key} must be text")
+    return Codebook(parsed, unit, rows, d.get("dataset", ""), d.get("citation", ""))
+
+
+def load_codebook(path: str | os.PathLike[str]) -> Codebook:
+    """The codebook in the JSON file ``path``; DataError naming the file and what is wrong."""
+    where = f"the codebook {path}"
+    try:
+        if Path(path).stat().st_size > MAX_CODEBOOK_BYTES:
+            raise DataError(f"{where} is larger than {MAX_CODEBOOK_BYTES >> 20} MiB")
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise DataError(f"cannot read {where}: {exc.strerror or exc}") from None
+    try:
+        parsed = json.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{where} is not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{where} is not valid JSON: {exc}") from None
+    except (RecursionError, ValueError) as exc:
+        raise DataError(f"{where} cannot be read: {str(exc)[:80] or 'nested too deeply'}") from None
+    try:
+        return codebook_from_dict(parsed)
+    except DataError as exc:
+        raise DataError(f"{where}: {exc}") from None
+
+
+def save_codebook(codebook: Codebook, path: str | os.PathLike[str]) -> None:
+    """Write ``codebook`` to ``path`` as JSON, atomically (a temporary file in the same folder,
+    flushed to disk, then renamed over ``path``): a reader sees the old file or the new one."""
+    target = Path(path)
+    text = json.dumps(codebook.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def schema_path() -> Path:
+    """The JSON Schema of the file format (``dpexplorer/resources/codebook.schema.json``)."""
+    return Path(str(files("dpexplorer").joinpath("resources", "codebook.schema.json")))
+
+
+def shipped_codebook_path() -> Path:
+    """Adult's shipped codebook (``dpexplorer/resources/adult.codebook.json``)."""
+    return Path(str(files("dpexplorer").joinpath("resources", "adult.codebook.json")))
+
+
+def shipped_codebook(name_or_path: str | os.PathLike[str]) -> Codebook | None:
+    """The codebook shipped for the bundled dataset when ``name_or_path`` is it (the bundled
+    Adult's path, or the name ``adult``); None for any other file. Decided from the path alone,
+    never from a file's contents; the codebook's ``dataset`` (Adult's content fingerprint) then
+    ties it to Adult's ledger identity, so a release on other data is refused."""
+    from dpexplorer.data.default import default_dataset_path
+
+    text = os.fspath(name_or_path)
+    if text != "adult":
+        try:
+            if Path(text).resolve() != default_dataset_path().resolve():
+                return None
+        except (OSError, ValueError):
+            return None
+    return load_codebook(shipped_codebook_path())
+
+
+# ---------------------------------------------------------------- what a query uses
+@dataclass(frozen=True)
+class UsedFact:
+    """A public fact a release uses: its value and its origin in the codebook (None: the
+    codebook does not declare this value, whether the query holds it or nobody does; ``value``
+    is then the query's, or None)."""
+
+    column: str | None
+    field: str
+    value: Any
+    origin: Origin | None
+    citation: str = ""
+    ledger_id: int | None = None
+
+    @property
+    def held(self) -> bool:
+        """True when the query or the codebook holds the value (the release can be built)."""
+        return self.value is not None
+
+    def describe(self) -> str:
+        """The fact in a plain phrase ("the bounds of age", "the privacy unit")."""
+        return _PHRASES[self.field].format(column=self.column)
+
+
+_PHRASES = {
+    "bounds": "the bounds of {column}",
+    "categories": "the categories of {column}",
+    "edges": "the bin edges of {column}",
+    "axis": "the categories or bin edges of {column}",
+    "date_format": "the date format of {column}",
+    "unit": "the privacy unit",
+    "rows": "the number of rows",
+}
+
+CLIPPED = ("sum", "mean", "variance", "quantile", "trimmed_mean")
+"""Query types measuring one column clipped to declared bounds."""
+CATEGORICAL = ("argmax", "top_k")
+"""Query types choosing among one column's declared categories."""
+
+
+def _axes(query: Mapping[str, Any]) -> list[Any]:
+    """The query's axes (dicts with a ``column``), in order."""
+    kind = query.get("type")
+    if kind == "histogram":
+        return [query.get("axis")]
+    if kind in ("workload", "marginals"):
+        return list(query.get("axes") or ())
+    if kind == "group_by" and query.get("private_keys") is None:
+        return list(query.get("keys") or ())
+    return []
+
+
+def _measured(query: Mapping[str, Any]) -> str | None:
+    """The column the query clips to bounds, if any."""
+    kind = query.get("type")
+    if kind in CLIPPED or (kind == "group_by" and query.get("statistic", "count") != "count"):
+        column = query.get("column")
+        return column if isinstance(column, str) else None
+    return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as public values (numbers compared as floats)."""
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if _number(a) and _number(b):
+        return float(a) == float(b)
+    return bool(a == b)
+
+
+def _used(column: str | None, field_name: str, value: Any, fact: Fact | None) -> UsedFact:
+    """The fact ``field_name`` of ``column``: the query's ``value`` (None: not in the query),
+    its origin the codebook's when the codebook declares that same value."""
+    if fact is None or (value is not None and not _same(value, fact.value)):
+        return UsedFact(column, field_name, value, None)
+    return UsedFact(
+        column, field_name, fact.value if value is None else value, fact.origin, fact.citation, fact.ledger_id
+    )
+
+
+def _evenly_spaced(edges: Sequence[float], bounds: tuple[float, float]) -> bool:
+    """True when ``edges`` are equal bins from the declared lower to the declared upper bound."""
+    lo, hi = bounds
+    k = len(edges) - 1
+    width = (hi - lo) / k
+    tol = 1e-9 * max(1.0, abs(lo), abs(hi))
+    return all(abs(float(e) - (lo + i * width)) <= tol for i, e in enumerate(edges))
+
+
+def _axis_used(axis: Mapping[str, Any], codebook: Codebook) -> UsedFact:
+    column = str(axis.get("column"))
+    cats, edges = axis.get("categories"), axis.get("edges")
+    if cats is not None:
+        return _used(column, "categories", tuple(cats), codebook.fact(column, "categories"))
+    declared_edges, bounds = codebook.fact(column, "edges"), codebook.fact(column, "bounds")
+    if edges is None:  # {"column": name}: what complete_query fills in
+        if declared_edges is not None:
+            return _used(column, "edges", None, declared_edges)
+        declared_cats = codebook.fact(column, "categories")
+        if declared_cats is not None:
+            return _used(column, "categories", None, declared_cats)
+        return UsedFact(column, "axis", None, None)
+    used = _used(column, "edges", tuple(edges), declared_edges)
+    if used.origin is None and bounds is not None and len(edges) >= 2 and _evenly_spaced(edges, bounds.value):
+        # k equal bins between declared bounds: public, from the bounds (origin and citation theirs)
+        return UsedFact(
+            column,
+            "edges",
+            tuple(edges),
+            bounds.origin,
+            bounds.citation or "equal bins between the declared bounds",
+            bounds.ledger_id,
+        )
+    return used
+
+
+def _unit_used(query: Mapping[str, Any], codebook: Codebook) -> UsedFact | None:
+    unit = query.get("unit")
+    declared = codebook.unit
+    if unit is None:
+        return None
+    value = (
+        (unit.get("column"), unit.get("max_groups", 1), unit.get("max_rows", 1))
+        if isinstance(unit, Mapping)
+        else unit
+    )
+    if declared is None or not isinstance(unit, Mapping) or unit.get("column") != declared.column:
+        return UsedFact(None, "unit", value, None)
+    return UsedFact(None, "unit", value, declared.origin, declared.citation)
+
+
+def facts_used(query: Mapping[str, Any], codebook: Codebook) -> list[UsedFact]:
+    """Every public fact the query's release uses, in the query's order, each with its value
+    (the query's, else the codebook's; None where neither holds it) and its origin in the
+    codebook (None where the codebook does not declare that value). The query is a dict as
+    :func:`dpexplorer.data.queries.query_from_dict` reads, complete or not."""
+    used: list[UsedFact] = []
+    measured = _measured(query)
+    if measured is not None:
+        lower, upper = query.get("lower"), query.get("upper")
+        declared = codebook.fact(measured, "bounds")
+        value = None if lower is None or upper is None else (lower, upper)
+        if value is None and declared is not None and (lower is not None or upper is not None):
+            # half given: the other half comes from the codebook, the pair is the query's
+            lo, hi = declared.value
+            value = (lo if lower is None else lower, hi if upper is None else upper)
+        used.append(_used(measured, "bounds", value, declared))
+    if query.get("type") in CATEGORICAL:
+        column = str(query.get("column"))
+        cats = query.get("categories")
+        used.append(
+            _used(
+                column,
+                "categories",
+                None if cats is None else tuple(cats),
+                codebook.fact(column, "categories"),
+            )
+        )
+    for axis in _axes(query):
+        if isinstance(axis, Mapping):
+            used.append(_axis_used(axis, codebook))
+    unit = _unit_used(query, codebook)
+    if unit is not None:
+        used.append(unit)
+    return used
+
+
+def undeclared(query: Mapping[str, Any], codebook: Codebook) -> list[str]:
+    """One plain phrase per fact the release uses that the codebook does not declare ("the
+    bounds of age", "the categories of race"), whether or not the query holds a value for it;
+    empty when the release may go ahead on the codebook alone (the window's rule: it never
+    fills a fact from the data)."""
+    return [fact.describe() for fact in facts_used(query, codebook) if fact.origin is None]
+
+
+def missing(query: Mapping[str, Any], codebook: Codebook) -> list[str]:
+    """One plain phrase per fact the release uses that neither the query nor the codebook holds
+    (a plan's rule: a fact the plan itself writes counts as declared by the steward)."""
+    return [fact.describe() for fact in facts_used(query, codebook) if not fact.held]
+
+
+# ---------------------------------------------------------------- filling a query in
+def complete_query(query: Mapping[str, Any], codebook: Codebook) -> dict[str, Any]:
+    """A copy of ``query`` (a dict as :func:`dpexplorer.data.queries.query_from_dict` reads)
+    with every public fact it lacks taken from the codebook: a clipped statistic's ``lower`` /
+    ``upper``, a top-k's or argmax's ``categories``, an axis's categories or edges (given as
+    ``{"column": name}``: the declared edges, else the declared categories), a statistic by
+    group's or synthetic table's privacy ``unit``. A fact neither holds stays missing
+    (:func:`missing` names it). DataError (one line naming the column and both values) where
+    the query contradicts the codebook:
+
+    * bounds reaching outside the declared bounds (clipping within them is the query's choice);
+    * a category not in the codebook's complete list of categories;
+    * a privacy unit on another column than the declared one, or a query that cannot bound a
+      person's rows when the codebook's unit lets a person hold several."""
+    out = copy.deepcopy(dict(query))
+    measured = _measured(out)
+    if measured is not None:
+        _fill_bounds(out, measured, codebook.fact(measured, "bounds"))
+    if out.get("type") in CATEGORICAL:
+        _fill_categories(out, str(out.get("column")), codebook.fact(str(out.get("column")), "categories"))
+    for axis in _axes(out):
+        if isinstance(axis, dict):
+            _fill_axis(axis, codebook)
+    _fill_unit(out, codebook.unit)
+    return out
+
+
+def _fill_bounds(query: dict[str, Any], column: str, declared: Fact | None) -> None:
+    if declared is None:
+        return
+    lo, hi = declared.value
+    for key, value in (("lower", lo), ("upper", hi)):
+        if query.get(key) is None:
+            query[key] = value
+    lower, upper = query["lower"], query["upper"]
+    if _number(lower) and _number(upper) and not lo <= lower < upper <= hi:
+        raise DataError(
+            f"the bounds of {column!r} [{fmt(lower)}, {fmt(upper)}] contradict the codebook's "
+            f"[{fmt(lo)}, {fmt(hi)}] ({declared.origin}): clip within them, or leave the bounds out"
+        )
+
+
+def _fill_categories(where: dict[str, Any], column: str, declared: Fact | None) -> None:
+    if declared is None:
+        return
+    if where.get("categories") is None:
+        where["categories"] = list(declared.value)
+        return
+    if not declared.complete:
+        return
+    from dpexplorer.data.conditions import reading
+
+    known = {reading(c) for c in declared.value}
+    for category in where["categories"]:
+        if isinstance(category, str | int | float) and reading(category) not in known:
+            raise DataError(
+                f"the category {category!r} of {column!r} contradicts the codebook, whose complete list "
+                f"is {_listed(declared.value)}"
+            )
+
+
+def _listed(values: Sequence[str], limit: int = 6) -> str:
+    shown = ", ".join(repr(v) for v in values[:limit])
+    return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
+
+
+def _fill_axis(axis: dict[str, Any], codebook: Codebook) -> None:
+    column = str(axis.get("column"))
+    if axis.get("categories") is not None:
+        _fill_categories(axis, column, codebook.fact(column, "categories"))
+        return
+    if axis.get("edges") is not None:
+        return  # a binning is the query's choice
+    edges, cats = codebook.fact(column, "edges"), codebook.fact(column, "categories")
+    if edges is not None:
+        axis["edges"] = list(edges.value)
+    elif cats is not None:
+        axis["categories"] = list(cats.value)
+
+
+UNIT_KINDS = ("group_by", "marginals")
+"""Query types that bound each person's rows (a privacy unit)."""
+
+
+def _fill_unit(query: dict[str, Any], unit: Unit | None) -> None:
+    if unit is None or (unit.max_rows == 1 and query.get("unit") is None):
+        return  # no unit, or every row a different person: rows are persons
+    kind = query.get("type")
+    if kind not in UNIT_KINDS:
+        raise DataError(
+            f"the codebook's privacy unit is {unit.column!r} (a person may hold several rows), and a "
+            f"{kind} cannot bound each person's rows: release it as a statistic by group (group_by)"
+        )
+    given = query.get("unit")
+    if given is None:
+        query["unit"] = {
+            "column": unit.column,
+            "max_groups": unit.max_groups or 1,
+            "max_rows": unit.max_rows or 1,
+        }
+    elif not isinstance(given, Mapping) or given.get("column") != unit.column:
+        column = given.get("column") if isinstance(given, Mapping) else given
+        raise DataError(f"the privacy unit {column!r} contradicts the codebook's {unit.column!r}")
+
+
+__all__ = [
+    "CLIPPED",
+    "COLUMN_FIELDS",
+    "EMPTY",
+    "KINDS",
+    "ORIGINS",
+    "Codebook",
+    "ColumnFacts",
+    "Fact",
+    "Origin",
+    "Unit",
+    "UsedFact",
+    "codebook_from_dict",
+    "complete_query",
+    "facts_used",
+    "load_codebook",
+    "missing",
+    "save_codebook",
+    "schema_path",
+    "shipped_codebook",
+    "shipped_codebook_path",
+    "undeclared",
+]
