@@ -8,15 +8,22 @@ parameters, the planning budget and any sampling claim. It never holds a true an
 explored output or anything else computed from the data, so nothing exported can reveal one.
 The script and the notebook write each plan entry as the plan file's JSON, rebuilt by
 ``dpx.Plan.from_json``: all three release the same statistics with the same guarantees,
-through the same checks, charged to the ledger they are given."""
+through the same checks, charged to the ledger they are given.
+
+User text (the data's path, column names, category labels, statistic labels) reaches the
+script and the notebook's code only as Python string literals (``repr``: the settings and
+:func:`_literal`), never in a docstring or as code; in comments and markdown it is quoted
+(:data:`COMMENT`, :data:`MARKDOWN`) so that it stays on its line and cannot end a comment, a
+code span or a cell (issue 43)."""
 
 from __future__ import annotations
 
 import json
 import os
 import pprint
+import re
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -88,24 +95,78 @@ def _relation_words(relation: str) -> str:
     return "replace one row" if relation == "replace" else relation
 
 
+# ------------------------------------------------------------------ quoting user text
+def shown(text: str) -> str:
+    """``text`` with the backslash and every character that is not printable (newlines,
+    ``\\r``, U+2028/U+2029, U+0085, tabs, form feeds, NUL, bidirectional and other format
+    characters, lone surrogates) written as its Python escape (``\\\\``, ``\\n``,
+    ``\\u2028``): one line of printable characters, which no comment, markdown line or terminal
+    takes for a line break, and from which the text can be read back unambiguously."""
+    return "".join(c if c.isprintable() and c != "\\" else repr(c)[1:-1] for c in text)
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>&~$|#])")
+"""Characters that can start inline markup (emphasis, code, links, HTML, entities, math) or
+close a heading."""
+
+
+def markdown_text(text: str) -> str:
+    """``text`` (:func:`shown`) as markdown that renders as exactly that text: every character
+    that could start inline markup (``*``, backtick, ``[``, ``<``, ``&``, ``$``, ...) is
+    backslash-escaped, so no emphasis, link, HTML or math comes from it, and it holds no line
+    break, so it can start no block (heading, code fence, list) either."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", shown(text))
+
+
+def markdown_code(text: str) -> str:
+    """``text`` (:func:`shown`) as a markdown code span that shows it verbatim: fenced by one more
+    backtick than its longest run of backticks (so none of its own closes the span), padded
+    with a space where CommonMark would otherwise take an edge backtick or space."""
+    inner = shown(text)
+    fence = "`" * (1 + max((len(run) for run in re.findall("`+", inner)), default=0))
+    edge = inner[:1] + inner[-1:]
+    pad = " " if "`" in edge or (edge == "  " and inner.strip()) else ""
+    return f"{fence}{pad}{inner}{pad}{fence}"
+
+
+def _comment_code(text: str) -> str:
+    return f"`{shown(text)}`"
+
+
+@dataclass(frozen=True)
+class Quote:
+    """How user text is written into words: ``text`` for running text, ``code`` for a name set
+    apart (a column). Each returns a single line that cannot break out of where it stands."""
+
+    text: Callable[[str], str]
+    code: Callable[[str], str]
+
+
+MARKDOWN = Quote(markdown_text, markdown_code)
+"""For the notebook's markdown cells."""
+COMMENT = Quote(shown, _comment_code)
+"""For the script's comments: printable characters only, so no name can end its comment line."""
+
+
 # ------------------------------------------------------------------ words per statistic
-def statistic_markdown(number: int, stat: Statistic) -> str:
+def statistic_markdown(number: int, stat: Statistic, quote: Quote = MARKDOWN) -> str:
     """A statistic in words, for the notebook's markdown cell and the script's comments: what it
     releases, under what privacy unit and bounds, with which mechanism, and why (the
-    mechanism's own summary, as the window shows it). Only declared facts, never data."""
+    mechanism's own summary, as the window shows it). Only declared facts, never data. Every
+    user string goes through ``quote``, so none adds a line or markup of its own."""
     from dpexplorer.data.queries import query_from_dict
 
     query = query_from_dict(stat.query)
-    what = query.describe()
-    lines = [f"### {number}. {stat.label or what[:1].upper() + what[1:]}", ""]
+    what = quote.text(query.describe())
+    lines = [f"### {number}. {quote.text(stat.label) if stat.label else what[:1].upper() + what[1:]}", ""]
     lines.append(f"**Releases** {what}.")
     lines.append("")
-    lines.append(f"**Privacy unit.** {_unit_words(stat.query)}")
+    lines.append(f"**Privacy unit.** {_unit_words(stat.query, quote)}")
     lines.append("")
-    lines.append(f"**Bounds and keys.** {_bounds_words(stat.query)}")
+    lines.append(f"**Bounds and keys.** {_bounds_words(stat.query, quote)}")
     lines.append("")
-    mechanism, summary = _mechanism_words(stat.mechanism)
-    params = ", ".join(f"{k} = {_value(v)}" for k, v in stat.parameters.items())
+    mechanism, summary = _mechanism_words(stat.mechanism, quote)
+    params = quote.text(", ".join(f"{k} = {_value(v)}" for k, v in stat.parameters.items()))
     lines.append(f"**Mechanism.** {mechanism} with {params or 'its default parameters'}.")
     lines.append("")
     lines.append(
@@ -119,57 +180,57 @@ def _value(v: Any) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def _unit_words(query: Mapping[str, Any]) -> str:
+def _unit_words(query: Mapping[str, Any], quote: Quote) -> str:
     unit = query.get("unit")
     if isinstance(unit, Mapping):
         return (
-            f"One person, identified by the column `{unit['column']}`: neighbouring datasets add or "
-            f"remove one person with all their rows, and each person is bounded to at most "
+            f"One person, identified by the column {quote.code(unit['column'])}: neighbouring datasets add "
+            f"or remove one person with all their rows, and each person is bounded to at most "
             f"{unit.get('max_rows', 1)} row(s) in each of at most {unit.get('max_groups', 1)} group(s) "
             "(rows beyond are left out, chosen at random) before the statistic is computed."
         )
     return "One row: neighbouring datasets differ by adding or removing one row."
 
 
-def _bounds_words(query: Mapping[str, Any]) -> str:
+def _bounds_words(query: Mapping[str, Any], quote: Quote) -> str:
     parts = []
     if "lower" in query and query.get("lower") is not None:
         parts.append(
-            f"values of `{query['column']}` are clipped to [{_value(query['lower'])}, "
+            f"values of {quote.code(query['column'])} are clipped to [{_value(query['lower'])}, "
             f"{_value(query['upper'])}], declared by the steward (public, not read from the data)"
         )
     axes = [query["axis"]] if isinstance(query.get("axis"), Mapping) else list(query.get("axes", []))
     axes += list(query.get("keys", []) or [])
     for axis in axes:
         if axis.get("edges") is not None:
-            parts.append(f"`{axis['column']}` is cut into {len(axis['edges']) - 1} declared bins")
+            parts.append(f"{quote.code(axis['column'])} is cut into {len(axis['edges']) - 1} declared bins")
         elif axis.get("categories") is not None:
             parts.append(
-                f"`{axis['column']}` has {len(axis['categories'])} declared categories "
+                f"{quote.code(axis['column'])} has {len(axis['categories'])} declared categories "
                 "(every one released, with 'other' for the rest)"
             )
     private = query.get("private_keys")
     if isinstance(private, Mapping):
         parts.append(
-            f"the groups of {', '.join(f'`{c}`' for c in private['columns'])} are not declared: they are "
-            f"selected privately by a noisy threshold (epsilon {_value(private['epsilon'])}, "
+            f"the groups of {', '.join(quote.code(c) for c in private['columns'])} are not declared: they "
+            f"are selected privately by a noisy threshold (epsilon {_value(private['epsilon'])}, "
             f"delta {private['delta']:g}, charged on top)"
         )
     if "categories" in query and query.get("type") in ("argmax", "top_k"):
-        parts.append(f"{len(query['categories'])} declared candidates of `{query['column']}`")
+        parts.append(f"{len(query['categories'])} declared candidates of {quote.code(query['column'])}")
     if not parts:
         return "None needed: one row changes the answer by at most one."
     text = "; ".join(parts) + "."
     return text[:1].upper() + text[1:]
 
 
-def _mechanism_words(name: str) -> tuple[str, str]:
+def _mechanism_words(name: str, quote: Quote) -> tuple[str, str]:
     from dpexplorer.core.mechanisms import registry
 
     try:
         mechanism = registry.get(name)
     except KeyError:
-        return name, ""
+        return quote.text(name), ""
     return mechanism.label, mechanism.summary
 
 
@@ -189,14 +250,28 @@ def _write(path: str | os.PathLike[str], text: str) -> Path:
     return target
 
 
+def _json(value: Any, what: str) -> Any:
+    """``value`` rebuilt from its JSON: only dicts, lists, strings, finite numbers, booleans and
+    None, whose ``repr`` is a Python literal (AnalysisExportError for anything else)."""
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise AnalysisExportError(f"{what} holds a value that is not plain JSON: {exc}") from None
+
+
 def _literal(value: Any, indent: int) -> str:
-    """``value`` (JSON values) as a Python literal, indented to sit after ``indent`` spaces."""
-    text = pprint.pformat(value, width=100 - indent, sort_dicts=False)
+    """``value`` (JSON values, :func:`_json`) as a Python literal, indented to sit after
+    ``indent`` spaces. Every string in it is written by ``repr`` (pprint splits a long one into
+    adjacent ``repr`` pieces): user text can reach the code only as a string constant."""
+    text = pprint.pformat(_json(value, "the plan"), width=100 - indent, sort_dicts=False)
     return text.replace("\n", "\n" + " " * indent)
 
 
 def _settings(analysis: Analysis, ledger: str | None, out: str) -> str:
-    budget = "None" if analysis.budget is None else repr(tuple(analysis.budget))
+    budget = "None"
+    if analysis.budget is not None:
+        epsilon, delta, accountant = _json(list(analysis.budget), "the planning budget")
+        budget = repr((float(epsilon), float(delta), str(accountant)))
     return (
         f"DATA = {analysis.data!r}\n"
         f"ENGINE = {analysis.engine!r}\n"
@@ -229,21 +304,20 @@ def script_text(analysis: Analysis, *, ledger: str | None = None, out: str = "re
     checks, charges and files as ``dpexplorer release`` with the same plan."""
     comments = []
     for number, stat in enumerate(analysis.statistics, start=1):
-        words = statistic_markdown(number, stat).replace("**", "").replace("### ", "")
-        lines = [part for line in words.splitlines() for part in textwrap.wrap(line, 94) or [""]]
-        comments.append("\n".join(f"# {line}".rstrip() for line in lines))
+        words = statistic_markdown(number, stat, COMMENT)
+        lines = [part for line in words.split("\n") for part in textwrap.wrap(_unmarked(line), 94) or [""]]
+        comments.append("\n".join(f"# {shown(line)}".rstrip() for line in lines))
     statistics = "\n#\n".join(comments)
-    about = textwrap.fill(
-        f"Releases {len(analysis.statistics)} statistic(s) of {analysis.data} through the budget "
+    about = textwrap.fill(  # no user text: the data's path is DATA's literal below
+        f"Releases {len(analysis.statistics)} statistic(s) of the data at DATA through the budget "
         "ledger, as `dpexplorer release` would run the same plan: the whole plan is checked first, "
         "then each statistic is charged, drawn by an exact sampler and written to OUT. Running it "
         "spends privacy budget: review the plan below first.",
         96,
     )
     return (
-        f'"""dpexplorer analysis, exported from the window on {analysis.created} '
-        f"(dpexplorer {dpexplorer.__version__}).\n\n{about}\n"
-        '"""\n\n'
+        f'"""dpexplorer analysis, exported from the window.\n\n{about}\n"""\n\n'
+        f"# Exported on {shown(analysis.created)} by dpexplorer {shown(dpexplorer.__version__)}.\n\n"
         "import dpexplorer as dpx\n\n"
         f"{_settings(analysis, ledger, out)}\n"
         f"{statistics}\n\n"
@@ -251,6 +325,12 @@ def script_text(analysis: Analysis, *, ledger: str | None = None, out: str = "re
         'if __name__ == "__main__":\n'
         + "".join(f"    {line}\n" if line else "\n" for line in RUN_SOURCE.splitlines())
     )
+
+
+def _unmarked(line: str) -> str:
+    """A line of :func:`statistic_markdown` without its markdown: the heading's ``### `` and the
+    bold lead-in (``**Why.**``). Only at the line's start, where user text never stands."""
+    return re.sub(r"^\*\*(.+?)\*\*", r"\1", line.removeprefix("### "))
 
 
 def write_script(
@@ -269,12 +349,13 @@ def notebook(analysis: Analysis, *, ledger: str | None = None, out: str = "relea
         import nbformat.v4 as nbf
     except ImportError:
         raise AnalysisExportError(NOTEBOOK_MISSING) from None
-    plan = analysis.plan_json()
+    plan = _json(analysis.plan_json(), "the plan")
     entries = plan["measurements"] if isinstance(plan, dict) else plan
     cells = [
         nbf.new_markdown_cell(
-            f"# dpexplorer analysis of `{Path(analysis.data).name}`\n\n"
-            f"Exported from the window on {analysis.created} (dpexplorer {dpexplorer.__version__}): "
+            f"# dpexplorer analysis of {markdown_code(Path(analysis.data).name)}\n\n"
+            f"Exported from the window on {markdown_text(analysis.created)} "
+            f"(dpexplorer {markdown_text(dpexplorer.__version__)}): "
             f"{len(entries)} statistic(s), released through the budget ledger exactly as "
             "`dpexplorer release` runs the same plan. The notebook holds no answer computed from the "
             "data: only what was declared. **Running the last cell spends privacy budget.**"
@@ -287,7 +368,9 @@ def notebook(analysis: Analysis, *, ledger: str | None = None, out: str = "relea
     names = ", ".join(f"entry_{n}" for n in range(1, len(entries) + 1))
     wrapped = f"[{names}]"
     if analysis.sampling_rate is not None:
-        wrapped = f'{{"sampling": {{"rate": {analysis.sampling_rate!r}}}, "measurements": [{names}]}}'
+        wrapped = (
+            f'{{"sampling": {{"rate": {float(plan["sampling"]["rate"])!r}}}, "measurements": [{names}]}}'
+        )
     cells.append(
         nbf.new_markdown_cell(
             "## The plan, checked and released\n\nThe whole plan is validated and its total checked "

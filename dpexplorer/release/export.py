@@ -7,13 +7,19 @@ produce the same name): ``.csv`` (label, value, ci_low, ci_high, interval, round
 ``.provenance.json`` (the sidecar). Each is written under a hidden temporary name
 (``.<name>.<pid>.tmp``), flushed, fsync'ed and hard-linked to its final name, which fails if that
 name exists (nothing is ever overwritten), then the directory is fsync'ed; the sidecar is linked
-last, so a release whose sidecar exists is complete. :func:`check_output_dir` checks before any
-charge that the directory can be written (a probe file is created and removed) and holds no file
-of the release's names. A crash can leave temporary files and value files without a sidecar,
-which :func:`remove_partial_files` deletes before the next release into the directory, under a
-lock that a live writer holds (so a concurrent release is never taken for a dead one's
-leftovers). Nothing here ever receives a true answer: callers pass released values and public
-facts only."""
+last, so a release whose sidecar exists is complete. Before its first value file a release writes
+a hidden journal, ``.<name>.journal``, listing the files it is about to write, and removes it
+once the sidecar is in place (:func:`write_release_files`). :func:`check_output_dir` checks
+before any charge that the directory can be written (a probe file is created and removed) and
+holds no file of the release's names. A crash can leave temporary files and value files without
+a sidecar, which :func:`remove_partial_files` deletes before the next release into the
+directory, under a lock that a live writer holds (so a concurrent release is never taken for a
+dead one's leftovers). Only the app's own leftovers go (issue 43): a value file only when its
+name has the exact shape the app writes (:data:`STEM`) AND a journal of the app lists it, a
+temporary file only when its name is exactly that of one of the app's temporary files; any other
+file (``release-notes.csv``, a look-alike name, a file named like a release but never journaled)
+is never touched. Nothing here ever receives a true answer: callers pass released values and
+public facts only."""
 
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ import fcntl
 import io
 import json
 import os
+import re
 import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -34,6 +41,21 @@ TMP_SUFFIX = ".tmp"
 KINDS = {"csv": ".csv", "json": ".json", "provenance": ".provenance.json"}
 TABLE_KINDS = {"parquet": ".parquet"}
 """Further value files a synthetic table may have (beside its CSV): removed with their release."""
+JOURNAL_SUFFIX = ".journal"
+JOURNAL_MARK = "dpexplorer release journal"
+"""The journal's ``journal`` field: what makes it the app's (with its exact name)."""
+STEM = r"release-\d{6,}-[0-9a-f]{16}-[a-z0-9_]+(?:-synthetic)?"
+"""The shape of a release's name (``release-<ledger row, 6 digits or more>-<16 hex token>-<mechanism>``
+and ``-synthetic`` for a synthetic table): release.py and synthetic_tables.py write no other."""
+_SUFFIXES = "|".join(re.escape(s) for s in (*KINDS.values(), *TABLE_KINDS.values()))
+_JOURNAL = re.compile(rf"\.(?P<stem>{STEM}){re.escape(JOURNAL_SUFFIX)}")
+_TEMPORARY = re.compile(
+    rf"\.(?:(?:{STEM})(?:{_SUFFIXES})|\.(?:{STEM}){re.escape(JOURNAL_SUFFIX)}"
+    rf"|report-[0-9a-f]{{16}}(?:-\d+)?\.(?:html|pdf))\.\d+{re.escape(TMP_SUFFIX)}"
+    rf"|\.release-probe\.\d+\.[0-9a-f]{{16}}{re.escape(TMP_SUFFIX)}"
+)
+"""The exact names of the app's temporary files (:func:`write_new`'s ``.<name>.<pid>.tmp`` of a
+release file, of a journal or of a report ``report-<token>[-N].html``/``.pdf``; the probe)."""
 
 
 class ExportError(DPExplorerError):
@@ -123,26 +145,69 @@ def _directory_lock(directory: Path) -> Iterator[None]:
         os.close(fd)  # closing drops the lock
 
 
-def _orphans(directory: Path) -> list[Path]:
-    """Value files of a release whose sidecar never appeared (the writer died in between)."""
-    names = {entry.name for entry in os.scandir(directory)}
-    found = []
-    for name in names:
-        for suffix in (KINDS["csv"], KINDS["json"], *TABLE_KINDS.values()):
-            if (
-                not name.startswith("release-")
-                or not name.endswith(suffix)
-                or name.endswith(KINDS["provenance"])
-            ):
-                continue
-            if f"{name[: -len(suffix)]}{KINDS['provenance']}" not in names:
-                found.append(directory / name)
-    return found
+def _journal(directory: Path, stem: str) -> Path:
+    return directory / f".{stem}{JOURNAL_SUFFIX}"
+
+
+def write_release_files(
+    directory: Path, stem: str, paths: Mapping[str, Path], texts: Mapping[str, str | bytes]
+) -> None:
+    """Write one release's files under the directory's lock, each by :func:`atomic_write`, in
+    the order of ``texts`` (by kind; the sidecar, ``"provenance"``, last: then it is complete).
+    First the journal ``.<stem>.journal`` is written, listing the files' names: the mark by which
+    :func:`remove_partial_files` knows a dead writer's files for the app's own; it is removed
+    once the sidecar is linked. On any failure what was written is removed again (then the
+    journal, if nothing is left of it) and the error raised."""
+    kinds = list(texts)
+    if not re.fullmatch(STEM, stem) or kinds[-1:] != ["provenance"]:
+        raise ValueError(f"a release is named like {STEM} and its sidecar is written last: {stem}, {kinds}")
+    journal = _journal(directory, stem)
+    listed = {"journal": JOURNAL_MARK, "stem": stem, "files": [paths[k].name for k in kinds]}
+    written: dict[str, Path] = {}
+    with _directory_lock(directory):
+        try:
+            atomic_write(journal, json.dumps(listed, indent=2) + "\n")
+            for kind in kinds:
+                atomic_write(paths[kind], texts[kind])
+                written[kind] = paths[kind]
+        except BaseException:
+            remove_release(written)
+            if not any(p.exists() for p in written.values()):
+                with contextlib.suppress(OSError):
+                    journal.unlink(missing_ok=True)
+            raise
+        with contextlib.suppress(OSError):  # the release is complete: a journal left is only litter
+            journal.unlink()
+            _fsync_dir(directory)
+
+
+def _journaled(directory: Path, stem: str, names: set[str]) -> list[Path]:
+    """What a dead writer's journal ``.<stem>.journal`` marks for removal: the value files it
+    lists that exist (none if the sidecar exists: the release is complete), then the journal.
+    A file only counts if its name is the stem and one of the release's suffixes; a journal that
+    is not the app's (unreadable, another mark, another stem) marks nothing and stays."""
+    journal = _journal(directory, stem)
+    try:
+        listed = json.loads(journal.read_text(encoding="utf-8"))
+        files = listed["files"] if listed["journal"] == JOURNAL_MARK and listed["stem"] == stem else None
+    except (OSError, ValueError, TypeError, KeyError):
+        files = None
+    if not isinstance(files, list):
+        return []
+    if f"{stem}{KINDS['provenance']}" in names:
+        return [journal]
+    ours = re.compile(rf"{re.escape(stem)}(?:{_SUFFIXES})")
+    return [
+        *(directory / f for f in files if isinstance(f, str) and ours.fullmatch(f) and f in names),
+        journal,
+    ]
 
 
 def remove_partial_files(directory: str | os.PathLike[str]) -> list[Path]:
-    """Delete what an interrupted export left in ``directory`` (temporary files, and value files
-    whose sidecar was never written), under the directory's lock; returns them."""
+    """Delete what an interrupted export left in ``directory``, under the directory's lock, and
+    return it: the app's temporary files (:data:`_TEMPORARY`'s exact names), and the value files
+    a dead writer's journal lists whose sidecar was never written, then the journal. Nothing
+    else: a user's file is kept whatever its name (module docstring)."""
     folder = Path(directory)
     if not folder.is_dir():
         return []
@@ -157,8 +222,12 @@ def directory_lock(directory: str | os.PathLike[str]) -> contextlib.AbstractCont
 
 
 def _remove_partial(folder: Path) -> list[Path]:
-    temporary = [folder / e.name for e in os.scandir(folder) if e.name.startswith((".release-", ".report-"))]
-    removed = [*(p for p in temporary if p.name.endswith(TMP_SUFFIX)), *_orphans(folder)]
+    names = {entry.name for entry in os.scandir(folder)}
+    removed = [folder / name for name in sorted(names) if _TEMPORARY.fullmatch(name)]
+    for name in sorted(names):
+        found = _JOURNAL.fullmatch(name)
+        if found:
+            removed += _journaled(folder, found["stem"], names)  # the journal last: it marks the rest
     for path in removed:
         path.unlink(missing_ok=True)
     return removed
@@ -278,13 +347,5 @@ def export_release(
         "json": json.dumps(values_doc, indent=2, allow_nan=False) + "\n",
         "provenance": json.dumps(sidecar, indent=2, sort_keys=True, allow_nan=False) + "\n",
     }
-    written: dict[str, Path] = {}
-    with _directory_lock(directory):
-        try:
-            for kind in ("csv", "json", "provenance"):
-                atomic_write(paths[kind], texts[kind])
-                written[kind] = paths[kind]
-        except BaseException:
-            remove_release(written)
-            raise
+    write_release_files(directory, stem, paths, texts)
     return paths

@@ -54,12 +54,7 @@ from dpexplorer.core.mechanisms.mst import MarginalMechanism, check_input
 from dpexplorer.release import samplers
 from dpexplorer.release.charge import Charged, check_provenance, execute, provenance
 from dpexplorer.release.exact import ExactRelease, Value
-from dpexplorer.release.export import (
-    _directory_lock,
-    atomic_write,
-    release_paths,
-    remove_release,
-)
+from dpexplorer.release.export import release_paths, write_release_files
 from dpexplorer.release.ledger import Ledger
 from dpexplorer.release.rational import ceil_fraction, floor_log2
 from dpexplorer.release.samplers import BitSource, default_bit_source
@@ -400,20 +395,12 @@ def _run_and_write(
         if kind in records or kind in ("json", "provenance")
     }
     sidecar["files"] = {k: p.name for k, p in paths.items() if k != "provenance"}
-    texts: dict[str, str | bytes] = {
+    texts: dict[str, str | bytes] = {  # the sidecar last: then it is complete
         **records,
         "json": json.dumps(measurements, indent=2, allow_nan=False) + "\n",
         "provenance": json.dumps(sidecar, indent=2, sort_keys=True, allow_nan=False) + "\n",
     }
-    written: dict[str, Path] = {}
-    with _directory_lock(directory):
-        try:
-            for kind in (*records, "json", "provenance"):  # the sidecar last: then it is complete
-                atomic_write(paths[kind], texts[kind])
-                written[kind] = paths[kind]
-        except BaseException:
-            remove_release(written)
-            raise
+    write_release_files(directory, stem, paths, texts)
     return TableResult(
         row_id=row_id,
         rows=len(result.records),

@@ -18,7 +18,6 @@ from dpexplorer.core.audit import audit
 from dpexplorer.core.errors import InvalidParameterError, NotApplicableError
 from dpexplorer.core.mechanisms import registry
 from dpexplorer.core.mechanisms.base import NumericInput, SelectionInput
-from dpexplorer.release.export import remove_partial_files
 from dpexplorer.release.ledger import BudgetExceededError, Ledger
 from dpexplorer.release.plans import exact_release
 from dpexplorer.release.presentation import show
@@ -220,17 +219,6 @@ def test_refusals_are_clear() -> None:
         prepare_input(_numeric(), "laplace", {"epsilon": -1}, fingerprint=FP, query={})
     with pytest.raises(InvalidParameterError, match="NaN"):
         prepare_input(_numeric(value=math.nan), "laplace", {"epsilon": 1}, fingerprint=FP, query={})
-
-
-def test_partial_files_are_removed(tmp_path) -> None:
-    """Temporary files and value files whose sidecar never appeared go; complete releases stay."""
-    (tmp_path / ".release-000001-laplace.csv.123.tmp").write_text("half")
-    (tmp_path / "release-000001-laplace.csv").write_text("label,value\n")
-    for suffix in (".csv", ".json", ".provenance.json"):
-        (tmp_path / f"release-000002-laplace{suffix}").write_text("{}")
-    assert len(remove_partial_files(tmp_path)) == 2
-    kept = sorted(p.name for p in tmp_path.iterdir())
-    assert kept == [f"release-000002-laplace{s}" for s in (".csv", ".json", ".provenance.json")]
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,6 @@ from dpexplorer.data.load import load_dataset
 from dpexplorer.data.marginals import marginal_input
 from dpexplorer.data.queries import Axis, Marginals, PrivacyUnit
 from dpexplorer.release.charge import execute
-from dpexplorer.release.export import remove_partial_files
 from dpexplorer.release.ledger import Ledger
 from dpexplorer.release.report import render_html
 from dpexplorer.release.report_model import SYNTHETIC, marginal_rows
@@ -88,15 +87,6 @@ def test_parquet_alone_writes_no_csv_and_a_bad_format_is_refused_before_any_char
             _release(dataset, tmp_path, "mst", bad)
     with Ledger(ledger_path) as ledger:
         assert len(ledger.measurements(KEY)) == 1
-
-
-def test_an_orphaned_parquet_file_is_removed_like_an_orphaned_csv(tmp_path: Path) -> None:
-    orphan = tmp_path / "release-000001-0123456789abcdef-mst-synthetic.parquet"
-    orphan.write_bytes(b"PAR1")
-    kept = tmp_path / "release-000002-0123456789abcdef-mst-synthetic.parquet"
-    kept.write_bytes(b"PAR1")
-    (tmp_path / "release-000002-0123456789abcdef-mst-synthetic.provenance.json").write_text("{}")
-    assert remove_partial_files(tmp_path) == [orphan] and kept.exists()
 
 
 @pytest.mark.parametrize("mechanism", ["mst", "aim"])
