@@ -476,6 +476,7 @@ def _sidecar(
         },
         "post_processing": {
             "declared": dict(prepared.post_processing),
+            "applied": result.get("applied"),
             "values_before": result.get("before"),
             **({} if prepared.total is None else {"released_total": prepared.total[0]}),
         },
@@ -530,6 +531,7 @@ def _draw_and_write(
             "kinds": list(published.kinds) if intervals is not None else None,
             "rank": published.rank_within,
             "before": list(values) if published.changed else None,
+            "applied": dict(published.applied),
             "bits": source.name,
             "ledger": str(ledger.path),
         },
