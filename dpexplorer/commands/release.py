@@ -217,6 +217,10 @@ def _release_all(
         prepared = _in_run(args, _prepare_all(args, plan, dataset, ledger))
         key = prepared[0].fingerprint
         _set_budget(args, ledger, key)
+        from dpexplorer.release.costs import plan_cost_lines
+
+        for line in plan_cost_lines(prepared, ledger):  # before anything is charged
+            print(line, flush=True)
         if args.report:
             _check_report(args, prepared[0].run["token"])
         progress["total"] = len(prepared)
