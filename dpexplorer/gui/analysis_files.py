@@ -101,8 +101,8 @@ def window_analysis(window: MainWindow) -> Analysis:
     for item in workspace.budget_view.plan if workspace is not None else ():
         query, relation = window.plan_queries[item.label]
         known = imported.get(item.label)  # as an opened plan says, if this row is still that entry
-        same = known is not None and known[:2] == (query, item.mechanism)
-        kind = known[2] if same else entry_kind(query, item.mechanism)
+        kind = known[2] if known is not None and known[:2] == (query, item.mechanism) else ""
+        kind = kind or entry_kind(query, item.mechanism)
         statistics.append(
             Statistic(query, item.mechanism, dict(item.params), _label(item.label), relation, kind)
         )
