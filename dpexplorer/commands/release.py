@@ -1,5 +1,6 @@
 """`dpexplorer release PLAN.json --data PATH_OR_TABLE --out DIR [--codebook FILE] [--ledger PATH]
-[--dataset NAME] [--budget-epsilon E --budget-delta D] [--engine polars|spark [--spark-master URL]]`: release
+[--dataset NAME] [--tie-to DATASET | --distinct] [--budget-epsilon E --budget-delta D]
+[--engine polars|spark [--spark-master URL]]`: release
 every statistic of a plan through the exact samplers, charged to the dataset's budget in the
 ledger. With ``--engine spark`` the true answers are computed on Spark (dpexplorer.data.engine);
 noise, accounting, ledger and export stay in this process. The plan format is documented in
@@ -92,6 +93,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dataset",
         metavar="NAME",
         help="file the budget under this name (group several files of one dataset under one budget)",
+    )
+    parser.add_argument(
+        "--tie-to",
+        metavar="DATASET",
+        help="these data are the same people as DATASET of the ledger (a key or name, as a refusal "
+        "names it): charge its budget, from now on",
+    )
+    parser.add_argument(
+        "--distinct",
+        action="store_true",
+        help="these data are other people than the dataset their columns match (remembered)",
     )
     parser.add_argument("--budget-epsilon", metavar="E", help="set the dataset's total epsilon")
     parser.add_argument("--budget-delta", default=None, metavar="D", help="set the dataset's total delta")
@@ -228,6 +240,10 @@ def _release_all(
 
     if args.spark_master and args.engine != "spark":
         raise PlanError("--spark-master needs --engine spark")
+    if args.tie_to is not None and (args.dataset is not None or args.distinct):
+        raise PlanError(
+            "--tie-to files the data under a known dataset: give it without --dataset or --distinct"
+        )
     if opening is not None:
         # what preparing needs, imported while polars reads
         import dpexplorer.data.engine
@@ -243,9 +259,15 @@ def _release_all(
             f"dpexplorer release: note: {Path(args.data).name}: {' '.join(warning.split())}", file=sys.stderr
         )
     with Ledger(args.ledger) as ledger:
-        prepared = _in_run(args, _prepare_all(args, plan, dataset, ledger, codebook))
+        prepared = _same_people(
+            args, dataset, ledger, _in_run(args, _prepare_all(args, plan, dataset, ledger, codebook))
+        )
         key = prepared[0].fingerprint
         _set_budget(args, ledger, key)
+        from dpexplorer.release.costs import plan_cost_lines
+
+        for line in plan_cost_lines(prepared, ledger):  # before anything is charged
+            print(line, flush=True)
         if args.report:
             _check_report(args, prepared[0].run["token"])
         progress["total"] = len(prepared)
@@ -261,6 +283,22 @@ def _release_all(
             _write_report(args, ledger, released[0][1].row_id, prepared[0].run["token"])
     print(f"epsilon left for this dataset: {privacy_number(left)}")
     return 0
+
+
+def _same_people(args: argparse.Namespace, dataset: Any, ledger: Any, prepared: list[Any]) -> list[Any]:
+    """The plan filed under the dataset the steward chose, before any budget is set: a dataset
+    new to the ledger whose columns hold a known dataset's (renamed, projected, a constant
+    column added) is refused until ``--tie-to`` or ``--distinct`` says which
+    (:func:`dpexplorer.release.same_people.choose`)."""
+    import dataclasses
+
+    from dpexplorer.release.same_people import choose
+
+    key = prepared[0].fingerprint
+    chosen = choose(
+        dataset, ledger, key, source=Path(args.data).name, tie_to=args.tie_to, distinct=args.distinct
+    )
+    return prepared if chosen == key else [dataclasses.replace(item, fingerprint=chosen) for item in prepared]
 
 
 def _in_run(args: argparse.Namespace, prepared: list[Any]) -> list[Any]:

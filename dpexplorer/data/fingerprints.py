@@ -18,7 +18,7 @@ from dpexplorer.data.errors import DataError, first_line
 from dpexplorer.data.sniff import CHUNK_BYTES
 
 if TYPE_CHECKING:
-    from dpexplorer.data.identity import Sums
+    from dpexplorer.data.identity import ColumnPrint, Sums
 
 Kind = Literal["numeric", "categorical", "boolean", "date"]
 
@@ -183,6 +183,34 @@ def _hash_sum(rows: pl.DataFrame) -> Sums:
     from dpexplorer.data.identity import batch_sums
 
     return batch_sums(rows)
+
+
+def column_fingerprints(
+    frame: pl.DataFrame | pl.LazyFrame, cancel: CancelToken | None = None
+) -> dict[str, ColumnPrint]:
+    """Per column, the fingerprint of the multiset of its cells (:func:`~dpexplorer.data.identity.
+    column_print`): the same cell hashes as :func:`content_fingerprint`, summed per column, so
+    that a renamed column, a column kept in a projection or moved elsewhere has the same one, and
+    whether the column is constant. The ledger keeps them beside the table's key to find the same
+    people under another table. A lazy frame is streamed in batches; cancellable between them;
+    the compiled kernels serve once loaded (as for the content fingerprint)."""
+    from dpexplorer.data.identity import CellSums, Sums, cell_sums, column_print, kernels
+
+    frame = _without_kept(frame)
+    batches = _streamed(frame) if isinstance(frame, pl.LazyFrame) else _chunk_slices(frame)
+    totals: dict[str, CellSums] = {}
+    try:
+        for batch in batches:
+            for offset in range(0, batch.height, HASH_BATCH):
+                checkpoint(cancel)
+                rows = batch.slice(offset, HASH_BATCH)
+                compiled = kernels() if rows.height * rows.width >= KERNEL_CELLS else kernels(wait=False)
+                for name, cells in cell_sums(rows, compiled).items():
+                    totals.setdefault(name, CellSums(Sums())).add(cells)
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise DataError(f"could not read the data to fingerprint it: {first_line(exc)}") from exc
+    names = frame.collect_schema().names() if isinstance(frame, pl.LazyFrame) else frame.columns
+    return {name: column_print(totals.get(name, CellSums(Sums()))) for name in names}
 
 
 CONTENT_V1 = "content-v1"

@@ -620,3 +620,85 @@ def fingerprint_batches(schema: pl.Schema, batches: Iterable[pl.DataFrame], thre
     for batch in batches:
         total.add(batch_sums(batch, threads))
     return digest(schema, total.n, (total.a, total.b))
+
+
+# ---------------------------------------------------------------- per-column multisets
+COLUMN_SCHEME = "column-v1"
+"""The scheme of a column's fingerprint (:func:`column_print`)."""
+
+
+@dataclass(frozen=True)
+class ColumnPrint:
+    """One column's fingerprint: the multiset of its cells, whatever the column is called, where
+    it stands and how the rows are ordered (32 hex digits), and whether every cell is the same
+    (a constant column says nothing about the people in the rows)."""
+
+    fingerprint: str
+    constant: bool
+
+
+@dataclass
+class CellSums:
+    """Running per-lane sums of one column's cell hashes (the module docstring's cells, with no
+    column multiplier), its number of cells, and the hashes of its first cell."""
+
+    sums: Sums
+    first: tuple[int, int] | None = None
+
+    def add(self, other: CellSums) -> None:
+        self.sums.add(other.sums)
+        self.first = self.first if self.first is not None else other.first
+
+
+def cell_sums(frame: pl.DataFrame, compiled: ModuleType | None = None) -> dict[str, CellSums]:
+    """Per column of ``frame``, the sums of its cells' hashes (add a table's batches in any
+    order): the same cell hashes as the content fingerprint's, by the compiled kernels
+    (``compiled``: :func:`kernels`; their sums are K_L * the cells', K_L odd, so multiplied back by
+    its inverse modulo 2^64) or numpy."""
+    out = {}
+    for name in frame.columns:
+        column = _Column(frame[name])
+        n = frame.height
+        first = tuple(int(_cell_hashes(column.words(0, 1), lane)[0]) for lane in (0, 1)) if n else None
+        lanes = _kernel_cells(compiled, column, n) if compiled is not None else _numpy_cells(column, n)
+        out[name] = CellSums(Sums(n, lanes[0], lanes[1]), first)  # type: ignore[arg-type]
+    return out
+
+
+def _numpy_cells(column: _Column, n: int) -> tuple[int, int]:
+    total = [0, 0]
+    for start in range(0, n, BATCH_ROWS):
+        words = column.words(start, min(start + BATCH_ROWS, n))
+        for lane in (0, 1):
+            total[lane] += int(_cell_hashes(words, lane).sum(dtype=U64))
+    return total[0] & MASK64, total[1] & MASK64
+
+
+def _kernel_cells(compiled: ModuleType, column: _Column, n: int) -> tuple[int, int]:
+    kernel = column.kernel(compiled, 0)
+    acc = np.zeros((2, min(KERNEL_BLOCK, max(n, 1))), dtype=U64)
+    total = [0, 0]
+    for start in range(0, n, KERNEL_BLOCK):
+        stop = min(start + KERNEL_BLOCK, n)
+        acc.fill(U64(0))
+        kernel(start, stop, acc)
+        for lane in (0, 1):
+            total[lane] += int(acc[lane, : stop - start].sum(dtype=U64))
+    return tuple(  # type: ignore[return-value]
+        (total[lane] * pow(column_multiplier(lane, 0), -1, 1 << 64)) & MASK64 for lane in (0, 1)
+    )
+
+
+def column_print(cells: CellSums) -> ColumnPrint:
+    """A column's fingerprint from its :func:`cell_sums`: SHA-256 over ``column-v1``, the number
+    of cells and the two lane sums (first 32 hex digits); constant when both sums are n times
+    the first cell's hashes (a column of different cells gives that only by a 2^-128 accident)."""
+    sums = cells.sums
+    h = hashlib.sha256(f"{COLUMN_SCHEME}\x1d".encode())
+    for value in (sums.n, sums.a, sums.b):
+        h.update((value & MASK64).to_bytes(8, "big"))
+    first = cells.first
+    constant = first is None or all(
+        (sums.n * first[lane]) & MASK64 == total for lane, total in enumerate((sums.a, sums.b))
+    )
+    return ColumnPrint(h.hexdigest()[:KEY_HEX], constant)

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -28,6 +29,7 @@ from dpexplorer.data.fingerprints import (
     HASH_BATCH,
     KEPT,
     Kind,
+    column_fingerprints,
     content_fingerprint,
     content_fingerprint_v1,
     fingerprint_file,
@@ -52,6 +54,9 @@ from dpexplorer.data.sniff import (
     set_aside_note,
     transcoded,
 )
+
+if TYPE_CHECKING:
+    from dpexplorer.data.identity import ColumnPrint
 
 __all__ = [  # the loader's public names; the fingerprints' are re-exported for their callers
     "HASH_BATCH",
@@ -211,6 +216,16 @@ class Dataset:
         if _stamp(self.path) != self._stamp:
             raise DataError(f"{self.path} changed since it was loaded: load it again before releasing")
         return content_fingerprint(self.frame)
+
+    @cached_property
+    def column_prints(self) -> dict[str, ColumnPrint]:
+        """Per column, the fingerprint of the multiset of its cells and whether it is constant
+        (:func:`~dpexplorer.data.fingerprints.column_fingerprints`): the ledger keeps them to find
+        these people under another table (renamed, projected, a constant column added).
+        DataError if the file changed since loading."""
+        if _stamp(self.path) != self._stamp:
+            raise DataError(f"{self.path} changed since it was loaded: load it again before releasing")
+        return column_fingerprints(self.frame)
 
     def identify(self, cancel: CancelToken | None = None, progress: ProgressFn | None = None) -> str:
         """:attr:`content_fingerprint` (the same value), computed cancellably with progress and

@@ -75,6 +75,17 @@ def _label(label: str) -> str:
     return rest if head.startswith("#") and rest else label
 
 
+def entry_kind(query: Mapping[str, Any], mechanism: str) -> str:
+    """The plan entry's kind of a statistic the window built: ``synthetic`` for MST or AIM on a
+    marginals query (the synthetic-table form, whose release the window makes a table by
+    default: :func:`~dpexplorer.gui.release_dialog.offers_table`), else ``statistic``."""
+    from dpexplorer.gui.release_dialog import SYNTHETIC_MECHANISMS
+
+    return (
+        "synthetic" if query.get("type") == "marginals" and mechanism in SYNTHETIC_MECHANISMS else "statistic"
+    )
+
+
 def window_analysis(window: MainWindow) -> Analysis:
     """The window's analysis: the budget plan's statistics (or the statistic on screen when the
     plan is empty), the data's location, the Data tab's sampling claim and the planning budget.
@@ -86,9 +97,15 @@ def window_analysis(window: MainWindow) -> Analysis:
         raise AnalysisExportError("open a dataset first")
     statistics = []
     workspace = window.workspace
+    imported = getattr(window, "plan_kinds", {})
     for item in workspace.budget_view.plan if workspace is not None else ():
         query, relation = window.plan_queries[item.label]
-        statistics.append(Statistic(query, item.mechanism, dict(item.params), _label(item.label), relation))
+        known = imported.get(item.label)  # as an opened plan says, if this row is still that entry
+        kind = known[2] if known is not None and known[:2] == (query, item.mechanism) else ""
+        kind = kind or entry_kind(query, item.mechanism)
+        statistics.append(
+            Statistic(query, item.mechanism, dict(item.params), _label(item.label), relation, kind)
+        )
     explorer = window.explorer
     if not statistics and explorer.query is not None and explorer.mechanism is not None:
         statistics.append(
@@ -98,6 +115,7 @@ def window_analysis(window: MainWindow) -> Analysis:
                 explorer.mechanism.validate(explorer.params),
                 "",
                 explorer.relation,
+                entry_kind(explorer.query.to_dict(), explorer.mechanism.name),
             )
         )
     spark = getattr(dataset, "format", "") == "spark"
@@ -201,6 +219,11 @@ def import_plan(window: MainWindow, path: str | Path) -> bool:
         window.show_error(f"Could not open the plan: {exc}")
         return False
     window.plan_queries = {row["label"]: (row["query"], row["relation"]) for row in rows}
+    # each entry's kind as the plan says it (an MST entry without one releases noisy marginals)
+    window.plan_kinds = {
+        row["label"]: (row["query"], row["mechanism"], e.get("kind", "statistic"))
+        for row, e in zip(rows, entries, strict=True)
+    }
     if rate is not None:
         window.dataset_view.set_sampling_rate(rate)
     window.compute.submit("plan-rebuild", jobs.rebuild_plan, window.dataset, rows)

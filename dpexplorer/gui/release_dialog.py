@@ -36,6 +36,7 @@ from dpexplorer.core.mechanisms.params import Param
 from dpexplorer.gui import jobs, palette
 from dpexplorer.gui.compute import ComputeService
 from dpexplorer.gui.param_controls import format_value
+from dpexplorer.release.costs import CONVERTED, cost_words, declared_epsilon
 
 METHODS = ("basic", "advanced", "optimal", "zcdp", "rdp", "pld")
 PREVIEW_JOB = "release-preview"
@@ -353,11 +354,19 @@ class ReleaseDialog(QDialog):
         budget = price.budget
         cost = "not applicable" if price.cost_epsilon is None else f"{price.cost_epsilon:.6g}"
         left = "—" if price.left_after is None else f"{max(price.left_after, 0.0):.6g}"
+        converted = cost_words(  # e.g. MST's rho at the budget's delta: not the epsilon declared
+            declared_epsilon(preview.prepared),
+            price.cost_epsilon if isinstance(price.guarantee, CONVERTED) else None,
+            method=budget.method,
+            budget_delta=budget.delta,
+            rho=exact.rho,
+        )
         self.cost.setText(
             f"This release guarantees {guarantee} (sampler: {exact.sampler}).<br>"
             f"Budget: ε = {budget.epsilon:g}, δ = {budget.delta:g} under <b>{budget.method}</b> "
             f"composition; already spent ε = {price.spent_epsilon:.6g}.<br>"
             f"Cost of this release: ε = <b>{cost}</b>; left after it: ε = <b>{left}</b>."
+            + (f"<br>{html.escape(converted[:1].upper() + converted[1:], quote=False)}." if converted else "")
         )
         shown = " ".join(t for t in (self.failure, price.refusal) if t)
         self.message.setText(shown)

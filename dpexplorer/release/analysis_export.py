@@ -44,17 +44,22 @@ class AnalysisExportError(DPExplorerError):
 class Statistic:
     """One statistic of the analysis: a plan entry (``query`` as ``Query.to_dict()``,
     ``mechanism`` name, validated ``parameters``), the window's ``label`` for it and the
-    neighbouring relation it was explored under (a plan releases under ``add_remove`` only)."""
+    neighbouring relation it was explored under (a plan releases under ``add_remove`` only);
+    ``kind`` the plan entry's (``synthetic``: a synthetic table of MST or AIM, not its noisy
+    marginals)."""
 
     query: Mapping[str, Any]
     mechanism: str
     parameters: Mapping[str, Any]
     label: str = ""
     relation: str = "add_remove"
+    kind: str = "statistic"
 
     def entry(self) -> dict[str, Any]:
-        """The plan entry ``{"query", "mechanism", "parameters"}``."""
-        return {"query": dict(self.query), "mechanism": self.mechanism, "parameters": dict(self.parameters)}
+        """The plan entry ``{"query", "mechanism", "parameters"}`` (and ``"kind"`` when it is not
+        a statistic)."""
+        entry = {"query": dict(self.query), "mechanism": self.mechanism, "parameters": dict(self.parameters)}
+        return entry if self.kind == "statistic" else {**entry, "kind": self.kind}
 
 
 @dataclass(frozen=True)
@@ -159,7 +164,8 @@ def statistic_markdown(number: int, stat: Statistic, quote: Quote = MARKDOWN) ->
     query = query_from_dict(stat.query)
     what = quote.text(query.describe())
     lines = [f"### {number}. {quote.text(stat.label) if stat.label else what[:1].upper() + what[1:]}", ""]
-    lines.append(f"**Releases** {what}.")
+    table = "a synthetic table (records drawn from a model fitted to the noisy marginals) of "
+    lines.append(f"**Releases** {table if stat.kind == 'synthetic' else ''}{what}.")
     lines.append("")
     lines.append(f"**Privacy unit.** {_unit_words(stat.query, quote)}")
     lines.append("")
@@ -427,7 +433,13 @@ def analysis_from_plan(
 
     entries, rate = plan_entries(plan)
     stats = [
-        Statistic(e["query"], e["mechanism"], e["parameters"], labels[i] if i < len(labels) else "")
+        Statistic(
+            e["query"],
+            e["mechanism"],
+            e["parameters"],
+            labels[i] if i < len(labels) else "",
+            kind=e.get("kind", "statistic"),
+        )
         for i, e in enumerate(entries)
     ]
     return Analysis(data, stats, sampling_rate=rate, budget=budget)

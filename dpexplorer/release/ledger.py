@@ -81,6 +81,24 @@ CREATE TABLE IF NOT EXISTS migrated (
     time TEXT NOT NULL
 );
 """
+_SAME_PEOPLE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS dataset_columns (
+    dataset TEXT NOT NULL,
+    column_print TEXT NOT NULL,
+    name TEXT NOT NULL,
+    constant INTEGER NOT NULL,
+    time TEXT NOT NULL,
+    PRIMARY KEY (dataset, column_print, name)
+);
+CREATE INDEX IF NOT EXISTS dataset_columns_print ON dataset_columns (column_print);
+CREATE TABLE IF NOT EXISTS distinct_data (
+    fingerprint TEXT PRIMARY KEY,
+    time TEXT NOT NULL
+);
+"""
+"""Beside each dataset's key, the fingerprints of its columns' cells (renamed, projected or
+padded copies of a table have the same ones: :mod:`dpexplorer.release.same_people`), and the
+data the steward declared other people than the dataset their columns match."""
 LEGACY_KEY_LENGTH = 64
 """Keys of older schemes are 64 hex digits (the file's SHA-256, content-v1); content-v2 keys
 have 32 (:mod:`dpexplorer.data.identity`) and names start with :data:`NAME_PREFIX`."""
@@ -257,6 +275,7 @@ class Ledger:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(_SCHEMA)
+            self._db.executescript(_SAME_PEOPLE_SCHEMA)
             _add_note_column(self._db)
         except sqlite3.Error as exc:
             raise LedgerError(
@@ -522,3 +541,62 @@ class Ledger:
             "DO UPDATE SET dataset=excluded.dataset",
             (old, key, _now()),
         )
+
+    # ---- the same people under another table (dpexplorer/release/same_people.py)
+    def known(self, key: str) -> bool:
+        """Whether the dataset ``key`` has a budget or a charged measurement in this ledger."""
+        rows = self._read(
+            "SELECT EXISTS (SELECT 1 FROM budgets WHERE fingerprint = ?) OR "
+            "EXISTS (SELECT 1 FROM measurements WHERE fingerprint = ?)",
+            (key, key),
+        )
+        return bool(rows[0][0])
+
+    def has_columns(self, key: str) -> bool:
+        """Whether the column fingerprints of dataset ``key`` are kept (:meth:`file_columns`)."""
+        return bool(
+            self._read("SELECT EXISTS (SELECT 1 FROM dataset_columns WHERE dataset = ?)", (key,))[0][0]
+        )
+
+    def file_columns(self, key: str, columns: Mapping[str, tuple[str, bool]]) -> None:
+        """Keep, beside dataset ``key``, each column's (name -> (fingerprint, constant))."""
+        with self._transaction() as db:
+            db.executemany(
+                "INSERT OR IGNORE INTO dataset_columns VALUES (?, ?, ?, ?, ?)",
+                [(key, fp, name, int(constant), _now()) for name, (fp, constant) in columns.items()],
+            )
+
+    def datasets_with_columns(self, prints: Sequence[str]) -> dict[str, list[tuple[str, str, bool]]]:
+        """Every dataset holding a column of one of ``prints``, under the key it is kept under
+        now (an alias followed), with all its columns as (fingerprint, name, constant)."""
+        marks = ",".join("?" * len(prints))
+        rows = self._read(
+            "SELECT coalesce(a.dataset, c.dataset), c.column_print, c.name, c.constant "
+            "FROM dataset_columns c LEFT JOIN aliases a ON a.fingerprint = c.dataset WHERE c.dataset IN "
+            f"(SELECT dataset FROM dataset_columns WHERE column_print IN ({marks}))",
+            tuple(prints),
+        )
+        found: dict[str, list[tuple[str, str, bool]]] = {}
+        for key, fp, name, constant in rows:
+            found.setdefault(key, []).append((fp, name, bool(constant)))
+        return found
+
+    def declare_distinct(self, fingerprint: str) -> None:
+        """Remember that the data of content ``fingerprint`` are other people than any dataset
+        their columns match (the steward's declaration)."""
+        with self._transaction() as db:
+            db.execute("INSERT OR IGNORE INTO distinct_data VALUES (?, ?)", (fingerprint, _now()))
+
+    def declared_distinct(self, fingerprint: str) -> bool:
+        return bool(
+            self._read("SELECT EXISTS (SELECT 1 FROM distinct_data WHERE fingerprint = ?)", (fingerprint,))[
+                0
+            ][0]
+        )
+
+    def tie(self, fingerprint: str, key: str) -> None:
+        """File the data of ``fingerprint`` (and what it holds) under dataset ``key`` from now on:
+        the steward's declaration that they are the same people."""
+        with self._transaction() as db:
+            if fingerprint != key:
+                self._move(db, fingerprint, key)

@@ -95,6 +95,11 @@ def plan_entries(plan: Any) -> tuple[list[dict[str, Any]], float | None]:
         if "post_processing" in entry:  # declared post-processing (dpexplorer/release/published.py)
             if not isinstance(entry["post_processing"], dict):
                 raise PlanError(f"plan entry {number}: post_processing must be an object of true/false")
+            if kind == "synthetic":  # it would do nothing: say so rather than ignore it
+                raise PlanError(
+                    f"plan entry {number}: post_processing is for released values; a synthetic table's "
+                    "records are drawn from the fitted model (leave post_processing out)"
+                )
             extra["post_processing"] = entry["post_processing"]
         entries.append({"query": query, "mechanism": mechanism, "parameters": params, **extra})
     return entries, rate

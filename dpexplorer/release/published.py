@@ -29,7 +29,8 @@ the true (clipped) answer satisfies every constraint imposed:
   clamped to it, and its interval intersected with it
   (the true clipped answer lies in the range, so the interval covers exactly when it did);
 * ``non_negative`` (default true): a count (a count, a histogram's bins, a count by group, a
-  noisy mean's noisy count) below zero is published as zero, its interval cut at zero;
+  noisy mean's noisy count, MST's and AIM's noisy marginal counts) below zero is published as
+  zero, its interval cut at zero;
 * ``integer`` (default false): counts rounded to whole numbers, intervals outward to whole
   numbers (a true count is whole);
 * ``empty_groups`` (default true): by group, with a noisy count per group (noisy_mean,
@@ -49,14 +50,16 @@ the true (clipped) answer satisfies every constraint imposed:
   interval: consistency costs accuracy in the worst case.
 
 Declare an option false to publish without it (e.g. unbiased counts that may be negative, for a
-later sum).
+later sum). What was declared is not always what was done: :attr:`Published.applied` says, per
+option, whether it was applied to this release, declared off, or had nothing to act on (no
+count, no declared range, ...), and the provenance records both.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -74,7 +77,10 @@ DEFAULTS: dict[str, Any] = {
 }
 """The declared post-processing options and their defaults."""
 
-COUNT_STATISTICS = frozenset({"count", "predicate_count", "histogram"})
+MARGINAL_COUNTS = "marginals (synthetic data)"
+"""The statistic of MST's and AIM's noisy marginals released as they are (release.py's
+``_public_facts``): every value a noisy count of the rows in a cell."""
+COUNT_STATISTICS = frozenset({"count", "predicate_count", "histogram", MARGINAL_COUNTS})
 """Statistics whose values are counts of rows (public_facts ``statistic``)."""
 WHOLE_STATISTICS = frozenset({"synthetic table"})
 """Statistics whose every value is a whole number without being a noisy count (a synthetic
@@ -116,13 +122,15 @@ def declared(options: Mapping[str, Any] | None) -> dict[str, Any]:
 class Published:
     """The values a release publishes, each with its interval (None for none) and the interval's
     kind (:data:`KINDS`, None with no interval); ``rank_within`` (a DP quantile) the rank
-    interval's half-width in rows; ``changed`` whether post-processing changed a value."""
+    interval's half-width in rows; ``changed`` whether post-processing changed a value;
+    ``applied`` per option of :data:`DEFAULTS`, what was done (:func:`applied_words`)."""
 
     values: tuple[float | str, ...]
     intervals: tuple[tuple[float, float] | None, ...]
     kinds: tuple[str | None, ...]
     rank_within: int | None = None
     changed: bool = False
+    applied: Mapping[str, str] = field(default_factory=dict)
 
 
 def _finite_range(facts: Mapping[str, Any], mechanism: str = "") -> tuple[float, float] | None:
@@ -229,14 +237,18 @@ def publish(
         out, intervals = _consistent(out, consistent, level, non_negative=chosen["non_negative"])
         kinds = ["noise"] * len(out)
     span = _finite_range(drawn.public_facts, drawn.mechanism)
+    acted = {"total_from_entry": consistent is not None}
     for i, value in enumerate(out):
         if not isinstance(value, float | int) or isinstance(value, bool):
             continue
         v, ci = float(value), intervals[i]
-        if chosen["clamp_to_range"] and span is not None and not _is_helper(labels[i]):
+        ranged = span is not None and not _is_helper(labels[i])
+        acted["clamp_to_range"] = acted.get("clamp_to_range", False) or ranged
+        if chosen["clamp_to_range"] and span is not None and ranged:
             v = min(max(v, span[0]), span[1])
             ci = None if ci is None else _cut(ci, *span)
         if _is_count(labels[i], statistic):
+            acted["non_negative"] = acted["integer"] = True
             if chosen["non_negative"]:
                 v = max(v, 0.0)
                 ci = None if ci is None else _cut(ci, 0.0, math.inf)
@@ -244,11 +256,46 @@ def publish(
                 v = float(round(v))
                 ci = None if ci is None else (float(math.floor(ci[0])), float(math.ceil(ci[1])))
         out[i], intervals[i] = v, ci
+    acted["empty_groups"] = bool(groups) and any(label.endswith(COUNT_HELPER) for label in labels)
     if chosen["empty_groups"] and groups:
         _mark_empty(values, out, intervals, kinds, labels, groups)
     rank = drawn.provenance.get("rank_within_rows")
     changed = any(a != b for a, b in zip(out, values, strict=True))
-    return Published(tuple(out), tuple(intervals), tuple(kinds), None if rank is None else int(rank), changed)
+    return Published(
+        tuple(out),
+        tuple(intervals),
+        tuple(kinds),
+        None if rank is None else int(rank),
+        changed,
+        applied_words(chosen, acted),
+    )
+
+
+NOTHING_TO_ACT_ON = {
+    "clamp_to_range": "not applicable: no value has a declared range",
+    "non_negative": "not applicable: no value is a count of rows",
+    "integer": "not applicable: no value is a count of rows",
+    "empty_groups": "not applicable: no group has a noisy count",
+    "total_from_entry": "not declared",
+}
+"""Why a declared option did nothing to a release (:func:`applied_words`)."""
+
+
+def applied_words(chosen: Mapping[str, Any], acted: Mapping[str, bool]) -> dict[str, str]:
+    """Per option of :data:`DEFAULTS`: ``"applied"`` when it is declared on (true, or an entry
+    number) and the release has values it acts on (``acted``), ``"off (declared false)"``, or
+    why it had nothing to act on (:data:`NOTHING_TO_ACT_ON`). "Applied" says the option was
+    imposed, not that it changed a value (``values_before`` says that)."""
+    words = {}
+    for option in DEFAULTS:
+        declared_on = chosen[option] is not None and chosen[option] is not False
+        if declared_on and acted.get(option, False):
+            words[option] = "applied"
+        elif option != "total_from_entry" and not declared_on:
+            words[option] = "off (declared false)"
+        else:
+            words[option] = NOTHING_TO_ACT_ON[option]
+    return words
 
 
 def _consistent(

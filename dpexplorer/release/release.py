@@ -310,10 +310,15 @@ def dataset_key(dataset: Any, ledger: Ledger, name: str | None = None) -> str:
     ledgers kept under the file's SHA-256 or the content-v1 key moved there
     (:meth:`Ledger.identify`). Those older keys are computed only while the ledger holds keys of
     an older scheme not yet looked for this dataset (:meth:`Ledger.legacy_pending`): once per
-    dataset and ledger, and never in a ledger that has none."""
+    dataset and ledger, and never in a ledger that has none. Its column fingerprints are kept
+    beside the key (:func:`~dpexplorer.release.same_people.record_columns`: once per key)."""
+    from dpexplorer.release.same_people import record_columns
+
     fingerprint = _identity(dataset)
     legacy = legacy_keys(dataset) if ledger.legacy_pending(fingerprint) else []
-    return ledger.identify(fingerprint, legacy=legacy, name=name, checked=True)
+    key = ledger.identify(fingerprint, legacy=legacy, name=name, checked=True)
+    record_columns(dataset, ledger, key)  # its columns beside it, to find these people elsewhere
+    return key
 
 
 def legacy_keys(dataset: Any) -> list[str]:
@@ -480,6 +485,7 @@ def _sidecar(
         },
         "post_processing": {
             "declared": dict(prepared.post_processing),
+            "applied": result.get("applied"),
             "values_before": result.get("before"),
             **({} if prepared.total is None else {"released_total": prepared.total[0]}),
         },
@@ -534,6 +540,7 @@ def _draw_and_write(
             "kinds": list(published.kinds) if intervals is not None else None,
             "rank": published.rank_within,
             "before": list(values) if published.changed else None,
+            "applied": dict(published.applied),
             "bits": source.name,
             "ledger": str(ledger.path),
         },

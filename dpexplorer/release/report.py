@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from dpexplorer.core.accounting.guarantees import ZCDP, ApproxDP, Guarantee, LaplaceNoise, PureDP
+from dpexplorer.release.costs import cost_words
 from dpexplorer.release.export import atomic_write
 from dpexplorer.release.ledger import guarantee_to_dict
 from dpexplorer.release.presentation import BOTTOM, level_text, privacy_number, show
@@ -286,7 +287,8 @@ def _summary_section(report: Report) -> str:
                 html.escape(item.description[:1].upper() + item.description[1:]),
                 html.escape(item.mechanism),
                 "<br/>".join(html.escape(p) for p in parts),
-                html.escape(_num(item.epsilon)),
+                html.escape(_num(item.epsilon))
+                + (f" (ledger: {html.escape(_num(item.subtracted))})" if _ledger_words(item, report) else ""),
             ]
         )
     level = report.items[0].ci_level if report.items else 0.95
@@ -362,10 +364,30 @@ def _interval_fact(item: ReportItem) -> str:
     return "; ".join(words)
 
 
-def _item_section(number: int, item: ReportItem, plot: str, page_break: bool) -> str:
+def _ledger_words(item: ReportItem, report: Report | None) -> str:
+    """What the ledger subtracted, beside the ε declared, where they differ (release/costs.py)."""
+    if report is None or report.budget is None:
+        return ""
+    declared = item.parameters.get("epsilon", item.epsilon)
+    budget = report.budget
+    return cost_words(
+        float(declared),
+        item.subtracted,
+        method=budget.method,
+        budget_delta=budget.delta,
+        rho=item.rho,
+        verb="subtracted",
+    )
+
+
+def _item_section(
+    number: int, item: ReportItem, plot: str, page_break: bool, report: Report | None = None
+) -> str:
     params = ", ".join(f"{k} = {v}" for k, v in item.parameters.items())
     rho = "" if item.rho is None else f", ρ = {_num(item.rho)}"
     charged = f"ε = {_num(item.epsilon)}, δ = {_num(item.delta)}{rho}; ledger: {_charged(item.guarantee)}"
+    subtracted = _ledger_words(item, report)
+    charged += f"; {subtracted}" if subtracted else ""
     facts = [
         ["Mechanism", f"{html.escape(item.mechanism)} ({html.escape(params)})"],
         ["Privacy charged", html.escape(charged)],
@@ -540,7 +562,7 @@ def render_html(report: Report, *, pdf: bool = False, per_page: int = STATISTICS
     for number, item in enumerate(report.items, start=1):
         name = plot_name(item)
         plot = f'<img src="{name}" width="{PDF_PLOT_WIDTH}"/>' if pdf else drawn[name]
-        sections.append(_item_section(number, item, plot, page_break=number - 1 in starts))
+        sections.append(_item_section(number, item, plot, page_break=number - 1 in starts, report=report))
     title = f"Release report: {report.dataset}"
     count = len(report.items)
     return (

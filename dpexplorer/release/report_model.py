@@ -75,6 +75,9 @@ class ReportItem:
     :mod:`dpexplorer.release.public_facts`); empty for a release that recorded none."""
     codebook: Mapping[str, Any] | None = None
     """The codebook the release was checked against (the provenance's ``codebook``)."""
+    subtracted: float | None = None
+    """The ε the ledger subtracted for it where its guarantee was converted at the budget's δ
+    (:func:`~dpexplorer.release.costs.prefix_costs`; None otherwise)."""
 
     @property
     def numeric(self) -> bool:
@@ -226,6 +229,21 @@ def marginal_rows(grid: Mapping[str, Any], outputs: Mapping[str, Any]) -> tuple[
     return tuple(rows)
 
 
+def with_costs(
+    items: tuple[ReportItem, ...], budget: Budget | None, before: Sequence[Guarantee]
+) -> tuple[ReportItem, ...]:
+    """``items`` with the ε the ledger subtracted for each converted guarantee, charged in order
+    after ``before`` under ``budget`` (:func:`~dpexplorer.release.costs.prefix_costs`)."""
+    from dataclasses import replace
+
+    from dpexplorer.release.costs import prefix_costs
+
+    if budget is None:
+        return items
+    costs = prefix_costs(before, [i.guarantee for i in items], budget.method, budget.delta)
+    return tuple(replace(item, subtracted=cost) for item, cost in zip(items, costs, strict=True))
+
+
 def budget_lines(
     budget: Budget | None, before: Sequence[Guarantee], after: Sequence[Guarantee]
 ) -> tuple[BudgetLine, ...]:
@@ -275,7 +293,7 @@ def build_report(
     ``before`` the guarantees the ledger held for the dataset before the run."""
     budget = ledger.budget(fingerprint)
     after = [m.guarantee for m in ledger.measurements(fingerprint)]
-    items = tuple(report_item(p, r) for p, r in released)
+    items = with_costs(tuple(report_item(p, r) for p, r in released), budget, before)
     if plan is None:
         plan = [{"query": i.query, "mechanism": i.mechanism, "parameters": i.parameters} for i in items]
     return Report(

@@ -26,7 +26,14 @@ from typing import Any
 
 from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.release.ledger import Ledger, Measurement, guarantee_from_dict
-from dpexplorer.release.report_model import SYNTHETIC, Report, ReportItem, budget_lines, report_item
+from dpexplorer.release.report_model import (
+    SYNTHETIC,
+    Report,
+    ReportItem,
+    budget_lines,
+    report_item,
+    with_costs,
+)
 
 PUBLIC_FACT_KEYS = (
     "statistic",
@@ -231,7 +238,8 @@ def report_of_run(ledger: Ledger, row_id: int) -> Report:
     history = ledger.measurements(fingerprint)
     before = [m.guarantee for m in history if m.id < first]
     after = before + [r.row.guarantee for r in rows]
-    items = tuple(_item(r) for r in rows)
+    budget = ledger.budget(fingerprint)
+    items = with_costs(tuple(_item(r) for r in rows), budget, before)
     run = rows[0].provenance.get("run") or {}
     plan: list[dict[str, Any]] = [
         {"query": i.query, "mechanism": i.mechanism, "parameters": i.parameters} for i in items
@@ -239,7 +247,6 @@ def report_of_run(ledger: Ledger, row_id: int) -> Report:
     claim = rows[0].provenance.get("sampling_claim")
     if isinstance(claim, Mapping) and "poisson_rate" in claim:
         plan = [{"sampling": {"rate": claim["poisson_rate"]}}, *plan]
-    budget = ledger.budget(fingerprint)
     return Report(
         dataset=str(run.get("dataset") or f"dataset {fingerprint[:12]}"),
         fingerprint=fingerprint,

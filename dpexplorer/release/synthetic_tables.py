@@ -340,6 +340,11 @@ def _sidecar(
         "estimator_settings": estimator_settings(prepared.input, prepared.mechanism, prepared.parameters),
         "discretisation": exact.provenance,
         "dp_outputs": {**exact.dp_outputs, "synthetic_rows": rows},
+        "post_processing": {
+            "declared": None,
+            "applied": "none to the measurements: the JSON holds the noisy counts as drawn (negatives "
+            "kept, as the model is fitted to them); the records are drawn from that model",
+        },
         "run": dict(prepared.run) if prepared.run is not None else None,
     }
     return provenance(prepared, charged, row_id, str(ledger.path), body)

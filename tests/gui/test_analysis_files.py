@@ -242,3 +242,36 @@ def test_each_planned_statistic_is_explorable(qtbot, window: MainWindow, tmp_pat
         ),
         timeout=IDLE_TIMEOUT_MS,
     )
+
+
+def test_a_synthetic_table_of_the_window_exports_as_kind_synthetic(tmp_path: Path) -> None:
+    """What the window releases for MST or AIM on a marginals query is a table: its export is a
+    synthetic entry (it was a plain one: the script released noisy marginals). An entry opened
+    from a plan keeps the plan's kind (a plain MST entry stays noisy marginals)."""
+    from types import SimpleNamespace
+
+    from dpexplorer.gui.analysis_files import entry_kind
+
+    marginals = {"type": "marginals", "axes": [{"column": "sex", "categories": ["F", "M"]}] * 2, "ways": 2}
+    params = {"epsilon": 1.0, "delta": 1e-9}
+    items = [
+        SimpleNamespace(label=f"#{n} m", mechanism=m, params=params) for n, m in ((1, "mst"), (2, "aim"))
+    ]
+    items.append(SimpleNamespace(label="#3 n", mechanism="laplace", params={"epsilon": 1.0}))
+    view = SimpleNamespace(plan=items, _delta=lambda: 1e-6, budget_epsilon=SimpleNamespace(value=lambda: 1.0))
+    stub = SimpleNamespace(
+        dataset=SimpleNamespace(path=tmp_path / "d.csv"),
+        workspace=SimpleNamespace(budget_view=view),
+        plan_queries={"#1 m": (marginals, "add_remove"), "#2 m": (marginals, "add_remove")},
+        explorer=None,
+        dataset_view=SimpleNamespace(sampling_rate=None),
+    )
+    stub.plan_queries["#3 n"] = ({"type": "count"}, "add_remove")
+    kinds = [s.kind for s in window_analysis(stub).statistics]
+    assert kinds == ["synthetic", "synthetic", "statistic"]
+    assert [e.get("kind") for e in window_analysis(stub).plan_json()] == ["synthetic", "synthetic", None]
+    stub.plan_kinds = {"#1 m": (marginals, "mst", "statistic")}  # opened from a plan without a kind
+    assert [s.kind for s in window_analysis(stub).statistics] == ["statistic", "synthetic", "statistic"]
+    stub.plan_kinds = {"#1 m": ({"type": "count"}, "mst", "statistic")}  # a stale row: not that entry
+    assert window_analysis(stub).statistics[0].kind == "synthetic"
+    assert entry_kind(marginals, "laplace") == "statistic"

@@ -93,3 +93,25 @@ def test_no_format_no_release_and_the_marginals_remain_a_choice(qtbot, setup, tm
     assert not count.table_box.isVisibleTo(count) and not count.table_chosen()
     for d in (dialog, count):
         d.done(0)
+
+
+def test_the_dialog_says_the_epsilon_the_ledger_subtracts_beside_the_one_declared(
+    qtbot, setup, tmp_path
+) -> None:
+    """MST declares epsilon 2 at delta 1e-9 but the ledger charges its zCDP rho, converted at the
+    budget's delta (1e-6): the dialog names both numbers before the release, and the one it
+    names as subtracted is what the ledger then spends."""
+    from dpexplorer.release.presentation import privacy_number
+
+    dialog = _dialog(qtbot, setup, Marginals(AXES), "mst", PARAMS, tmp_path / "out")
+    _priced(qtbot, dialog)
+    cost = dialog.preview.price.cost_epsilon
+    assert privacy_number(cost) != "2"  # the case the words are for
+    text = dialog.cost.text()
+    assert f"Declared ε = 2; the ledger subtracts ε = {privacy_number(cost)}" in text
+    assert "converted at the budget's δ = 1e-6 under zcdp composition" in text
+    dialog.release_button.click()
+    qtbot.waitUntil(lambda: dialog.result is not None, timeout=60_000)
+    with Ledger(setup[1]) as ledger:
+        spent = ledger.spent(dialog.preview.prepared.fingerprint)
+    assert spent == pytest.approx(cost, rel=1e-9)

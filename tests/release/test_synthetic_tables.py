@@ -271,6 +271,86 @@ def test_a_plan_entry_of_kind_synthetic_releases_a_table_through_the_cli(
     assert pl.read_csv(csv).columns == ["c", "x", "k"]
     sidecar = json.loads(next(out.glob("*-mst-synthetic.provenance.json")).read_text(encoding="utf-8"))
     assert sidecar["guarantee_charged"]["rho"] == sidecar["rho"]
+    assert sidecar["post_processing"]["applied"].startswith("none to the measurements")
     plan.write_text(json.dumps([{**synthetic, "kind": "table"}]))
     assert main(base) == 2
     assert "kind must be one of statistic, synthetic" in capsys.readouterr().err
+    # declared post-processing would do nothing to a table: refused, not silently ignored
+    plan.write_text(json.dumps([{**synthetic, "post_processing": {"non_negative": False}}]))
+    assert main(base) == 2
+    assert "post_processing is for released values" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("mechanism", ["mst", "aim"])
+def test_plain_noisy_marginals_apply_non_negative_and_say_what_was_applied(
+    dataset: Any, tmp_path: Path, mechanism: str
+) -> None:
+    """The audit's finding: a plain MST/AIM entry (the noisy marginals, not a table) declared
+    non_negative and published counts of -17. Now the option acts on the noisy counts (free:
+    post-processing of DP outputs), the drawn values are kept in values_before, and the
+    provenance says per option what was applied, not only what was declared."""
+    from dpexplorer.release.release import prepare
+
+    query = Marginals(AXES, ways=2)
+    params = {**PARAMS, "epsilon": 0.05}  # sigma of tens of rows: empty cells go below zero
+    sidecars = {}
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        key = dataset_key(dataset, ledger)
+        ledger.set_budget(key, 5.0, 1e-6, "zcdp")
+        for option in (True, False):
+            prepared = prepare(
+                dataset, query, mechanism, params, ledger=ledger, post_processing={"non_negative": option}
+            )
+            result = execute(prepared, ledger=ledger, out_dir=tmp_path / str(option), bits=SeededBitSource(4))
+            sidecars[option] = json.loads(result.files["provenance"].read_text(encoding="utf-8"))
+            written = json.loads(result.files["json"].read_text(encoding="utf-8"))["values"]
+            sidecars[option]["released"] = [v["value"] for v in written]
+    kept, raw = sidecars[True], sidecars[False]
+    assert min(kept["released"]) == 0 and min(raw["released"]) < 0
+    assert kept["post_processing"]["declared"]["non_negative"] is True
+    assert kept["post_processing"]["applied"]["non_negative"] == "applied"
+    assert kept["post_processing"]["applied"]["clamp_to_range"].startswith("not applicable")
+    before = kept["post_processing"]["values_before"]
+    assert min(before) < 0, "the draw had no negative count: the test shows nothing"
+    assert raw["post_processing"]["applied"]["non_negative"] == "off (declared false)"
+    assert raw["post_processing"]["values_before"] is None  # nothing changed: published as drawn
+
+
+def test_the_cli_and_the_report_say_the_epsilon_the_ledger_subtracts(
+    dataset: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An MST entry declares epsilon 2 (delta 1e-9) but the ledger subtracts its rho converted at
+    the budget's delta 1e-6: the CLI says both before anything is charged (a Laplace count,
+    which costs what it declares, gets no line), the figure is what the ledger then spent for
+    it, and the run's report says it too."""
+    from dpexplorer.cli import main
+    from dpexplorer.release.ledger import total_epsilon
+    from dpexplorer.release.presentation import privacy_number
+    from dpexplorer.release.report import render_html
+    from dpexplorer.release.report_run import report_of_run
+
+    data = tmp_path / "d.csv"
+    _frame().write_csv(data)
+    plan = tmp_path / "plan.json"
+    mst = {"query": Marginals(AXES).to_dict(), "mechanism": "mst", "parameters": PARAMS}
+    plan.write_text(json.dumps([mst, {"query": {"type": "count"}, "mechanism": "laplace"}]))
+    ledger_path = tmp_path / "ledger.sqlite"
+    command = ["release", str(plan), "--data", str(data), "--out", str(tmp_path / "out")]
+    assert (
+        main([*command, "--ledger", str(ledger_path), "--budget-epsilon", "4", "--budget-delta", "1e-6"]) == 0
+    )
+    lines = capsys.readouterr().out.splitlines()
+    with Ledger(ledger_path) as ledger:
+        key = dataset_key(load_dataset(data), ledger)
+        first, _ = ledger.measurements(key)
+        spent = float(total_epsilon([first.guarantee], "basic", 1e-6))
+        report = report_of_run(ledger, first.id)
+    said = f"plan entry 1 (mst): declared ε = 2; the ledger subtracts ε = {privacy_number(spent)} ("
+    assert privacy_number(spent) != "2"
+    (note,) = [line for line in lines if line.startswith("plan entry")]
+    assert note.startswith(said) and "converted at the budget's δ = 1e-6 under basic composition" in note
+    assert lines.index(note) < next(i for i, line in enumerate(lines) if line.startswith("[1/2]"))
+    assert report.items[0].subtracted == pytest.approx(spent, rel=1e-9) and report.items[1].subtracted is None
+    page = render_html(report)
+    assert f"the ledger subtracted ε = {privacy_number(spent)}" in page
+    assert f"(ledger: {privacy_number(spent)})" in page
