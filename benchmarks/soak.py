@@ -20,6 +20,7 @@ import os
 import random
 import sys
 import time
+from collections.abc import Sequence
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -48,18 +49,24 @@ def rss_mb() -> float:
         return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def random_change(window: MainWindow, chooser: random.Random) -> str:
-    """One change a user could make; returns its kind."""
+def random_change(
+    window: MainWindow,
+    chooser: random.Random,
+    kinds: Sequence[tuple[str, str | None]] = KINDS,
+    tabs: bool = True,
+) -> str:
+    """One change a user could make, the query's among ``kinds`` (``tabs``: the visible tab
+    too); returns its kind."""
     roll = chooser.random()
     panel = window.mechanism_panel
     if roll < 0.05:
-        kind, column = chooser.choice(KINDS)
+        kind, column = chooser.choice(kinds)
         window.query_panel.select_kind(kind, column)
         return "query"
     if roll < 0.15 and panel.picker.count() > 1:
         panel.picker.setCurrentIndex(chooser.randrange(panel.picker.count()))
         return "mechanism"
-    if roll < 0.20:
+    if roll < 0.20 and tabs:
         window.tabs.setCurrentIndex(chooser.randrange(window.tabs.count()))
         return "tab"
     sliders = [c for n, c in panel.params.controls.items() if isinstance(c, NumberControl) and n != "k"]
@@ -77,6 +84,14 @@ def settle(window: MainWindow) -> float:
         QCoreApplication.processEvents()
     gc.collect()
     return rss_mb()
+
+
+def close_and_print(app: QApplication, window: MainWindow, result: dict[str, object], one_line: bool) -> int:
+    """Close the window, let Qt finish, print ``result`` as JSON (one line, or indented); 0."""
+    window.close()
+    app.processEvents()
+    print(json.dumps(result, indent=None if one_line else 2))
+    return 0
 
 
 def main() -> int:
@@ -122,10 +137,7 @@ def main() -> int:
         "samples": samples,
     }
     collector.timer.stop()  # type: ignore[attr-defined]
-    window.close()
-    app.processEvents()
-    print(json.dumps(result, indent=None if args.json else 2))
-    return 0
+    return close_and_print(app, window, result, args.json)
 
 
 if __name__ == "__main__":

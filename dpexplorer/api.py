@@ -19,6 +19,13 @@ Four steps, as in the window:
    `release_plan`): the same exact samplers, checks, files and error messages as
    `dpexplorer release`. Nothing is charged unless the whole plan fits.
 
+Every function and class checks its arguments: a wrong value raises one of the errors listed
+here (all `DPExplorerError`s) with a message naming the parameter and what it takes; a value of
+the wrong type (text or None for a number, a number for a column name) raises one that is also
+a `TypeError` (`InvalidParameterError`, or `DataError` for a query's settings). Not yet: the
+fields of `Axis`, `ArgMax`, `TopK`, `Workload` and `marginal_workload` (issue 43), where a
+value of the wrong type may still raise Python's own `TypeError` or `ValueError`.
+
 Example (the bundled UCI Adult data; a fresh ledger in a temporary directory):
 
 >>> import tempfile, pathlib
@@ -52,7 +59,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from dpexplorer.core.errors import DPExplorerError, InvalidParameterError, NotApplicableError
+from dpexplorer.core.checks import (
+    check_choice,
+    check_mapping,
+    check_real,
+    check_text,
+    described,
+    instances,
+    shown,
+)
+from dpexplorer.core.errors import (
+    DPExplorerError,
+    InvalidParameterError,
+    NotApplicableError,
+    ParameterTypeError,
+)
 from dpexplorer.data.codebook import (
     Codebook,
     ColumnFacts,
@@ -62,7 +83,7 @@ from dpexplorer.data.codebook import (
     save_codebook,
     shipped_codebook,
 )
-from dpexplorer.data.errors import DataError
+from dpexplorer.data.errors import DataError, DataTypeError
 from dpexplorer.data.queries import (
     And,
     ArgMax,
@@ -189,6 +210,71 @@ Relation = Literal["add_remove", "replace"]
 LedgerLike = str | os.PathLike[str] | None
 
 
+# ------------------------------------------------------------------ the boundary
+# Every public function checks its arguments first (issue 43): a wrong type raises
+# ParameterTypeError (an InvalidParameterError and a TypeError) naming the parameter and what it
+# takes, never an exception of the internals.
+def _path(value: Any, what: str) -> Path:
+    if not isinstance(value, str | os.PathLike):
+        raise ParameterTypeError(f"{what} must be a path (str or os.PathLike), not {described(value)}")
+    path = os.fspath(value)
+    if not isinstance(path, str) or not path or "\0" in path:
+        raise InvalidParameterError(f"{what} must be a non-empty path, not {shown(value)}")
+    return Path(path)
+
+
+def _ledger(value: LedgerLike) -> Path | None:
+    return None if value is None else _path(value, "ledger")
+
+
+def _optional_text(value: Any, what: str) -> str | None:
+    return None if value is None else check_text(value, what)
+
+
+def _dataset(value: Any) -> Any:
+    """``value`` if it is a dataset handle of :func:`open_dataset`."""
+    import sys
+
+    from dpexplorer.data.load import Dataset
+
+    spark = sys.modules.get("dpexplorer.data.engine.spark_engine")
+    if isinstance(value, Dataset) or (spark is not None and isinstance(value, spark.SparkDataset)):
+        return value
+    raise ParameterTypeError(f"dataset must be a dataset opened by dpx.open_dataset, not {described(value)}")
+
+
+def _query(value: Any, what: str = "query") -> Query:
+    """``value`` if it is a query (``Count()``, ``Mean(...)``, ...)."""
+    if not isinstance(value, Query):
+        raise ParameterTypeError(
+            f"{what} must be a query such as dpx.Count() or dpx.Mean('age', 0, 100), not {described(value)}"
+        )
+    if isinstance(value, Histogram) and not isinstance(value.axis, Axis):
+        raise ParameterTypeError(f"a histogram's axis must be an Axis, not {described(value.axis)}")
+    return value
+
+
+def _parameters(value: Mapping[str, Any] | None, what: str = "parameters") -> dict[str, Any]:
+    return {} if value is None else dict(check_mapping(value, what))
+
+
+def _level(value: Any) -> float:
+    level = check_real(value, "ci_level")
+    if not 0 < level < 1:
+        raise InvalidParameterError(f"ci_level must be in (0, 1), not {shown(value)}")
+    return level
+
+
+def _budget(epsilon: Any, delta: Any) -> tuple[float, float]:
+    """(epsilon, delta) of a budget: epsilon > 0 and 0 <= delta < 1, finite numbers."""
+    eps, dlt = check_real(epsilon, "epsilon"), check_real(delta, "delta")
+    if eps <= 0:
+        raise InvalidParameterError(f"epsilon must be positive, not {shown(epsilon)}")
+    if not 0 <= dlt < 1:
+        raise InvalidParameterError(f"delta must be in [0, 1), not {shown(delta)}")
+    return eps, dlt
+
+
 # ------------------------------------------------------------------ datasets
 def example_path() -> Path:
     """The path of the bundled UCI Adult dataset (Parquet, 32,561 rows; licence in
@@ -223,9 +309,14 @@ def open_dataset(
     saying what is wrong (never another exception for a bad file). Rows or values set aside
     (wrong number of fields, text in a numeric column, NaN) are counted in the handle's
     `warnings`."""
+    check_choice(engine, "engine", ("polars", "spark"))
+    _optional_text(spark_master, "spark_master")
+    check_text(name, "name")
     if isinstance(source, str | os.PathLike):
         from dpexplorer.data.engine import open_dataset as open_source
 
+        if "\0" in str(os.fspath(source)):
+            raise DataError(f"the path {shown(source)} holds a NUL character: no file has such a name")
         return open_source(source, engine, spark_master=spark_master)
     module = type(source).__module__
     if module.startswith("pyspark"):
@@ -234,7 +325,7 @@ def open_dataset(
         if engine != "polars":
             raise DataError("a polars or pandas DataFrame is opened with the polars engine")
         return _open_frame(source, name)
-    raise DataError(
+    raise DataTypeError(
         f"cannot open a {type(source).__name__}: give a file path, a polars or pandas DataFrame, "
         "or a Spark table"
     )
@@ -331,7 +422,10 @@ class Exploration:
 
     def delta_at(self, epsilon: float) -> float:
         """The exact delta at ``epsilon`` on this pair (NotApplicableError where none exists)."""
-        return float(self._mechanism.delta_at(self.parameters, self._input, float(epsilon)))
+        at = check_real(epsilon, "epsilon")
+        if at < 0:
+            raise InvalidParameterError(f"epsilon must be at least 0, not {shown(epsilon)}")
+        return float(self._mechanism.delta_at(self.parameters, self._input, at))
 
     _mechanism: Any = field(default=None, repr=False)
     _input: Any = field(default=None, repr=False)
@@ -356,8 +450,11 @@ def explore(
     from dpexplorer.data.answers import query_input
     from dpexplorer.data.grouped import EXPLORATION_SEED
 
-    chosen = _mechanism(mechanism)
-    params = chosen.validate(dict(parameters or {}))
+    _dataset(dataset)
+    _query(query)
+    chosen = _mechanism(check_text(mechanism, "mechanism"))
+    params = chosen.validate(_parameters(parameters))
+    _level(ci_level)
     inputs = query_input(dataset, query, relation, bounding_seed=EXPLORATION_SEED)
     reason = chosen.accepts(inputs)
     if reason is not None:
@@ -404,6 +501,18 @@ class Measurement:
     """Post-processing the steward declares for the released values (e.g. non-negative,
     integer), applied after the draw and recorded in the provenance (PLAN_FORMAT.md)."""
 
+    def __post_init__(self) -> None:
+        _query(self.query)
+        check_text(self.mechanism, "mechanism")
+        for name, value in check_mapping(self.parameters, "parameters").items():
+            if not isinstance(value, str | int | float | bool):
+                raise ParameterTypeError(
+                    f"parameter {name} must be a number, text or true/false, not {described(value)}"
+                )
+        check_choice(self.kind, "kind", ("statistic", "synthetic"))
+        if self.post_processing is not None:
+            check_mapping(self.post_processing, "post_processing")
+
     def to_dict(self) -> dict[str, Any]:
         """The plan entry: `{"query": ..., "mechanism": ..., "parameters": ...}` (and `"kind"`
         when it is not a statistic, `"post_processing"` when declared)."""
@@ -423,7 +532,7 @@ class Measurement:
         """A plan entry read back (`PlanError` for an unknown key or a malformed query)."""
         from dpexplorer.release.plan_run import entry_query, plan_entries
 
-        (checked,), _ = plan_entries([dict(entry)])
+        (checked,), _ = plan_entries([dict(check_mapping(entry, "entry"))])
         try:
             query, params = entry_query(checked)
         except DPExplorerError as exc:
@@ -443,7 +552,13 @@ class Plan:
     sampling_rate: float | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "measurements", tuple(self.measurements))
+        object.__setattr__(self, "measurements", instances(self.measurements, Measurement, "measurements"))
+        if self.sampling_rate is not None:
+            rate = check_real(self.sampling_rate, "sampling_rate")
+            if not 0 < rate <= 1:
+                raise InvalidParameterError(
+                    f"sampling_rate must be in (0, 1], not {shown(self.sampling_rate)}"
+                )
 
     def to_json(self) -> Any:
         """The plan as JSON values: a list of entries, or `{"sampling": ..., "measurements": ...}`."""
@@ -453,9 +568,17 @@ class Plan:
         return {"sampling": {"rate": self.sampling_rate}, "measurements": entries}
 
     def write(self, path: str | os.PathLike[str]) -> Path:
-        """Write the plan as JSON to `path` (UTF-8); returns the path."""
-        target = Path(path)
-        target.write_text(json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        """Write the plan as JSON to `path` (UTF-8); returns the path (`PlanError` if it cannot
+        be written: a parameter that is not finite, a folder that does not exist)."""
+        target = _path(path, "path")
+        try:
+            text = json.dumps(self.to_json(), indent=2, allow_nan=False)
+        except ValueError as exc:  # a parameter of NaN or an infinity
+            raise PlanError(f"the plan cannot be written as JSON: {exc}") from None
+        try:
+            target.write_text(text + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise PlanError(f"cannot write the plan {target}: {exc.strerror or exc}") from None
         return target
 
     @classmethod
@@ -465,7 +588,7 @@ class Plan:
         the codebook; one that contradicts it, or uses a fact neither declares, is refused."""
         from dpexplorer.release.plan_run import read_plan_file
 
-        entries, rate = read_plan_file(path)
+        entries, rate = read_plan_file(_path(path, "path"))
         return cls._of(entries, rate, codebook)
 
     @classmethod
@@ -499,7 +622,7 @@ def _as_plan(plan: Plan | Measurement | Iterable[Measurement]) -> Plan:
         return plan
     if isinstance(plan, Measurement):
         return Plan([plan])
-    return Plan(list(plan))
+    return Plan(instances(plan, Measurement, "plan (a Plan, a Measurement or a list of Measurements)"))
 
 
 def plan_budget(
@@ -518,13 +641,18 @@ def plan_budget(
     charged. The report's `fits`, `best`, `remaining` and `methods` (one total per accountant,
     each an upper bound) say whether and how the plan fits; `message` says it in words.
     Raises `NotApplicableError` for a measurement with no exact release path."""
+    from dpexplorer.core.neighbours import check_relation
     from dpexplorer.core.planning import PlannedMeasurement, budget_report, guarantees_by_method
     from dpexplorer.data.answers import query_input
     from dpexplorer.data.grouped import EXPLORATION_SEED
     from dpexplorer.release.release import planned_charge
 
+    _dataset(dataset)
     chosen = _as_plan(plan)
-    items = [
+    epsilon, delta = _budget(epsilon, delta)
+    _ledger(ledger)
+    check_relation(relation)
+    planned = [
         PlannedMeasurement(
             f"#{number} {m.query.describe()}",
             m.mechanism,
@@ -549,7 +677,7 @@ def plan_budget(
 
         with Ledger(ledger) as book:
             released = [m.guarantee for m in book.measurements(dataset_key(dataset, book))]
-    return budget_report(guarantees_by_method(items, charged), released, float(epsilon), float(delta))
+    return budget_report(guarantees_by_method(planned, charged), released, epsilon, delta)
 
 
 # ------------------------------------------------------------------ the ledger and releases
@@ -571,7 +699,11 @@ def set_budget(
     from dpexplorer.release.ledger import Ledger
     from dpexplorer.release.release import dataset_key
 
-    with Ledger(ledger) as book:
+    _dataset(dataset)
+    epsilon, delta = check_real(epsilon, "epsilon"), check_real(delta, "delta")
+    check_text(accountant, "accountant")
+    _optional_text(name, "name")
+    with Ledger(_ledger(ledger)) as book:
         book.set_budget(dataset_key(dataset, book, name), epsilon, delta, accountant)
 
 
@@ -581,7 +713,9 @@ def remaining_budget(dataset: Any, *, ledger: LedgerLike = None, name: str | Non
     from dpexplorer.release.ledger import Ledger
     from dpexplorer.release.release import dataset_key
 
-    with Ledger(ledger) as book:
+    _dataset(dataset)
+    _optional_text(name, "name")
+    with Ledger(_ledger(ledger)) as book:
         return float(book.remaining(dataset_key(dataset, book, name)))
 
 
@@ -614,10 +748,14 @@ def release_plan(
     from dpexplorer.release.ledger import Ledger
     from dpexplorer.release.plan_run import prepare_plan, release_prepared
 
+    _dataset(dataset)
     chosen = _as_plan(plan)
     if not chosen.measurements:
         raise PlanError("the plan must hold at least one measurement")
-    with Ledger(ledger) as book:
+    out = _path(out, "out")
+    _optional_text(name, "name")
+    _level(ci_level)
+    with Ledger(_ledger(ledger)) as book:
         entries = [m.to_dict() for m in chosen.measurements]
         prepared = prepare_plan(
             dataset,

@@ -201,3 +201,18 @@ def test_a_released_result_reads_as_the_cli_line(people: Path, tmp_path: Path) -
         value, interval = result.values[0], result.confidence_intervals[0]
         shown = show(value, interval, result.ci_level, integral=result.integral[0])
         assert result.text() == f"{result.labels[0]} = {shown} (95 % intervals)"
+
+
+def test_star_import_brings_the_api_when_asked_for() -> None:
+    """``from dpexplorer import *`` gives every API name (the root's ``__all__`` is
+    ``__version__`` and ``dpexplorer.api.__all__``), while ``import dpexplorer`` alone still
+    imports nothing of the API (test above)."""
+    code = (
+        "import dpexplorer, dpexplorer.api as api\n"
+        "scope = {}\n"
+        "exec('from dpexplorer import *', scope)\n"
+        "assert dpexplorer.__all__ == ['__version__', *api.__all__], dpexplorer.__all__\n"
+        "missing = [n for n in dpexplorer.__all__ if scope.get(n) is not getattr(dpexplorer, n)]\n"
+        "assert not missing, missing\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, capture_output=True, text=True)

@@ -10,6 +10,11 @@ class InvalidParameterError(DPExplorerError, ValueError):
     """A parameter is outside its declared range (epsilon <= 0, delta >= 1, inverted bounds, ...)."""
 
 
+class ParameterTypeError(InvalidParameterError, TypeError):
+    """A parameter of the wrong type (text or None for a number, a number for a name): an
+    InvalidParameterError that is also a TypeError, as Python's own wrong-type errors are."""
+
+
 class NotApplicableError(DPExplorerError):
     """A method does not apply to these inputs (e.g. optimal composition of a heterogeneous list)."""
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpexplorer.core.errors import InvalidParameterError
+from dpexplorer.core.checks import described, shown
+from dpexplorer.core.errors import InvalidParameterError, ParameterTypeError
 from dpexplorer.core.mechanisms.base import Relation
 
 RELATIONS: tuple[Relation, ...] = ("add_remove", "replace")
@@ -32,8 +33,12 @@ RELATION_LABELS = {
 
 def check_relation(relation: str) -> Relation:
     """``relation`` if it is one of :data:`RELATIONS`, else InvalidParameterError."""
+    if not isinstance(relation, str):
+        raise ParameterTypeError(f"relation must be add_remove or replace, not {described(relation)}")
     if relation not in RELATIONS:
-        raise InvalidParameterError(f"unknown neighbouring relation {relation!r}: use add_remove or replace")
+        raise InvalidParameterError(
+            f"unknown neighbouring relation {shown(relation)}: use add_remove or replace"
+        )
     return relation
 
 

@@ -34,9 +34,10 @@ from typing import Any, ClassVar, Literal, TypeAlias
 
 import polars as pl
 
+from dpexplorer.core.checks import check_text, described, items, shown
 from dpexplorer.data.cells import cell_date, cell_number, cell_present, cell_text, text_value
 from dpexplorer.data.errors import DataError
-from dpexplorer.data.validation import Scalar, column_type, fmt, require, require_int64
+from dpexplorer.data.validation import QUERY, Scalar, column_name, column_type, fmt, require, require_int64
 
 CompareOp = Literal["==", "!=", "<", "<=", ">", ">=", "in"]
 COMPARE_OPS: tuple[str, ...] = ("==", "!=", "<", "<=", ">", ">=", "in")
@@ -57,6 +58,9 @@ finite float), ("day", a date) or ("text", the text)."""
 ISO_DATE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
 Schema: TypeAlias = Mapping[str, pl.DataType] | Collection[str]
 """The column types an expression is built for; a bare collection of names means types unknown."""
+MAX_NESTING = 100
+"""Conditions nest at most this deep (``not (a and (b or ...))``): a deeper one is refused when
+built, before describing or evaluating it would exhaust Python's recursion."""
 
 
 @lru_cache(maxsize=65_536)
@@ -71,15 +75,17 @@ def _spelled(text: str) -> float | None:
 
 def reading(value: Scalar, what: str = "comparison value") -> Reading:
     """``value`` under the per-cell rule (module docstring); DataError for a value that is or
-    spells NaN or an infinity (a cell spelling one counts as missing, so it could match nothing)."""
+    spells NaN or an infinity (a cell spelling one counts as missing, so it could match nothing);
+    DataTypeError for a value that is not text, a number or true/false."""
+    require_int64(value, what)
     if isinstance(value, bool):
         return "number", float(value)
     if isinstance(value, int | float):
-        require(math.isfinite(value), f"{what} {value} is not finite")
+        require(math.isfinite(value), f"{what} {shown(value)} is not finite")
         return "number", float(value)
     number = _spelled(value)
     if number is not None:
-        require(math.isfinite(number), f"{what} {value!r} is not a finite number")
+        require(math.isfinite(number), f"{what} {shown(value)} is not a finite number")
         return "number", number
     if re.fullmatch(ISO_DATE, value):
         try:
@@ -112,7 +118,11 @@ class Compare:
     value: Scalar | tuple[Scalar, ...]
 
     def __post_init__(self) -> None:
-        require(self.op in COMPARE_OPS, f"unknown comparison {self.op!r}: use one of {' '.join(COMPARE_OPS)}")
+        column_name(self.column, "the compared column")
+        require(
+            check_text(self.op, "the comparison", QUERY) in COMPARE_OPS,
+            f"unknown comparison {shown(self.op)}: use one of {' '.join(COMPARE_OPS)}",
+        )
         if self.op == "in":
             values = self.value if isinstance(self.value, tuple | list) else (self.value,)
             require(len(values) > 0, f"'{self.column} in ...' needs at least one value")
@@ -120,14 +130,14 @@ class Compare:
         else:
             require(not isinstance(self.value, tuple | list), f"'{self.column} {self.op}' takes one value")
         for v in self.values:
-            require(isinstance(v, Scalar), f"comparison value {v!r} must be text, a number or true/false")
             require_int64(v, "comparison value")
         kind, _ = self.readings[0]
         require(
             self.op not in ORDERED or kind != "text",
-            f"'{self.column} {self.op} {self.value!r}': {self.op} compares numbers or days "
+            f"'{self.column} {self.op} {shown(self.value)}': {self.op} compares numbers or days "
             "(year-month-day, e.g. 2021-03-01); for text use ==, != or in",
         )
+        object.__setattr__(self, "_nesting", 1)
 
     @property
     def values(self) -> tuple[Scalar, ...]:
@@ -183,8 +193,9 @@ class _Junction:
     word: ClassVar[str] = ""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "terms", tuple(self.terms))
+        object.__setattr__(self, "terms", items(self.terms, f"the conditions of '{self.word}'", QUERY))
         require(len(self.terms) >= 1, f"'{self.word}' needs at least one condition")
+        object.__setattr__(self, "_nesting", nesting(self.terms, f"'{self.word}'"))
 
     def expr(self, schema: Schema = ()) -> pl.Expr:
         join = pl.all_horizontal if self.word == "and" else pl.any_horizontal
@@ -225,6 +236,9 @@ class Not:
 
     term: Predicate
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_nesting", nesting((self.term,), "'not'"))
+
     def expr(self, schema: Schema = ()) -> pl.Expr:
         return self.term.expr(schema).not_()
 
@@ -243,6 +257,21 @@ class Not:
 
 
 Predicate: TypeAlias = Compare | And | Or | Not
+
+
+def check_predicate(term: Any, what: str) -> Predicate:
+    """``term`` if it is a condition (:data:`Predicate`); DataTypeError otherwise."""
+    if not isinstance(term, Compare | And | Or | Not):
+        raise QUERY.wrong_type(f"{what} takes conditions (e.g. where('age') > 40), not {described(term)}")
+    return term
+
+
+def nesting(terms: tuple[Any, ...], what: str) -> int:
+    """How deep a condition joining ``terms`` nests (a comparison: 1); DataTypeError for a term
+    that is not a condition (:func:`check_predicate`), DataError past :data:`MAX_NESTING`."""
+    deepest = max(getattr(check_predicate(t, what), "_nesting", 1) for t in terms) if terms else 0
+    require(deepest < MAX_NESTING, f"the conditions nest more than {MAX_NESTING} deep")
+    return deepest + 1
 
 
 def combine(p: Predicate, compare: Any, both: Any, either: Any, negate: Any) -> Any:
@@ -274,6 +303,9 @@ def where(column: str) -> _ColumnRef:
 class _ColumnRef:
     column: str
 
+    def __post_init__(self) -> None:
+        column_name(self.column, "where()'s column")
+
     def __eq__(self, v: object) -> Compare:  # type: ignore[override]
         return Compare(self.column, "==", v)  # type: ignore[arg-type]
 
@@ -293,21 +325,23 @@ class _ColumnRef:
         return Compare(self.column, ">=", v)
 
     def isin(self, values: Sequence[Scalar]) -> Compare:
-        return Compare(self.column, "in", tuple(values))
+        return Compare(self.column, "in", items(values, f"the values {self.column} is one of", QUERY))
 
     __hash__ = None  # type: ignore[assignment]
 
 
-def predicate_from_dict(d: Mapping[str, Any]) -> Predicate:
-    """Inverse of ``to_dict`` of a predicate; DataError if ``d`` is not one."""
-    require(isinstance(d, Mapping), f"a condition must be a mapping, got {d!r}")
+def predicate_from_dict(d: Mapping[str, Any], depth: int = 1) -> Predicate:
+    """Inverse of ``to_dict`` of a predicate; DataError if ``d`` is not one (or nests more than
+    :data:`MAX_NESTING` deep)."""
+    require(isinstance(d, Mapping), f"a condition must be a mapping, got {shown(d)}")
+    require(depth <= MAX_NESTING, f"the conditions nest more than {MAX_NESTING} deep")
     if "compare" in d:
         value: Any = d.get("value")  # Compare checks it
-        return Compare(str(d.get("column")), d["compare"], tuple(value) if isinstance(value, list) else value)
+        return Compare(d.get("column"), d["compare"], tuple(value) if isinstance(value, list) else value)  # type: ignore[arg-type]
     for key, cls in (("and", And), ("or", Or)):
         if key in d:
             require(isinstance(d[key], list), f"'{key}' needs a list of conditions")
-            return cls(tuple(predicate_from_dict(t) for t in d[key]))
+            return cls(tuple(predicate_from_dict(t, depth + 1) for t in d[key]))
     if "not" in d:
-        return Not(predicate_from_dict(d["not"]))
-    raise DataError(f"not a condition: {d!r} (expected 'compare', 'and', 'or' or 'not')")
+        return Not(predicate_from_dict(d["not"], depth + 1))
+    raise DataError(f"not a condition: {shown(d)} (expected 'compare', 'and', 'or' or 'not')")

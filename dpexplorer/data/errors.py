@@ -15,6 +15,11 @@ class DataError(DPExplorerError):
         super().__init__(message)
 
 
+class DataTypeError(DataError, TypeError):
+    """A query's setting of the wrong type (a number for a column name, text for a bound): a
+    DataError that is also a TypeError, as Python's own wrong-type errors are."""
+
+
 def first_line(exc: BaseException) -> str:
     """The first line of an exception's message (its type's name when it has none)."""
     text = str(exc).strip()

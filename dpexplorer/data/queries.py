@@ -25,6 +25,16 @@ from typing import Any, ClassVar, TypeAlias
 
 import polars as pl
 
+from dpexplorer.core.checks import (
+    check_flag,
+    check_real,
+    check_text,
+    check_whole,
+    described,
+    instances,
+    items,
+    shown,
+)
 from dpexplorer.data.axes import (
     MISSING,
     OTHER,
@@ -46,12 +56,22 @@ from dpexplorer.data.conditions import (
     Not,
     Or,
     Predicate,
+    check_predicate,
     date_columns,
     predicate_from_dict,
     where,
 )
 from dpexplorer.data.errors import DataError
-from dpexplorer.data.validation import Scalar, check_bounds, check_quantile, column_type, fmt, require
+from dpexplorer.data.validation import (
+    QUERY,
+    Scalar,
+    check_bounds,
+    check_quantile,
+    column_name,
+    column_type,
+    fmt,
+    require,
+)
 
 
 def measured_column(schema: Mapping[str, pl.DataType], name: str) -> None:
@@ -62,6 +82,17 @@ def measured_column(schema: Mapping[str, pl.DataType], name: str) -> None:
     is not a number being missing (counted at the declared midpoint like any missing value):
     :meth:`dpexplorer.data.engine.base.Engine.aggregate`."""
     column_type(schema, name)
+
+
+def axis_items(value: Any, what: str) -> tuple[Axis, ...]:
+    """``value``'s items, each an :class:`Axis`; DataTypeError otherwise."""
+    return instances(value, Axis, what, QUERY)
+
+
+def optional(value: Any, kind: type, what: str) -> None:
+    """DataTypeError unless ``value`` is None or a ``kind``."""
+    if value is not None and not isinstance(value, kind):
+        raise QUERY.wrong_type(f"{what} must be a {kind.__name__} or None, not {described(value)}")
 
 
 # ---------------------------------------------------------------- queries
@@ -88,6 +119,9 @@ class PredicateCount:
     predicate: Predicate
     kind = "predicate_count"
 
+    def __post_init__(self) -> None:
+        check_predicate(self.predicate, "a predicate count")
+
     def check(self, schema: Mapping[str, pl.DataType]) -> None:
         self.predicate.check(schema)
 
@@ -112,6 +146,7 @@ class _ClippedColumn:
     ``trim_fraction``), written by :meth:`to_dict` and checked by :meth:`check_setting`."""
 
     def __post_init__(self) -> None:
+        column_name(self.column, f"{type(self).__name__}'s column")
         check_bounds(self.column, self.lower, self.upper)
         self.check_setting()
 
@@ -148,6 +183,9 @@ class Variance(_ClippedColumn):
     std: bool = False
     kind = "variance"
     setting: ClassVar[str] = "std"
+
+    def check_setting(self) -> None:
+        check_flag(self.std, "std (the standard deviation rather than the variance)", QUERY)
 
     @property
     def statistic(self) -> str:
@@ -192,9 +230,9 @@ class TrimmedMean(_ClippedColumn):
     setting: ClassVar[str] = "trim_fraction"
 
     def check_setting(self) -> None:
+        fraction = check_real(self.trim_fraction, "the trimmed fraction", QUERY)
         require(
-            isinstance(self.trim_fraction, int | float) and 0 <= self.trim_fraction < 0.5,
-            f"the trimmed fraction must be in [0, 0.5), got {self.trim_fraction}",
+            0 <= fraction < 0.5, f"the trimmed fraction must be in [0, 0.5), got {shown(self.trim_fraction)}"
         )
 
     @property
@@ -219,12 +257,9 @@ class PrivacyUnit:
     max_rows: int = 1
 
     def __post_init__(self) -> None:
+        column_name(self.column, "the privacy unit's column")
         for name in ("max_groups", "max_rows"):
-            value = getattr(self, name)
-            require(
-                isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 10_000,
-                f"{name.replace('_', ' ')} per person must be a whole number from 1 to 10,000, got {value!r}",
-            )
+            check_whole(getattr(self, name), f"{name.replace('_', ' ')} per person", 1, 10_000, QUERY)
 
     def check(self, schema: Mapping[str, pl.DataType]) -> None:
         column_type(schema, self.column)
@@ -252,17 +287,14 @@ class PrivateKeys:
     delta: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "columns", tuple(str(c) for c in self.columns))
+        columns = items(self.columns, "the private key columns", QUERY)
+        object.__setattr__(self, "columns", tuple(column_name(c, "a private key column") for c in columns))
         require(1 <= len(self.columns) <= 2, "select private keys over one or two columns")
         require(len(set(self.columns)) == len(self.columns), "the private key columns repeat a column")
-        require(
-            isinstance(self.epsilon, int | float) and 0 < self.epsilon < math.inf,
-            f"the key selection's epsilon must be positive, got {self.epsilon!r}",
-        )
-        require(
-            isinstance(self.delta, int | float) and 0 < self.delta < 1,
-            f"the key selection's delta must be in (0, 1), got {self.delta!r}",
-        )
+        epsilon = check_real(self.epsilon, "the key selection's epsilon", QUERY)
+        require(epsilon > 0, f"the key selection's epsilon must be positive, got {shown(self.epsilon)}")
+        delta = check_real(self.delta, "the key selection's delta", QUERY)
+        require(0 < delta < 1, f"the key selection's delta must be in (0, 1), got {shown(self.delta)}")
 
     def describe(self) -> str:
         return (
@@ -299,7 +331,9 @@ class GroupBy:
     max_groups = 10_000
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "keys", tuple(self.keys))
+        object.__setattr__(self, "keys", axis_items(self.keys, "the group keys"))
+        optional(self.unit, PrivacyUnit, "the privacy unit")
+        optional(self.private, PrivateKeys, "the private keys")
         require(len(self.keys) <= 2, "group by one or two columns (or none, with a privacy unit)")
         require(
             len(self.keys) >= 1 or self.unit is not None or self.private is not None,
@@ -307,9 +341,11 @@ class GroupBy:
         )
         require(len({a.column for a in self.keys}) == len(self.keys), "the group columns repeat a column")
         require(
-            self.statistic in GROUPED_STATISTICS,
-            f"unknown statistic by group {self.statistic!r}: use {', '.join(GROUPED_STATISTICS)}",
+            check_text(self.statistic, "the statistic by group", QUERY) in GROUPED_STATISTICS,
+            f"unknown statistic by group {shown(self.statistic)}: use {', '.join(GROUPED_STATISTICS)}",
         )
+        if self.column is not None:
+            column_name(self.column, "the measured column")
         if self.statistic != "count":
             require(self.column is not None, f"the {self.statistic} by group needs a column")
             check_bounds(str(self.column), self.lower, self.upper)  # type: ignore[arg-type]
@@ -414,16 +450,21 @@ class Marginals:
     kind = "marginals"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "axes", tuple(self.axes))
-        object.__setattr__(self, "workload", tuple(tuple(str(c) for c in cl) for cl in self.workload))
+        object.__setattr__(self, "axes", axis_items(self.axes, "the synthetic data's columns"))
+        cliques = items(self.workload, "the workload", QUERY)
+        object.__setattr__(
+            self,
+            "workload",
+            tuple(
+                tuple(column_name(c, "a workload column") for c in items(cl, "a workload marginal", QUERY))
+                for cl in cliques
+            ),
+        )
+        optional(self.unit, PrivacyUnit, "the privacy unit")
         names = [a.column for a in self.axes]
         require(2 <= len(names) <= MAX_COLUMNS, f"choose 2 to {MAX_COLUMNS} columns for synthetic data")
         require(len(set(names)) == len(names), "the synthetic data's columns repeat a column")
-        require(
-            isinstance(self.ways, int) and 1 <= self.ways <= min(3, len(names)),
-            f"the workload's marginals are 1-, 2- or 3-way (at most the {len(names)} columns), "
-            f"got {self.ways!r}",
-        )
+        check_whole(self.ways, "the workload's marginals' size (ways)", 1, min(3, len(names)), QUERY)
         for clique in self.workload:
             require(len(clique) >= 1, "a workload marginal names no column")
             require(len(set(clique)) == len(clique), f"the marginal {clique} repeats a column")
@@ -512,8 +553,11 @@ def query_from_dict(d: Mapping[str, Any]) -> Query:
     kind = d.get("type")
     try:
         return _from_dict(kind, d)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise DataError(f"the saved {kind or 'query'} is incomplete or malformed: {exc}") from exc
+    except DataError:
+        raise
+    except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
+        what = kind if isinstance(kind, str) and kind else "query"
+        raise DataError(f"the saved {what[:40]} is incomplete or malformed: {exc}") from exc
 
 
 def _from_dict(kind: Any, d: Mapping[str, Any]) -> Query:
@@ -562,7 +606,7 @@ def _from_dict(kind: Any, d: Mapping[str, Any]) -> Query:
         )
     if kind == "marginals":  # synthetic data over marginals (MST, AIM)
         return Marginals.from_dict(d)
-    raise DataError(f"unknown query type {kind!r}")
+    raise DataError(f"unknown query type {shown(kind)}")
 
 
 __all__ = [

@@ -266,6 +266,11 @@ class ComputeService(QObject):
     def pending_views(self) -> tuple[str, ...]:
         return tuple(self._jobs)
 
+    def held_views(self) -> tuple[str, ...]:
+        """The background views whose job is held, not yet started (:meth:`set_background`);
+        for tests and benchmarks."""
+        return tuple(view for view, job in self._jobs.items() if job.held is not None)
+
     def shutdown(self) -> None:
         """Cancel everything and return at once (call when the window closes): a worker still
         inside a long step finishes it in the background, its result dropped (the jobs poll

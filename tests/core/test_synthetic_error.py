@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -86,13 +86,27 @@ def test_the_curve_is_reproducible_and_ranks_the_methods_on_dependent_data() -> 
         assert curve.errors[method][1] < curve.errors[method][0], method
 
 
-def test_a_cancelled_curve_stops_and_bad_epsilons_are_refused() -> None:
+def test_a_cancelled_curve_stops_and_bad_epsilons_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A curve whose token is already cancelled stops at its first checkpoint: no fit and no
+    baseline is computed (each call counted)."""
+    from dpexplorer.core import synthetic_error
+    from dpexplorer.core.mechanisms.mst import MarginalMechanism
+
+    calls: list[str] = []
+
+    def counted(name: str, fn: Any) -> Any:
+        return lambda *args, **kwargs: calls.append(name) or fn(*args, **kwargs)
+
+    monkeypatch.setattr(MarginalMechanism, "run", counted("fit", MarginalMechanism.run))
+    for name in ("direct_errors", "independent_errors"):
+        monkeypatch.setattr(synthetic_error, name, counted(name, getattr(synthetic_error, name)))
     token = CancelToken()
     token.cancel()
-    start = time.perf_counter()
     with pytest.raises(CancelledError):
         error_curve(correlated_query(), DENSE, job=Job(token))
-    assert time.perf_counter() - start < 0.5
+    assert calls == []
+    error_curve(correlated_query(), DENSE, (1.0,), methods=("direct", "independent"))
+    assert calls == ["direct_errors", "independent_errors"], "the counting sees the calls"
     with pytest.raises(InvalidParameterError, match="positive"):
         error_curve(correlated_query(), DENSE, (0.0, 1.0))
 

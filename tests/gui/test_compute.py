@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 
@@ -10,6 +11,9 @@ import pytest
 from dpexplorer.core.cancel import CancelToken, checkpoint
 from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.gui.compute import ComputeService
+
+HANG_S = 120.0
+"""How long a wait may last before the test calls it a hang (not a speed target)."""
 
 
 @pytest.fixture
@@ -145,16 +149,32 @@ def _spin_until_cancelled() -> str:
         time.sleep(0.001)
 
 
+def _held_when_cancelled(stopped: threading.Event, gate: threading.Event) -> str:
+    """:func:`_spin_until_cancelled`, which, once its ambient token stops it, waits for
+    ``gate`` before it raises (``stopped`` says it got there)."""
+    from dpexplorer.core.errors import CancelledError
+
+    try:
+        return _spin_until_cancelled()
+    except CancelledError:
+        stopped.set()
+        gate.wait(HANG_S)
+        raise
+
+
 def test_shutdown_returns_at_once_and_the_ambient_token_stops_the_worker(qtbot):
     """The old shutdown joined the workers: closing the window waited for a sparse-vector
-    integral for more than 95 s."""
+    integral for more than 95 s. Here the job, once stopped by its token, waits for a gate:
+    shutdown must return while the job is still inside it."""
     svc = ComputeService()
-    svc.submit("view", _spin_until_cancelled)
-    qtbot.wait(50)
-    start = time.perf_counter()
+    stopped, gate = threading.Event(), threading.Event()
+    svc.submit("view", _held_when_cancelled, stopped, gate)
+    qtbot.waitUntil(lambda: svc.running == 1, timeout=int(HANG_S * 1000))
     svc.shutdown()
-    assert time.perf_counter() - start < 0.5
-    assert svc.wait_for_workers(10.0)
+    assert svc.running == 1, "shutdown waited for the worker"
+    assert stopped.wait(HANG_S), "the ambient token stops the job at its next poll"
+    gate.set()
+    assert svc.wait_for_workers(HANG_S)
 
 
 def test_a_background_view_waits_for_the_others_results_and_their_paint(qtbot, service):
@@ -162,11 +182,12 @@ def test_a_background_view_waits_for_the_others_results_and_their_paint(qtbot, s
     has painted that result (a background job holding the GIL would slow the drawing)."""
     from PySide6.QtWidgets import QWidget
 
-    stamps: dict[str, float] = {}
+    stamps: dict[str, int] = {}
+    tick = itertools.count()  # the order of events, not their time
 
     class Canvas(QWidget):
         def paintEvent(self, _event: object) -> None:
-            stamps.setdefault("painted", time.perf_counter())
+            stamps.setdefault("painted", next(tick))
 
     canvas = Canvas()
     qtbot.addWidget(canvas)
@@ -176,12 +197,12 @@ def test_a_background_view_waits_for_the_others_results_and_their_paint(qtbot, s
 
     def delivered(view: str, _gen: int, _result: object) -> None:
         if view == "plots":
-            stamps["delivered"] = time.perf_counter()
+            stamps["delivered"] = next(tick)
             stamps.pop("painted", None)
             canvas.update()
 
     def ranking() -> str:
-        stamps["ranking started"] = time.perf_counter()
+        stamps["ranking started"] = next(tick)
         return "ranked"
 
     service.set_background("ranking")
@@ -194,23 +215,42 @@ def test_a_background_view_waits_for_the_others_results_and_their_paint(qtbot, s
 
 
 def test_a_background_job_waits_no_longer_than_its_bound_and_the_latest_wins(qtbot, service):
+    """A background job submitted while another view's job runs is held, then started when
+    its bound has passed (after a timer of half the bound has fired), while the long job still
+    runs (it waits for a gate); with nothing else pending one starts at once (never held)."""
+    from PySide6.QtCore import QTimer
+
     from dpexplorer.gui.compute import BACKGROUND_WAIT_MS
 
-    received: list[tuple[str, object, float]] = []
-    service.finished.connect(lambda view, _gen, result: received.append((view, result, time.perf_counter())))
+    events: list[str] = []
+    received: list[tuple[str, object]] = []
+    gate = threading.Event()
+    service.finished.connect(lambda view, _gen, result: received.append((view, result)))
     service.set_background("ranking")
-    start = time.perf_counter()
-    service.submit("identity", _slow_identity, "identified", 0.6)  # a long job of another view
-    service.submit("ranking", _slow_identity, "first", 0.0)
-    service.submit("ranking", _slow_identity, "second", 0.0)
-    qtbot.waitUntil(lambda: not service.busy, timeout=60_000)
-    assert [r[1] for r in received] == ["second", "identified"]
-    # it waited for its bound (a coarse Qt timer may fire up to 5 % early), not for the long job:
-    # "second" came before "identified", which took 0.6 s
-    assert received[0][2] - start >= 0.9 * BACKGROUND_WAIT_MS / 1000
-    service.submit("ranking", _slow_identity, "alone", 0.0)  # nothing else pending: starts at once
-    qtbot.waitUntil(lambda: not service.busy, timeout=60_000)
-    assert received[-1][1] == "alone" and received[-1][2] - received[-2][2] < 0.5
+
+    def ranking(value: str) -> str:
+        events.append(f"ranking {value} started")
+        return value
+
+    def long_job() -> str:
+        gate.wait(HANG_S)
+        return "identified"
+
+    QTimer.singleShot(BACKGROUND_WAIT_MS // 2, lambda: events.append("half the bound"))
+    service.submit("identity", long_job)
+    service.submit("ranking", ranking, "first")
+    service.submit("ranking", ranking, "second")
+    assert service.held_views() == ("ranking",)
+    qtbot.waitUntil(lambda: received == [("ranking", "second")], timeout=int(HANG_S * 1000))
+    assert events == ["half the bound", "ranking second started"]  # the latest, after its wait
+    assert service.pending_views() == ("identity",), "it did not wait for the long job"
+    gate.set()
+    qtbot.waitUntil(lambda: not service.busy, timeout=int(HANG_S * 1000))
+    assert received[-1] == ("identity", "identified")
+    service.submit("ranking", ranking, "alone")  # nothing else pending: starts at once
+    assert service.held_views() == ()
+    qtbot.waitUntil(lambda: not service.busy, timeout=int(HANG_S * 1000))
+    assert received[-1] == ("ranking", "alone")
 
 
 def test_after_paint_calls_once_the_queued_paints_are_done_and_never_for_a_deleted_parent(qtbot):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 import pytest
 
@@ -20,8 +19,6 @@ from dpexplorer.gui.main_window import MainWindow
 from dpexplorer.gui.window_release import IDENTITY_PENDING, IDENTITY_VIEW
 from dpexplorer.release.ledger import Ledger
 
-WINDOW_S = 0.5
-WORKER_STOP_S = 3.0  # a loaded shared machine; one batch of the slowed hash is 0.05 s
 TIMEOUT_MS = 120_000  # a guard against a hang, not a speed test
 
 
@@ -85,24 +82,30 @@ def test_views_finish_before_the_identity_and_release_waits_for_it(qtbot, monkey
 
 
 def test_closing_the_window_stops_the_identity_job(qtbot, monkeypatch):
-    calls = []
+    """The third batch of the hash waits for a gate: closing the window must return while the
+    job is still inside it (a window that waited for the job would wait for the gate), and the
+    job must stop at its next check of the token, before hashing every row."""
+    calls, inside, gate = [], threading.Event(), threading.Event()
     real_hash_sum = fingerprints._hash_sum
 
-    def slow(rows):
+    def gated(rows):
         calls.append(rows.height)
-        time.sleep(0.05)
+        if len(calls) == 3:
+            inside.set()
+            gate.wait(TIMEOUT_MS / 1000)
+            inside.clear()
         return real_hash_sum(rows)
 
-    monkeypatch.setattr(fingerprints, "HASH_BATCH", 500)  # about 100 batches of Adult: 5 s at least
-    monkeypatch.setattr(fingerprints, "_hash_sum", slow)
+    monkeypatch.setattr(fingerprints, "HASH_BATCH", 500)  # about 65 batches of Adult
+    monkeypatch.setattr(fingerprints, "_hash_sum", gated)
     window = MainWindow(interactive=False, restore_layout=False)
     window.show()
     window.open_file(default_dataset_path())
-    qtbot.waitUntil(lambda: len(calls) >= 3, timeout=TIMEOUT_MS)
-    start = time.perf_counter()
+    qtbot.waitUntil(inside.is_set, timeout=TIMEOUT_MS)
     window.close()
-    assert time.perf_counter() - start < WINDOW_S
-    assert window.compute.wait_for_workers(WORKER_STOP_S)
+    assert inside.is_set(), "closing the window waited for the identity job"
+    gate.set()
+    assert window.compute.wait_for_workers(TIMEOUT_MS / 1000)
     assert sum(calls) < window.dataset.n_rows, "stopped before hashing every row"
 
 

@@ -1,18 +1,20 @@
 """Stress: 2,000 random parameter, query and mechanism changes as fast as the event loop takes
-them, then the window is idle within 10 s and its views equal a fresh computation at the final
-state (no stale result, no job left behind).
+them; then the window reaches idle, its views equal a fresh computation at the final state (no
+stale result shown: every result delivered was its view's latest request), and no job is left
+behind (none pending, no worker inside a job).
 
-Query kinds whose every mechanism answers in well under a second are used (the workload
-mechanisms' worst parameters take seconds by design; their cancellation is tested in
-test_cancel.py), so that "idle within 10 s" measures the window, not a slow exact view."""
+How fast is not asserted here (a loaded machine took 113 s for what takes 20 s on an idle one):
+``benchmarks/stress.py`` times the same path, the changes and the wait for idle. The waits
+below are hang guards. Query kinds whose every mechanism answers in well under a second are
+used (the workload mechanisms' worst parameters take seconds by design; their cancellation is
+tested in test_cancel.py)."""
 
 from __future__ import annotations
 
 import random
-import time
 
 import numpy as np
-from conftest import wait_idle
+from conftest import IDLE_TIMEOUT_MS, wait_idle
 from PySide6.QtCore import QCoreApplication
 
 from dpexplorer.core.mechanisms.base import CategoricalOutput
@@ -20,8 +22,6 @@ from dpexplorer.gui import jobs
 from dpexplorer.gui.param_controls import NumberControl
 
 CHANGES = 2_000
-BUDGET_S = 60.0
-IDLE_S = 10.0
 KINDS = (("count", None), ("mean", "age"), ("median", "hours_per_week"), ("argmax", "occupation"))
 
 
@@ -42,16 +42,21 @@ def _random_change(window, chooser: random.Random) -> None:
 
 def test_two_thousand_random_changes_end_idle_on_a_fresh_result(qtbot, window):
     chooser = random.Random(19)
-    start = time.monotonic()
+    compute = window.compute
+    delivered: list[tuple[str, int, int]] = []  # view, the result's generation, the view's latest
+    compute.finished.connect(
+        lambda view, gen, _r: delivered.append((view, gen, compute.current_generation(view)))
+    )
     for _ in range(CHANGES):
         _random_change(window, chooser)
         QCoreApplication.processEvents()
-    elapsed = time.monotonic() - start
-    assert elapsed < BUDGET_S, f"{CHANGES} changes took {elapsed:.1f} s"
-    settle = time.monotonic()
-    qtbot.waitUntil(window.views_idle, timeout=int(IDLE_S * 1000))
-    assert time.monotonic() - settle < IDLE_S
+    qtbot.waitUntil(window.views_idle, timeout=IDLE_TIMEOUT_MS)
     wait_idle(qtbot, window)
+    assert delivered, "the views were computed"
+    stale = [(view, gen, latest) for view, gen, latest in delivered if gen != latest]
+    assert not stale, f"results delivered after a newer request: {stale[:5]}"
+    assert len(delivered) < CHANGES, "latest wins: superseded requests deliver nothing"
+    qtbot.waitUntil(lambda: compute.running == 0, timeout=IDLE_TIMEOUT_MS)  # cancelled jobs end
 
     explorer = window.explorer
     assert explorer.query.to_dict() == window.query_panel.build().to_dict()

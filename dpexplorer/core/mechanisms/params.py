@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from dpexplorer.core.checks import shown as _shown
 from dpexplorer.core.errors import InvalidParameterError
 
 ParamType = Literal["float", "int", "choice", "bool"]
@@ -66,7 +67,7 @@ class Param:
                 return value
             raise InvalidParameterError(f"{self.label} must be true or false, not {value!r}")
         if self.type == "choice":
-            if value in self.choices:
+            if isinstance(value, str) and value in self.choices:
                 return value
             options = ", ".join(self.choices)
             raise InvalidParameterError(f"{self.label} must be one of {options}; got {_shown(value)}")
@@ -111,16 +112,10 @@ class Param:
         return "any number"
 
 
-def _shown(value: Any, limit: int = 40) -> str:
-    """``repr(value)``, cut to ``limit`` characters (a 401-digit number is not a message)."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[: limit - 1]}… ({len(text)} characters)"
-
-
 def validate_params(declared: tuple[Param, ...], values: Mapping[str, Any]) -> dict[str, Any]:
     """Fill defaults, reject unknown names, validate each value. Returns a new dict."""
     known = {p.name for p in declared}
-    unknown = sorted(set(values) - known)
+    unknown = sorted(k if isinstance(k, str) else _shown(k) for k in set(values) - known)
     if unknown:
         raise InvalidParameterError(
             f"unknown parameter(s) {', '.join(unknown)}; expected some of {', '.join(sorted(known))}"
