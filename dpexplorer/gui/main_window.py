@@ -167,14 +167,20 @@ class MainWindow(WindowMenus, WindowFiles, WindowRelease, WindowSessions, Window
             self.resize(1440, 900)
 
     def _clipping_context(self, mechanism: object, params: dict, query_input: object, _seed: int) -> None:
-        from dpexplorer.gui.views.clipping import CLIPPED_KINDS  # imported with the workspace
+        from dpexplorer.gui.views.clipping import CLIPPED_KINDS, clipping_model  # imported with the workspace
 
         query = self.explorer.query
         if self.dataset is None or getattr(query, "kind", "") not in CLIPPED_KINDS:
             self.clipping_view.clear("Choose a sum, mean, quantile or trimmed mean to see where to clip.")
             return
         epsilon = float(params.get("epsilon", 1.0))
-        self.clipping_view.set_context(self.dataset, query, epsilon, self.explorer.relation)
+        self.clipping_view.set_context(
+            self.dataset,
+            query,
+            epsilon,
+            self.explorer.relation,
+            clipping_model(mechanism, params, query_input),
+        )
 
     def _submit_visible(self) -> None:
         self.explorer.submit_visible()

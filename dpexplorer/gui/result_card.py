@@ -37,20 +37,12 @@ TABLE_FILE_NAMES = {"csv": "records (CSV)", "json": "measured marginals (JSON)"}
 """A synthetic table's files (release/synthetic_tables.py), where they differ from a statistic's."""
 
 
-KIND_SENTENCES = {
-    "exact": "exact: this value is the true answer (the mechanism's test passed), so its interval is the "
-    "value itself",
-    "range": "the interval is the statistic's declared range: this mechanism has no narrower interval "
-    "for the value without looking at the data (conservative by design)",
-}
-"""What an interval that is not the noise's means (kinds of dpexplorer/release/published.py)."""
-
-
-def _value_rows(released: Released) -> list[tuple[str, str, str, str]]:
-    """(label, value, interval, sentence) per released value, as the presentation module
-    writes them (a category, ⊥ or an empty group has no interval: its own words); an interval
-    that is not the noise's (exact, or the declared range) is named and said so; a whole number
-    without an interval (a synthetic table's records) has its thousands separated."""
+def _value_rows(released: Released) -> list[tuple[str, str, str, str, bool]]:
+    """(label, value, interval, sentence, finding) per released value, as the presentation
+    module writes them (a category, ⊥ or an empty group has no interval: its own words; an
+    interval that is not the noise's, exact or the declared range, is named and said so; what is
+    no estimate is no finding, not in bold); a whole number without an interval (a synthetic
+    table's records) has its thousands separated."""
     result = released.result
     intervals = result.confidence_intervals or (None,) * len(result.values)
     kinds = tuple(getattr(result, "interval_kinds", ()) or ())
@@ -60,20 +52,30 @@ def _value_rows(released: Released) -> list[tuple[str, str, str, str]]:
     rows = []
     for i, (label, value, interval) in enumerate(zip(result.labels, result.values, intervals, strict=True)):
         whole = flags[i] if i < len(flags) else False
-        shown = presentation.show(value, interval, result.ci_level, integral=whole)
         kind = kinds[i] if i < len(kinds) else None
+        shown = presentation.show(value, interval, result.ci_level, integral=whole, kind=kind)
         text, sentence = shown.interval, shown.sentence
         number = shown.value if not whole or shown.low is not None else _thousands(shown.value)
-        if interval is not None and kind in KIND_SENTENCES:
+        if interval is not None and kind in presentation.KIND_WORDS:
             text += f" ({presentation.KIND_WORDS[kind]})"
-            sentence = KIND_SENTENCES[kind]
         elif isinstance(value, str) and not sentence:
             sentence = (
                 "chosen with noise among the declared candidates: a category has no interval (the "
                 "Selection tab shows how likely each one was before the release)"
             )
-        rows.append((label, number, text, sentence))
+        rows.append((label, number, text, sentence, shown.finding))
     return rows
+
+
+def _value_cell(value: str, finding: bool) -> str:
+    """A value in bold when it is a finding; what is no estimate (an empty group, ⊥, the declared
+    range) in plain type."""
+    text = html.escape(value)
+    return (
+        f"<b style='font-size: large'>{text}</b>"
+        if finding
+        else f"<span style='font-size: large'>{text}</span>"
+    )
 
 
 def _thousands(text: str) -> str:
@@ -146,9 +148,9 @@ def card_html(released: Released) -> str:
     head = f"<tr><th align='left'>{'' if len(rows) == 1 else 'label'}</th><th align='right'>value</th>"
     head += f"<th align='left'>{level} interval</th></tr>" if has_interval else "</tr>"
     body = "".join(
-        f"<tr><td>{html.escape(label)}</td><td align='right'><b style='font-size: large'>{html.escape(value)}"
-        f"</b></td><td>{html.escape(interval)}</td></tr>"
-        for label, value, interval, _ in rows[:MAX_ROWS]
+        f"<tr><td>{html.escape(label)}</td><td align='right'>{_value_cell(value, finding)}</td>"
+        f"<td>{html.escape(interval)}</td></tr>"
+        for label, value, interval, _, finding in rows[:MAX_ROWS]
     )
     more = (
         f"<p>… and {len(rows) - MAX_ROWS} more values, each with its interval, in the CSV.</p>"
@@ -156,7 +158,7 @@ def card_html(released: Released) -> str:
         else ""
     )
     if helpers:
-        parts = ", ".join(f"{html.escape(label)} {html.escape(value)}" for label, value, _, _ in helpers)
+        parts = ", ".join(f"{html.escape(label)} {html.escape(value)}" for label, value, *_ in helpers)
         if len(helpers) > MAX_PARTS:  # per group: a list no one reads on a card
             kinds = sorted({label.rsplit(": ", 1)[-1] for label, *_ in helpers})
             parts = f"{len(helpers)} values ({', '.join(html.escape(k) for k in kinds)} of each group)"
@@ -185,7 +187,7 @@ def _capital(sentence: str) -> str:
     return sentence if sentence.endswith(".") else sentence + "."
 
 
-def _widest_sentence(result: Any, rows: list[tuple[str, str, str, str]]) -> str:
+def _widest_sentence(result: Any, rows: list[tuple[str, str, str, str, bool]]) -> str:
     """The sentence of the widest noise interval among the statistic's values (``rows``: one
     per released value, helper parts included; those are skipped)."""
     kinds = tuple(getattr(result, "interval_kinds", ()) or ())

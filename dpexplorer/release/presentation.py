@@ -13,8 +13,15 @@ the value by at most u / 2 <= h / 20: the digits dropped are smaller than a twen
 the noise may have moved it. Without an interval (h = 0, or none published, or an end infinite)
 a value keeps six significant digits (whole numbers in full).
 
-**The sentence**: "with 95 % probability the noise moved this by at most ±x", x the larger
-distance from the value to an end of the computed interval, rounded up to a multiple of u.
+**The sentence** (issue 41, item 3: this module alone decides it): "with 95 % probability the
+noise moved this by at most ±x", x the larger distance from the value to an end of the computed
+interval, rounded up to a multiple of u, when the two distances (rounded up) differ by at most
+:data:`SYMMETRIC` of x; else
+(an asymmetric interval, e.g. cut at zero) "with 95 % probability the true answer lies at most
+a below and b above this", each rounded up. An interval that is not the noise's has its own
+words (:data:`KIND_SENTENCES`): the declared range (a clamp that filled it, or a mechanism with
+no narrower interval) says "no estimate better than the declared range", and such a value, an
+empty group and ⊥ are not findings (:attr:`Shown.finding`: not shown in bold).
 
 **ε and δ**: three significant digits, rounded to nearest, trailing zeros dropped (ε charged
 0.2999 for a claimed 0.3 shows 0.3; δ 1e-07 shows 1e-7). A display only: the ledger decides
@@ -30,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal, localcontext
 
 BOTTOM = "⊥"
@@ -42,6 +49,9 @@ NO_INTERVAL_DIGITS = 6
 """Significant digits of a value shown without an interval."""
 PRIVACY_DIGITS = 3
 """Significant digits of ε and δ as shown."""
+SYMMETRIC = Decimal("0.1")
+"""An interval reads as ±x (x the larger distance) when its two distances differ by at most this
+share of x; else each side is said (:func:`show`)."""
 FLOAT_DIGITS = 17
 """No more significant digits than a double holds, whatever the interval."""
 
@@ -58,6 +68,11 @@ class Shown:
     unit: Decimal | None = None
     sentence: str = ""
     level: float | None = None
+    finding: bool = True
+    """False for what is no estimate (an empty group, ⊥, a value whose interval is the declared
+    range): the reader sees it in plain type, not in bold."""
+    reach: str = ""
+    """The noise's reach in short ("±4", "−3700 / +300"), "" without a noise interval."""
 
     @property
     def interval(self) -> str:
@@ -150,22 +165,44 @@ def level_text(level: float) -> str:
     return f"{plain(level * 100, digits=4)} %"
 
 
+KIND_SENTENCES = {
+    "exact": "exact: this value is the true answer (the mechanism's test passed), so its interval is "
+    "the value itself",
+    "range": "no estimate better than the declared range: the interval is the statistic's whole "
+    "declared range, so the value says nothing the declaration did not",
+}
+"""What an interval that is not the noise's means (kinds of dpexplorer/release/published.py)."""
+
+
 def show(
     value: float | str | None,
     interval: tuple[float, float] | None = None,
     level: float = 0.95,
     *,
     integral: bool = False,
+    kind: str | None = None,
 ) -> Shown:
     """``value`` (a released number, or a category, ⊥, :data:`EMPTY`, None for empty) with its
-    ``interval`` at ``level``, rounded by the rule (module docstring)."""
+    ``interval`` at ``level`` of ``kind`` ("noise" when None; "exact", "range"), rounded by the
+    rule, with the sentence of the module docstring."""
     if value is None or value == EMPTY:
-        return Shown(EMPTY, sentence="no rows in this group: nothing to estimate")
+        return Shown(
+            EMPTY, sentence="empty: the release's noisy count says this group has no rows", finding=False
+        )
     if isinstance(value, str):
         if value == BOTTOM:
-            return Shown(BOTTOM, sentence="no answer (⊥): the mechanism's test declined to answer")
+            return Shown(
+                BOTTOM, sentence="no answer (⊥): the mechanism's test declined to answer", finding=False
+            )
         return Shown(value)
-    value = float(value)
+    shown = _show_number(float(value), interval, level, integral)
+    if interval is not None and kind in KIND_SENTENCES:
+        return replace(shown, sentence=KIND_SENTENCES[kind], finding=kind != "range", reach="")
+    return shown
+
+
+def _show_number(value: float, interval: tuple[float, float] | None, level: float, integral: bool) -> Shown:
+    """A number with its noise interval (or none), rounded by the rule, and its sentence."""
     if interval is None:
         return Shown(plain(value, integral=integral))
     low, high = float(interval[0]), float(interval[1])
@@ -178,15 +215,22 @@ def show(
             level=level,
         )
     shown, down, up, unit = rounded
-    reach = max(value - low, high - value, 0.0)
-    moved = decimal_text(_quantize(reach, unit, ROUND_CEILING))
+    down_by, up_by = (_quantize(max(d, 0.0), unit, ROUND_CEILING) for d in (value - low, high - value))
+    below, above = decimal_text(down_by), decimal_text(up_by)
+    if abs(down_by - up_by) <= max(down_by, up_by) * SYMMETRIC:
+        moved = decimal_text(max(down_by, up_by))
+        reach, sentence = (
+            f"±{moved}",
+            f"with {level_text(level)} probability the noise moved this by at most ±{moved}",
+        )
+    else:  # an interval cut at a bound (or a skewed law): no single ± says it
+        reach = f"−{below} / +{above}"
+        sentence = (
+            f"with {level_text(level)} probability the true answer lies at most {below} below and "
+            f"{above} above this"
+        )
     return Shown(
-        decimal_text(shown),
-        decimal_text(down),
-        decimal_text(up),
-        unit,
-        f"with {level_text(level)} probability the noise moved this by at most ±{moved}",
-        level,
+        decimal_text(shown), decimal_text(down), decimal_text(up), unit, sentence, level, reach=reach
     )
 
 
@@ -273,8 +317,10 @@ def values_line(
             parts.append(f"… {len(values) - limit} more in the CSV")
             break
         interval = intervals[i] if intervals is not None else None
-        shown = show(value, interval, level, integral=bool(integral[i]) if i < len(integral) else False)
         kind = kinds[i] if i < len(kinds) else None
+        shown = show(
+            value, interval, level, integral=bool(integral[i]) if i < len(integral) else False, kind=kind
+        )
         note = f" ({KIND_WORDS[kind]})" if interval is not None and kind in KIND_WORDS else ""
         parts.append(f"{label} = {shown}{note}")
     text = ", ".join(parts)

@@ -27,7 +27,9 @@ the true (clipped) answer satisfies every constraint imposed:
 * ``clamp_to_range`` (default true): a statistic with a declared range (a mean, a quantile, a
   trimmed mean, a variance, by group too; PMW's and MWEM's fractions of rows: [0, 1]) is
   clamped to it, and its interval intersected with it
-  (the true clipped answer lies in the range, so the interval covers exactly when it did);
+  (the true clipped answer lies in the range, so the interval covers exactly when it did); an
+  interval the intersection leaves equal to the whole range is of kind "range" (issue 41: no
+  estimate better than the declared range, and said so);
 * ``non_negative`` (default true): a count (a count, a histogram's bins, a count by group, a
   noisy mean's noisy count, MST's and AIM's noisy marginal counts) below zero is published as
   zero, its interval cut at zero;
@@ -247,6 +249,8 @@ def publish(
         if chosen["clamp_to_range"] and span is not None and ranged:
             v = min(max(v, span[0]), span[1])
             ci = None if ci is None else _cut(ci, *span)
+            if ci == span and kinds[i] == "noise":  # the clamp filled the range: no estimate in it
+                kinds[i] = "range"
         if _is_count(labels[i], statistic):
             acted["non_negative"] = acted["integer"] = True
             if chosen["non_negative"]:

@@ -275,7 +275,7 @@ def _summary_section(report: Report) -> str:
                 if widest is None or half > widest[0]:
                     widest = (
                         half,
-                        f"statistic {number} ({item.labels[i]}): {shown}, ±{shown.sentence.rsplit('±')[-1]}",
+                        f"statistic {number} ({item.labels[i]}): {shown}, {shown.reach}",
                     )
         if len(main) > SUMMARY_VALUES:
             parts.append(f"… {len(main) - SUMMARY_VALUES} more (section {number})")
@@ -319,15 +319,7 @@ def _values_table(item: ReportItem) -> str:
         shown = item.shown(i)
         row = [html.escape(item.labels[i]), html.escape(shown.value)]
         if has_ci:
-            kind = item.interval_kinds[i] if i < len(item.interval_kinds) else "noise"
-            words = (
-                shown.sentence
-                if kind == "noise"
-                else {
-                    "range": "the declared range (a narrower interval would need the data)",
-                    "exact": "the exact answer (the mechanism's test passed)",
-                }.get(kind or "", shown.sentence)
-            )
+            words = shown.sentence  # the presentation module's, for every kind of interval
             if item.values[i] == BOTTOM:
                 row += ["none (no number released)", html.escape(shown.sentence)]
             else:

@@ -93,7 +93,8 @@ class ReportItem:
     def shown(self, index: int) -> Shown:
         """Value ``index`` as a person reads it (the one rounding rule)."""
         interval = self.intervals[index] if self.intervals else None
-        return show(self.values[index], interval, self.ci_level, integral=self.integral(index))
+        kind = self.interval_kinds[index] if index < len(self.interval_kinds) else None
+        return show(self.values[index], interval, self.ci_level, integral=self.integral(index), kind=kind)
 
     def main_indices(self) -> list[int]:
         """The statistic's own values: every value but the helpers ("count (noisy)", "centred sum

@@ -82,7 +82,11 @@ def test_a_released_mean_is_shown_rounded_with_its_interval_and_cost(
     # the interval, rounded outward to the same unit
     a, b = (Decimal(x) for x in ends)
     assert a <= Decimal(low) < a + unit and b - unit < Decimal(high) <= b, (a, b, low, high, unit)
-    assert "95 % interval" in text and "With 95 % probability the noise moved this by at most ±" in text
+    assert "95 % interval" in text
+    if (low, high) == (17.0, 90.0):  # Laplace's (90 - 17) / 2 / ε noise fills the range (issue 41)
+        assert "[17, 90] (declared range)" in text and "No estimate better than the declared range" in text
+    else:  # ± when symmetric, each side when the clamp cut one end
+        assert "With 95 % probability the noise moved this by at most ±" in text or " below and " in text
     # epsilon charged (1, the slider's default) and what is left of 3 under basic composition
     assert "Charged ε = 1 under basic composition; ε = 2 is left of this dataset's budget of ε = 3" in text
     assert "values (CSV)" in text and "report (PDF)" in text
@@ -139,7 +143,7 @@ def test_an_interval_that_is_not_the_noise_is_said_so_and_a_rank_interval_in_wor
     card = ResultCard(_released(["median"], [38.0], ((17.0, 90.0),), kinds=("range",), rank=1200))
     qtbot.addWidget(card)
     text = card.text()
-    assert "[17, 90] (declared range)" in text and "declared range: this mechanism has no narrower" in text
+    assert "[17, 90] (declared range)" in text and "No estimate better than the declared range" in text
     assert "noise moved this" not in text, "the range is not the noise's interval"
     assert "within 1,200 rows of the quantile's own rank" in text
 
@@ -212,3 +216,26 @@ def test_a_synthetic_tables_counts_read_as_whole_counts(qtbot, tmp_path):
     text = card.text()
     assert re.search(r"synthetic records\s+12,345\n", text), text
     assert re.search(r"measured marginals\s+\d\n", text), text
+
+
+def test_an_empty_group_and_a_range_mean_are_no_bold_finding(qtbot):
+    """Issue 41: "Species = other: mean **6300** [2700, 6300]" in bold, and "±3600" for a clamp to
+    the range. An empty group shows "empty", a mean whose interval is the declared range says so,
+    neither in bold; a noise interval's mean stays bold."""
+    from dpexplorer.gui.result_card import card_html
+    from dpexplorer.release.presentation import EMPTY
+
+    labels = ["g = a: mean", "g = b: mean", "g = c: mean"]
+    released = _released(
+        labels,
+        [EMPTY, 6300.0, 4100.0],
+        (None, (2700.0, 6300.0), (4000.0, 4200.0)),
+        kinds=(None, "range", "noise"),
+    )
+    html = card_html(released)
+    assert "<b style='font-size: large'>4100</b>" in html
+    assert "<b style='font-size: large'>6300</b>" not in html and ">6300<" in html
+    assert "<b style='font-size: large'>empty</b>" not in html and ">empty<" in html
+    assert "±3600" not in html
+    alone = card_html(_released(["mean"], [6300.0], ((2700.0, 6300.0),), kinds=("range",)))
+    assert "No estimate better than the declared range" in alone and "noise moved this" not in alone

@@ -79,8 +79,14 @@ def test_shown_texts_parse_back_to_the_rounded_numbers(case: tuple[float, float,
     assert float(shown.low) <= float(shown.value) <= float(shown.high)
     if "e" not in shown.value and shown.value != "0":  # tiny units: zero is written "0"
         assert significant_decimals(shown.value) == max(0, -shown.unit.as_tuple().exponent)  # type: ignore[operator]
-    moved = float(shown.sentence.rsplit("±", 1)[1])
-    assert moved >= max(value - low, high - value)
+    if shown.reach.startswith("±"):  # both distances round to one figure
+        below = above = float(shown.reach[1:])
+        assert abs((value - low) - (high - value)) <= 0.1 * below + 2 * float(shown.unit)
+        assert shown.sentence.endswith(f"at most {shown.reach}")
+    else:  # asymmetric: each side its own figure (issue 41)
+        below, above = (float(t) for t in shown.reach.replace("−", "").replace("+", "").split(" / "))
+        assert below != above and " below and " in shown.sentence and "±" not in shown.sentence
+    assert below >= value - low and above >= high - value
 
 
 @pytest.mark.parametrize(
@@ -153,3 +159,18 @@ def test_rank_sentence() -> None:
     )
     assert rank_sentence(0.0, 0.031).endswith("between the smallest value and the 4th percentile of the data")
     assert "21st" in rank_sentence(0.213, 0.5) and "12th" in rank_sentence(0.1, 0.12)
+
+
+def test_words_match_the_interval_kind_and_its_asymmetry() -> None:
+    """Issue 41: the declared range says so in words and is no finding; an empty group is no
+    finding; an asymmetric interval (4,000 wide around 2,900, cut at one end) is said side by
+    side, never as ±half-width."""
+    ranged = show(74.0, (17.0, 90.0), kind="range")
+    assert ranged.sentence.startswith("no estimate better than the declared range")
+    assert not ranged.finding and "±" not in ranged.sentence and ranged.reach == ""
+    empty = show(EMPTY)
+    assert empty.value == "empty" and not empty.finding and "empty" in empty.sentence
+    cut = show(2900.0, (-100.0, 3900.0))
+    assert cut.reach == "−3000 / +1000" and "±" not in cut.sentence
+    assert cut.sentence == "with 95 % probability the true answer lies at most 3000 below and 1000 above this"
+    assert show(2900.0, (2800.0, 3000.0)).finding

@@ -275,3 +275,18 @@ def test_a_total_must_be_an_earlier_count_released_with_noise(tmp_path: Path) ->
         args += ["--ledger", str(tmp_path / "l.sqlite"), "--budget-epsilon", "9"]
         assert main(args) == 2
     assert not (tmp_path / "out").exists()
+
+
+def test_an_interval_the_clamp_fills_is_of_kind_declared_range() -> None:
+    """Issue 41: a Laplace mean whose interval, cut to [17, 90], is the whole range was published
+    as a noise interval ("moved by at most ±16" beside a noise scale of 50): now its kind is
+    "range"; an interval the clamp only cuts stays the noise's."""
+    facts = {"statistic": "mean", "output_range": [17.0, 90.0]}
+
+    def drawn(ci: tuple[float, float]) -> Drawn:
+        return Drawn(
+            "laplace", facts, provenance={}, dp_outputs={}, labels=("mean",), values=[74.0], noise=[ci]
+        )
+
+    assert publish(drawn((-30.0, 178.0))).kinds == ("range",)
+    assert publish(drawn((60.0, 120.0))).kinds == ("noise",)

@@ -1,6 +1,7 @@
-"""The clipping trade-off view (issue 21, item 2): for a sum, mean, quantile or trimmed mean,
-the error of a Laplace release split into clipping bias and noise, against the lower and the
-upper bound, with the current bounds marked and the error-minimising bounds shown.
+"""The clipping trade-off view (issue 21, item 2; issue 41, item 2): for a sum, mean, quantile or
+trimmed mean, the error of a release by the chosen mechanism (its title names the model,
+:class:`~dpexplorer.core.clipping.NoiseModel`) split into bias and noise, against the lower and
+the upper bound, with the current bounds marked and the error-minimising bounds shown.
 
 Exploration only: the bias is computed on the true data (``dpexplorer.data.clipping``), so the
 view says it must not be used to choose a release's bounds, and offers the private estimate
@@ -12,12 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
 from superqt import QLabeledDoubleRangeSlider
 
-from dpexplorer.core.clipping import ClippingTradeOff, trade_off
+from dpexplorer.core.clipping import ClippingTradeOff, NoiseModel, trade_off
 from dpexplorer.gui import palette
 from dpexplorer.gui.compute import ComputeService
 from dpexplorer.gui.views.base import BLUE, GREEN, GREY, ORANGE, View, dashed_line, new_plot
@@ -27,10 +29,11 @@ CLIPPED_KINDS = frozenset({"sum", "mean", "quantile", "trimmed_mean"})
 """Query kinds (``query.kind``) the view explains."""
 GRID_POINTS = 81
 WARNING = (
-    "<b>Exploration only.</b> The bias is computed on the true data: choosing a release's bounds "
-    "from this view leaks the data. Estimate them privately instead (DP quantiles, charged to the "
-    "budget)."
+    "<b>Exploration only — observed: not public.</b> The bias is the data's own clipping bias, "
+    "computed on the true data: choosing a release's bounds from this view leaks the data. "
+    "Estimate them privately instead (DP quantiles, charged to the budget)."
 )
+TITLE = "Where to clip: bias against noise"
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,6 +49,16 @@ class ClippingResult:
     n: int
 
 
+def clipping_model(mechanism: Any, params: dict, query_input: Any) -> NoiseModel:
+    """The noise model of the chosen ``mechanism`` (its name, label and ``params``); for the
+    noisy sum over a noisy count, the count's l1 sensitivity of its input (0: n public)."""
+    values = dict(params)
+    sensitivities = getattr(query_input, "moment_sensitivities", None)
+    if sensitivities is not None:
+        values["count_l1"] = float(sensitivities[1])
+    return NoiseModel.of(getattr(mechanism, "name", ""), getattr(mechanism, "label", ""), values)
+
+
 def bound_grid(values: np.ndarray, lower: float, upper: float, points: int = GRID_POINTS) -> np.ndarray:
     """Candidate bounds covering the data with 10 % margins, the current bounds among them."""
     low = min(float(values[0]), lower)
@@ -56,9 +69,10 @@ def bound_grid(values: np.ndarray, lower: float, upper: float, points: int = GRI
 
 def job(
     dataset: Any, query: Any, epsilon: float, relation: str = "add_remove", lower: float | None = None,
-    upper: float | None = None,
+    upper: float | None = None, model: NoiseModel | None = None,
 ) -> ClippingResult:  # fmt: skip
-    """Bias on the true data (data layer) and Laplace noise (core) on a grid of bounds."""
+    """Bias on the true data (data layer) and the chosen mechanism's noise (core, ``model``;
+    Laplace when None) on a grid of bounds."""
     from dpexplorer.data.clipping import bias_grid, column_values
 
     statistic = getattr(query, "statistic", query.kind)
@@ -69,8 +83,27 @@ def job(
     values = column_values(dataset, query.column)
     grid = bound_grid(values, low, high)
     bias = bias_grid(values, statistic, grid, grid, q=q, trim_fraction=trim)
-    tradeoff = trade_off(statistic, relation, grid, grid, bias, epsilon, n=values.size, trim_fraction=trim)  # type: ignore[arg-type]
+    if model is not None and model.name == "noisy_mean" and statistic != "mean":
+        model = NoiseModel("laplace", model.params, chosen=model.name)
+    tradeoff = trade_off(
+        statistic, relation, grid, grid, bias, epsilon, n=values.size, trim_fraction=trim,  # type: ignore[arg-type]
+        model=model, value=float(values.mean()),
+    )  # fmt: skip
     return ClippingResult(tradeoff, statistic, query.column, epsilon, low, high, values.size)
+
+
+def legend_below(plot: pg.PlotWidget) -> pg.LegendItem:
+    """Move the plot's legend out of its view box into a row under the bottom axis: it can
+    never cover a curve (row 4 of the PlotItem's layout is free: title, top axis, view, bottom
+    axis take rows 0-3)."""
+    item = plot.getPlotItem()
+    old = item.legend
+    if old is not None and old.scene() is not None:
+        old.scene().removeItem(old)  # from its view box too (LegendItem.setParentItem(None) raises)
+    legend = pg.LegendItem(colCount=1)  # two columns were wider than a plot at 1280 px
+    item.layout.addItem(legend, 4, 1)
+    item.legend = legend
+    return legend
 
 
 def _positive(values: np.ndarray) -> np.ndarray:
@@ -86,10 +119,10 @@ class ClippingView(View):
     """The column whose bounds the steward wants estimated privately."""
 
     def __init__(self, compute: ComputeService, parent: QWidget | None = None) -> None:
-        super().__init__("Where to clip: bias against noise", parent)
+        super().__init__(TITLE, parent)  # the model is named once a result is drawn
         self.compute = compute
         self.result: ClippingResult | None = None
-        self.context: tuple[Any, Any, float, str] | None = None
+        self.context: tuple[Any, ...] | None = None
         self._stale = False
         self.warning = QLabel(WARNING)
         self.warning.setWordWrap(True)
@@ -108,10 +141,15 @@ class ClippingView(View):
         row.addWidget(self.private_button)
         self.summary = QLabel()
         self.summary.setWordWrap(True)
-        self.upper_plot = new_plot("upper bound U", "error (units of the statistic)")
-        self.lower_plot = new_plot("lower bound L", "error (units of the statistic)")
+        self.upper_plot = new_plot(
+            "upper bound U", "error (units of the statistic)", "Error as U moves (L held)"
+        )
+        self.lower_plot = new_plot(
+            "lower bound L", "error (units of the statistic)", "Error as L moves (U held)"
+        )
         for plot in (self.upper_plot, self.lower_plot):
             plot.setLogMode(False, True)
+            legend_below(plot)
         plots = QHBoxLayout()
         plots.addWidget(self.upper_plot)
         plots.addWidget(self.lower_plot)
@@ -120,15 +158,23 @@ class ClippingView(View):
         self.body.addWidget(self.summary)
         self.body.addLayout(plots, 1)
         self.explanation.setText(
-            "Expected error of a Laplace release of the clipped statistic: √(bias² + noise²). "
-            "Wider bounds clip less (less bias) but need more noise."
+            "Expected error of a release of the clipped statistic by the chosen mechanism (named in "
+            "the title): √(bias² + noise²). Wider bounds clip less (less bias) but need more noise."
         )
         compute.finished.connect(self._on_result)
 
-    def set_context(self, dataset: Any, query: Any, epsilon: float, relation: str = "add_remove") -> None:
-        """Compute the trade-off for ``query`` (a clipped statistic) at ``epsilon``, now if the
-        view is on screen, else when it is next shown."""
-        context = (dataset, query, epsilon, relation)
+    def set_context(
+        self,
+        dataset: Any,
+        query: Any,
+        epsilon: float,
+        relation: str = "add_remove",
+        model: NoiseModel | None = None,
+    ) -> None:
+        """Compute the trade-off for ``query`` (a clipped statistic) at ``epsilon`` for the
+        mechanism ``model`` (Laplace when None), now if the view is on screen, else when it is
+        next shown."""
+        context = (dataset, query, epsilon, relation, None, None, model)
         if context == self.context:
             return
         self.context = context
@@ -169,8 +215,10 @@ class ClippingView(View):
             self.draw(result, result.lower, result.upper)
 
     def draw(self, result: ClippingResult, lower: float, upper: float) -> None:
-        """Curves through the current bounds, the current and the best bounds marked."""
+        """Curves through the current bounds, the current and the best bounds marked; the title
+        names the mechanism modelled."""
         t = result.tradeoff
+        self.set_text(self.title, f"<b>{TITLE} — {t.model}</b>")
         i, j = t.at(lower, upper)
         best_low, best_high, best_rmse = t.best()
         self.columns = {"bound": t.highs.tolist()}
@@ -186,7 +234,13 @@ class ClippingView(View):
                 _positive(t.rmse[row]),
             )
             plot.plot(axis, rmse, pen=palette.pen(GREEN, width=4), name="total error √(bias² + noise²)")
-            plot.plot(axis, bias, pen=palette.pen(ORANGE, width=2), name="|clipping bias|", connect="finite")
+            plot.plot(
+                axis,
+                bias,
+                pen=palette.pen(ORANGE, width=2),
+                name="|bias| (observed: not public)",
+                connect="finite",
+            )
             plot.plot(axis, noise, pen=palette.pen(BLUE, width=2), name="noise (standard deviation)")
             plot.addItem(dashed_line(GREY, f"current {current:.4g}", 0.25, pos=current))
             plot.addItem(dashed_line(GREEN, f"best pair [{best_low:.4g}, {best_high:.4g}]", 0.6, pos=best))
