@@ -114,6 +114,7 @@ from dpexplorer.release.plan_run import PlanError
 
 if TYPE_CHECKING:
     from dpexplorer.core.accounting.guarantees import Guarantee
+    from dpexplorer.core.attacks import DifferencingResult, MembershipResult, Noise, ReconstructionResult
     from dpexplorer.core.mechanisms.base import AccuracyReport, CategoricalOutput, NumericOutput
     from dpexplorer.core.planning import BudgetReport
     from dpexplorer.release.charge import ReleaseFailedError
@@ -123,6 +124,9 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "AccuracyReport": "dpexplorer.core.mechanisms.base",
+    "DifferencingResult": "dpexplorer.core.attacks",
+    "MembershipResult": "dpexplorer.core.attacks",
+    "ReconstructionResult": "dpexplorer.core.attacks",
     "BudgetExceededError": "dpexplorer.release.ledger",
     "BudgetReport": "dpexplorer.core.planning",
     "CategoricalOutput": "dpexplorer.core.mechanisms.base",
@@ -161,6 +165,7 @@ __all__ = [
     "Count",
     "DPExplorerError",
     "DataError",
+    "DifferencingResult",
     "Exploration",
     "ExportError",
     "Fact",
@@ -170,6 +175,7 @@ __all__ = [
     "Mean",
     "Measurement",
     "Median",
+    "MembershipResult",
     "NoBudgetError",
     "Not",
     "NotApplicableError",
@@ -182,6 +188,7 @@ __all__ = [
     "PrivateKeys",
     "Quantile",
     "Query",
+    "ReconstructionResult",
     "ReleaseFailedError",
     "ReleaseResult",
     "Sum",
@@ -190,6 +197,9 @@ __all__ = [
     "Unit",
     "Variance",
     "Workload",
+    "attack_differencing",
+    "attack_membership",
+    "attack_reconstruct",
     "example_path",
     "explore",
     "load_codebook",
@@ -483,6 +493,81 @@ def explore(
         _mechanism=chosen,
         _input=inputs,
     )
+
+
+# ------------------------------------------------------------------ attacks
+def attack_reconstruct(
+    dataset: Any,
+    column: str,
+    value: Any,
+    *,
+    rows: int,
+    queries: int,
+    epsilon: float | None = None,
+    noise: float | None = None,
+    seed: int | None = None,
+) -> ReconstructionResult:
+    """The Dinur-Nissim reconstruction attack (Dinur & Nissim 2003), as `dpexplorer attack
+    reconstruct`: `rows` rows sampled from `dataset`, each secretly 1 where `column == value`;
+    `queries` random subset counts of them answered exactly, with uniform noise in
+    [-`noise`, `noise`], or by the Laplace mechanism with the total `epsilon` split over the
+    queries (not both); the attacker solves a linear program and rounds.
+
+    Returns a `ReconstructionResult`: `recovered` (the fraction of the secret column recovered)
+    beside `baseline` (the majority value's share, the best guess without queries). Exploration:
+    it reads the true data, releases nothing and charges no ledger.
+
+    >>> adult = open_dataset(example_path())
+    >>> exact = attack_reconstruct(adult, "sex", "Female", rows=200, queries=400, seed=1)
+    >>> exact.recovered
+    1.0
+    >>> private = attack_reconstruct(adult, "sex", "Female", rows=200, queries=400, epsilon=1.0, seed=1)
+    >>> private.recovered < private.baseline + 0.1
+    True
+    """
+    from dpexplorer.data.attack_rows import reconstruct_column
+
+    if epsilon is not None and noise is not None:
+        raise InvalidParameterError("give epsilon (Laplace answers) or noise (bounded noise), not both")
+    kind: Noise = "laplace" if epsilon is not None else ("bounded" if noise else "exact")
+    return reconstruct_column(
+        dataset,
+        column,
+        value,
+        rows,
+        queries,
+        noise=kind,
+        magnitude=float(noise or 0.0),
+        epsilon=float(epsilon if epsilon is not None else 1.0),
+        seed=seed,
+    )
+
+
+def attack_differencing(
+    dataset: Any, column: str, value: Any, *, row: int, epsilon: float | None = None, seed: int | None = None
+) -> DifferencingResult:
+    """The differencing attack, as `dpexplorer attack differencing`: the count of rows with
+    `column == value` minus the same count without row `row` is that person's secret, exactly;
+    with `epsilon`, each count is answered by Laplace at `epsilon`/2 and the attacker's
+    `posterior` stays at or below `bound`, the epsilon-DP ceiling prior e^eps / (prior e^eps +
+    1 - prior). Exploration only: nothing is released or charged."""
+    from dpexplorer.data.attack_rows import difference_person
+
+    kind: Noise = "exact" if epsilon is None else "laplace"
+    return difference_person(dataset, column, value, row, noise=kind, epsilon=epsilon or 1.0, seed=seed)
+
+
+def attack_membership(
+    dataset: Any, column: str, value: Any, *, epsilon: float, trials: int = 20_000, seed: int | None = None
+) -> MembershipResult:
+    """Membership inference, as `dpexplorer attack membership`: the likelihood-ratio test
+    between the Laplace-released count of `column == value` on `dataset` (D) and on D less one
+    such person, over `trials` releases of each. Its rates (`tpr`, `fpr` at each threshold) lie
+    in the epsilon-DP region TPR <= e^eps FPR, 1 - FPR <= e^eps (1 - TPR), up to sampling error.
+    Exploration only: nothing is released or charged."""
+    from dpexplorer.data.attack_rows import membership_of
+
+    return membership_of(dataset, column, value, trials, epsilon=epsilon, seed=seed)
 
 
 # ------------------------------------------------------------------ plans

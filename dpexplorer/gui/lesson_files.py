@@ -37,6 +37,9 @@ TABS: dict[str, str] = {
     "synthetic_curve": "the synthetic-data view's page: the workload error against ε",
     "synthetic_rounds": "the synthetic-data view's page: the run's rounds",
     "synthetic_picker": "the synthetic-data view's page: a true against synthetic marginal",
+    "attack_differencing": "the Attacks tab's page: the differencing attack",
+    "attack_reconstruction": "the Attacks tab's page: the reconstruction attack",
+    "attack_membership": "the Attacks tab's page: membership inference",
 }
 QUERY_KINDS = (
     "count", "predicate_count", "sum", "mean", "median", "quantile", "trimmed_mean", "variance",
@@ -80,9 +83,13 @@ GROUP_KINDS = {"group_count", "group_sum", "group_mean", "group_quantile", "grou
 RANDOM_WALK_KEYS = {"epsilon": float, "t": int, "delta_prime": float, "paths": int, "law": str}
 STEP_KEYS = {
     "title", "text", "try", "tab", "dataset", "query", "mechanism", "params", "plan", "random_walk",
-    "compare",
+    "compare", "attack",
 }  # fmt: skip
 COMPARE_KEYS = {"mechanism", "params"}
+ATTACK_PAGES = {"attack_differencing": "differencing", "attack_reconstruction": "reconstruction",
+                "attack_membership": "membership"}  # fmt: skip
+"""Tabs that are a page of the Attacks tab; a step's ``attack`` table sets that page's settings
+(those of dpexplorer.gui.views.attacks.SETTINGS, and ``column`` and ``value``)."""
 PAGES = {
     "synthetic_curve": "curve_page",
     "synthetic_rounds": "rounds_page",
@@ -112,6 +119,8 @@ class Step:
     random_walk: dict[str, Any] = field(default_factory=dict)
     compare: tuple[str, dict[str, Any]] | None = None
     """A mechanism and its parameters pinned for comparison on this step (not carried over)."""
+    attack: dict[str, Any] = field(default_factory=dict)
+    """Settings of the step's Attacks page (its tab must be one of :data:`ATTACK_PAGES`)."""
 
     def dataset_path(self, lessons_dir: Path) -> Path | None:
         """The file to open, or None for the default dataset."""
@@ -224,6 +233,14 @@ def _compare(raw: Any, where: str) -> tuple[str, dict[str, Any]] | None:
     return _require(raw, "mechanism", str, f"{where}, compare"), dict(params)
 
 
+def _attack(raw: Any, tab: str, where: str) -> dict[str, Any]:
+    if not isinstance(raw, dict) or not all(isinstance(v, str | int | float) for v in raw.values()):
+        raise LessonError(f"{where}: 'attack' must be a table of settings (numbers or text)")
+    if raw and tab not in ATTACK_PAGES:
+        raise LessonError(f"{where}: 'attack' needs an attack tab ({', '.join(ATTACK_PAGES)}), not {tab!r}")
+    return dict(raw)
+
+
 def _step(raw: Any, previous: Step | None, where: str, lessons_dir: Path) -> Step:
     if not isinstance(raw, dict):
         raise LessonError(f"{where} must be a table ([[steps]])")
@@ -262,6 +279,7 @@ def _step(raw: Any, previous: Step | None, where: str, lessons_dir: Path) -> Ste
             **_random_walk(raw.get("random_walk", {}), where),
         },
         compare=_compare(raw.get("compare"), where),
+        attack=_attack(raw.get("attack", {}), tab, where),
     )
 
 

@@ -28,7 +28,15 @@ from PySide6.QtWidgets import (
 from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.data.default import default_dataset_path
 from dpexplorer.gui import palette as colours
-from dpexplorer.gui.lesson_files import LESSONS_DIR, PAGES, Lesson, Step, check_mechanisms, load_lessons
+from dpexplorer.gui.lesson_files import (
+    ATTACK_PAGES,
+    LESSONS_DIR,
+    PAGES,
+    Lesson,
+    Step,
+    check_mechanisms,
+    load_lessons,
+)
 from dpexplorer.gui.window_parts import WindowParts
 
 if TYPE_CHECKING:
@@ -342,6 +350,9 @@ class LessonRunner(QObject):
         theory = getattr(self.window, "theory_views", None)
         if step.random_walk and theory is not None:
             theory.random_walk_settings(step.random_walk)
+        attacks = getattr(self.window, "attack_views", None)
+        if step.tab in ATTACK_PAGES and attacks is not None:
+            attacks.set_settings(ATTACK_PAGES[step.tab], step.attack)
         # The mechanism's own tab is inserted when the explorer passes the new inputs on (after
         # its throttle); the tab is shown once that is done.
         self._awaiting_tab = step
@@ -401,6 +412,9 @@ class LessonRunner(QObject):
             "random_walk": theory.random_walk_view if theory else None,
             "error_vs_k": theory.error_k_view if theory else None,
         }
+        attacks = getattr(window, "attack_views", None)
+        if key in ATTACK_PAGES:
+            return attacks.tab if attacks is not None else None
         if key in PAGES:
             view = widgets["mechanism"]
             return view if hasattr(view, PAGES[key]) else None
@@ -417,6 +431,8 @@ class LessonRunner(QObject):
             self.window.tabs.setCurrentIndex(index)
             if step.tab in PAGES:
                 widget.pages.setCurrentWidget(getattr(widget, PAGES[step.tab]))  # type: ignore[union-attr]
+            if step.tab in ATTACK_PAGES:
+                self.window.attack_views.show_page(ATTACK_PAGES[step.tab])  # type: ignore[attr-defined]
         if self.window.teaching_action.isChecked():
             self.window.resample()  # the classroom draw follows the new mechanism
         self.fit_panel()  # the query's controls may have changed height

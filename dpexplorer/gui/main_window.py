@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from dpexplorer.gui import accessibility, jobs, palette, settings
+from dpexplorer.gui.attack_views import AttackViews
 from dpexplorer.gui.compare import Comparison
 from dpexplorer.gui.compute import ComputeService
 from dpexplorer.gui.dataset_view import DatasetView
@@ -151,6 +152,7 @@ class MainWindow(WindowMenus, WindowFiles, WindowRelease, WindowSessions, Window
         self.dataset_loaded.connect(self._dataset_for_explorer)
         self._build_menus()
         self.theory_views = TheoryViews(self)
+        self.attack_views = AttackViews(self)  # the Attacks tab (why DP), before Data
         self.lessons = LessonRunner(self)
         self.history = UndoHistory(self)
         self.comparison = Comparison(self)
@@ -388,7 +390,12 @@ class MainWindow(WindowMenus, WindowFiles, WindowRelease, WindowSessions, Window
         """True when no view is computing or waiting for a throttled update, and (``identity``)
         the dataset's ledger identity is not being computed either."""
         busy = self.compute.busy if identity else self._cancellable()
-        return not busy and not self.explorer.pending and not self.theory_views.pending
+        return (
+            not busy
+            and not self.explorer.pending
+            and not self.theory_views.pending
+            and not self.attack_views.pending
+        )
 
     # ------------------------------------------------------------------ layout
     def _restore_layout(self) -> None:
@@ -411,6 +418,7 @@ class MainWindow(WindowMenus, WindowFiles, WindowRelease, WindowSessions, Window
         View.explanations_shown = True  # teaching mode ends with its window
         self.explorer.stop()
         self.theory_views.stop()
+        self.attack_views.stop()
         if self.workspace is not None:
             self.workspace.stop()
         self.compute.shutdown()
