@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from dpexplorer.core.checks import (
     check_choice,
     check_mapping,
+    check_path,
     check_real,
     check_text,
     described,
@@ -225,12 +226,16 @@ LedgerLike = str | os.PathLike[str] | None
 # ParameterTypeError (an InvalidParameterError and a TypeError) naming the parameter and what it
 # takes, never an exception of the internals.
 def _path(value: Any, what: str) -> Path:
-    if not isinstance(value, str | os.PathLike):
-        raise ParameterTypeError(f"{what} must be a path (str or os.PathLike), not {described(value)}")
-    path = os.fspath(value)
-    if not isinstance(path, str) or not path or "\0" in path:
-        raise InvalidParameterError(f"{what} must be a non-empty path, not {shown(value)}")
-    return Path(path)
+    return Path(check_path(value, what))
+
+
+def _codebook(value: Any) -> Codebook | None:
+    """``value`` if it is None or a :class:`Codebook` (of :func:`load_codebook`, or built)."""
+    if value is None or isinstance(value, Codebook):
+        return value
+    raise ParameterTypeError(
+        f"codebook must be a dpx.Codebook (e.g. from dpx.load_codebook) or None, not {described(value)}"
+    )
 
 
 def _ledger(value: LedgerLike) -> Path | None:
@@ -673,16 +678,18 @@ class Plan:
         the codebook; one that contradicts it, or uses a fact neither declares, is refused."""
         from dpexplorer.release.plan_run import read_plan_file
 
+        book = _codebook(codebook)
         entries, rate = read_plan_file(_path(path, "path"))
-        return cls._of(entries, rate, codebook)
+        return cls._of(entries, rate, book)
 
     @classmethod
     def from_json(cls, value: Any, *, codebook: Codebook | None = None) -> Plan:
         """A plan from JSON values (as `to_json` gives); `codebook` as for `read`."""
         from dpexplorer.release.plan_run import plan_entries
 
+        book = _codebook(codebook)
         entries, rate = plan_entries(value)
-        return cls._of(entries, rate, codebook)
+        return cls._of(entries, rate, book)
 
     @classmethod
     def _of(cls, entries: list[dict[str, Any]], rate: float | None, codebook: Codebook | None = None) -> Plan:
@@ -840,6 +847,7 @@ def release_plan(
     out = _path(out, "out")
     _optional_text(name, "name")
     _level(ci_level)
+    _codebook(codebook)
     with Ledger(_ledger(ledger)) as book:
         entries = [m.to_dict() for m in chosen.measurements]
         prepared = prepare_plan(

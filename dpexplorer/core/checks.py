@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import reprlib
 from collections.abc import Iterable, Mapping, Set
 from typing import Any, NamedTuple
@@ -85,6 +86,22 @@ def check_text(value: Any, what: str, errors: Errors = PARAMETER) -> str:
     if not isinstance(value, str):
         raise errors.wrong_type(f"{what} must be text, not {described(value)}")
     return value
+
+
+def check_path(value: Any, what: str, errors: Errors = PARAMETER) -> str:
+    """``value`` as a path's text (``os.fspath``), if it is a str or an ``os.PathLike`` of
+    text, non-empty and without a NUL (which no file system takes). Nothing is read or made."""
+    if not isinstance(value, str | os.PathLike):
+        raise errors.wrong_type(f"{what} must be a path (str or os.PathLike), not {described(value)}")
+    try:
+        path = os.fspath(value)
+    except Exception:  # a caller's __fspath__ may raise anything
+        path = None
+    if not isinstance(path, str):
+        raise errors.wrong_type(f"{what} must be a path of text, not {described(value)}")
+    if not path or "\0" in path:
+        raise errors.wrong(f"{what} must be a non-empty path without NUL, not {shown(value)}")
+    return path
 
 
 def check_flag(value: Any, what: str, errors: Errors = PARAMETER) -> bool:

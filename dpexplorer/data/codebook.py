@@ -26,8 +26,18 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Literal, TypeAlias, cast, get_args
 
-from dpexplorer.data.errors import DataError
-from dpexplorer.data.validation import fmt, require
+from dpexplorer.core.checks import (
+    check_choice,
+    check_flag,
+    check_mapping,
+    check_path,
+    check_text,
+    described,
+    is_real,
+    shown,
+)
+from dpexplorer.data.errors import DataError, DataTypeError
+from dpexplorer.data.validation import QUERY, column_name, fmt, require
 
 Origin: TypeAlias = Literal["declared", "estimated", "shipped"]
 ORIGINS: tuple[str, ...] = get_args(Origin)
@@ -64,16 +74,17 @@ class Fact:
     complete: bool = True
 
     def __post_init__(self) -> None:
-        require(self.origin in ORIGINS, f"origin must be one of {', '.join(ORIGINS)}, not {self.origin!r}")
-        require(isinstance(self.citation, str), "citation must be text")
+        check_choice(self.origin, "origin", ORIGINS, QUERY)
+        check_text(self.citation, "citation", QUERY)
         if self.origin == "estimated":
-            require(
-                _whole(self.ledger_id) and cast(int, self.ledger_id) >= 1,
-                "an estimated fact needs the ledger_id of the row that paid for it",
-            )
+            needs = "an estimated fact needs the ledger_id of the row that paid for it (a ledger row id >= 1)"
+            if not _whole(self.ledger_id):
+                raise DataTypeError(f"{needs}, not {described(self.ledger_id)}")
+            # a row id of SQLite's, a 64-bit integer
+            require(1 <= cast(int, self.ledger_id) < 2**63, f"{needs}, not {shown(self.ledger_id)}")
         else:
             require(self.ledger_id is None, f"a {self.origin} fact has no ledger_id (only an estimated one)")
-        require(isinstance(self.complete, bool), "complete must be true or false")
+        check_flag(self.complete, "complete", QUERY)
 
     def to_dict(self, field_name: str) -> dict[str, Any]:
         value = list(self.value) if isinstance(self.value, tuple) else self.value
@@ -87,12 +98,25 @@ class Fact:
         return out
 
 
+def _optional(value: Any, kind: type, what: str) -> Any:
+    """``value`` if it is None or a ``kind``; DataTypeError naming ``what`` otherwise."""
+    if value is not None and not isinstance(value, kind):
+        raise DataTypeError(f"{what} must be a {kind.__name__} or None, not {described(value)}")
+    return value
+
+
 def _whole(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    """A finite number (not a boolean), also as a float (an int of 400 digits is not)."""
+    if not is_real(v):
+        return False
+    try:
+        return math.isfinite(float(v))
+    except (OverflowError, ValueError):
+        return False
 
 
 def _bounds_value(value: Any) -> tuple[float, float]:
@@ -147,8 +171,7 @@ _VALUE_CHECKS = {
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return shown(value)  # safe on any value: a list nested ten thousand deep, a failing repr
 
 
 @dataclass(frozen=True)
@@ -166,14 +189,13 @@ class ColumnFacts:
     """Free text: what the documentation says where it declares no fact (e.g. why no bound)."""
 
     def __post_init__(self) -> None:
-        require(isinstance(self.name, str) and self.name != "", "a column needs a name")
-        require(self.kind in KINDS, f"kind must be one of {', '.join(KINDS)}, not {_short(self.kind)}")
-        require(isinstance(self.note, str), "note must be text")
+        require(column_name(self.name, "a column's name") != "", "a column needs a name")
+        check_choice(self.kind, "kind", KINDS, QUERY)
+        check_text(self.note, "note", QUERY)
         for name in COLUMN_FIELDS:
-            fact = getattr(self, name)
+            fact = _optional(getattr(self, name), Fact, name)
             if fact is None:
                 continue
-            require(isinstance(fact, Fact), f"{name} must be a Fact")
             require(
                 self.kind in FIELD_KINDS[name],
                 f"a {self.kind} column has no {name} (only a {' or '.join(FIELD_KINDS[name])} column)",
@@ -208,15 +230,15 @@ class Unit:
     citation: str = ""
 
     def __post_init__(self) -> None:
-        require(isinstance(self.column, str) and self.column != "", "the unit needs a column")
+        require(column_name(self.column, "the unit's column") != "", "the unit needs a column")
         for name in ("max_rows", "max_groups"):
             v = getattr(self, name)
-            require(
-                v is None or (_whole(v) and 1 <= v <= 10_000),
-                f"the unit's {name} must be a whole number from 1 to 10,000 or null, got {_short(v)}",
-            )
-        require(self.origin in ORIGINS, f"origin must be one of {', '.join(ORIGINS)}, not {self.origin!r}")
-        require(isinstance(self.citation, str), "citation must be text")
+            what = f"the unit's {name} must be a whole number from 1 to 10,000 or null"
+            if v is not None and not _whole(v):
+                raise DataTypeError(f"{what}, not {described(v)}")
+            require(v is None or 1 <= v <= 10_000, f"{what}, got {_short(v)}")
+        check_choice(self.origin, "origin", ORIGINS, QUERY)
+        check_text(self.citation, "citation", QUERY)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -248,17 +270,18 @@ class Codebook:
     """The SHA-256 of that file's bytes ("" for one built in memory or changed since)."""
 
     def __post_init__(self) -> None:
-        columns = dict(self.columns)
+        columns = dict(check_mapping(self.columns, "columns", QUERY))
         for name, facts in columns.items():
-            require(isinstance(facts, ColumnFacts), f"column {name!r} must be ColumnFacts")
-            require(facts.name == name, f"column {name!r} holds the facts of {facts.name!r}")
+            if not isinstance(facts, ColumnFacts):
+                raise DataTypeError(f"column {shown(name)} must be ColumnFacts, not {described(facts)}")
+            require(facts.name == name, f"column {shown(name)} holds the facts of {shown(facts.name)}")
         object.__setattr__(self, "columns", columns)
-        if self.rows is not None:
-            object.__setattr__(
-                self, "rows", dataclasses.replace(self.rows, value=_rows_value(self.rows.value))
-            )
-        require(isinstance(self.dataset, str), "dataset must be text")
-        require(isinstance(self.citation, str), "citation must be text")
+        _optional(self.unit, Unit, "unit")
+        rows = _optional(self.rows, Fact, "rows")
+        if rows is not None:
+            object.__setattr__(self, "rows", dataclasses.replace(rows, value=_rows_value(rows.value)))
+        for name in ("dataset", "citation", "source", "sha256"):
+            check_text(getattr(self, name), name, QUERY)
 
     def __hash__(self) -> int:
         return hash(json.dumps(self.to_dict(), sort_keys=True))
@@ -274,11 +297,13 @@ class Codebook:
 
     def column(self, name: str) -> ColumnFacts | None:
         """The facts of column ``name`` (None: the codebook does not describe it)."""
-        return self.columns.get(name)
+        return self.columns.get(column_name(name, "name"))
 
     def fact(self, column: str, field_name: str) -> Fact | None:
-        """One declared fact of ``column`` (None: not declared)."""
-        facts = self.columns.get(column)
+        """One declared fact of ``column`` (None: not declared); ``field_name`` one of
+        :data:`COLUMN_FIELDS` (DataError otherwise)."""
+        facts = self.columns.get(column_name(column, "column"))
+        check_choice(field_name, "field_name", COLUMN_FIELDS, QUERY)
         return None if facts is None else cast(Fact | None, getattr(facts, field_name))
 
     def with_fact(self, column: str, field: str, fact: Fact | None) -> Codebook:
@@ -287,15 +312,19 @@ class Codebook:
         edges: number; categories: category; date_format: day). ``field == "rows"`` sets the
         public row count (``column`` ignored). DataError for an unknown field or a fact that
         does not fit the column's kind."""
+        check_text(field, "field", QUERY)
+        _optional(fact, Fact, "fact")
         if field == "rows":
             return dataclasses.replace(self, rows=fact, source="", sha256="")
         require(field in COLUMN_FIELDS, f"unknown fact {field!r}: use {', '.join(COLUMN_FIELDS)} or rows")
-        facts = self.columns.get(column) or ColumnFacts(column, FIELD_KINDS[field][0])
+        facts = self.columns.get(column_name(column, "column")) or ColumnFacts(column, FIELD_KINDS[field][0])
         changes: dict[str, Any] = {field: fact}
         return self.with_column(dataclasses.replace(facts, **changes))
 
     def with_column(self, facts: ColumnFacts) -> Codebook:
         """A new codebook with ``facts`` replacing (in place) or appended to the columns."""
+        if not isinstance(facts, ColumnFacts):
+            raise DataTypeError(f"facts must be ColumnFacts, not {described(facts)}")
         return dataclasses.replace(self, columns={**self.columns, facts.name: facts}, source="", sha256="")
 
     def to_dict(self) -> dict[str, Any]:
@@ -414,6 +443,7 @@ def codebook_from_dict(d: Mapping[str, Any]) -> Codebook:
 
 def load_codebook(path: str | os.PathLike[str]) -> Codebook:
     """The codebook in the JSON file ``path``; DataError naming the file and what is wrong."""
+    path = check_path(path, "path", QUERY)
     where = f"the codebook {path}"
     try:
         if Path(path).stat().st_size > MAX_CODEBOOK_BYTES:
@@ -433,14 +463,24 @@ def load_codebook(path: str | os.PathLike[str]) -> Codebook:
         book = codebook_from_dict(parsed)
     except DataError as exc:
         raise DataError(f"{where}: {exc}") from None
-    return dataclasses.replace(book, source=os.fspath(path), sha256=hashlib.sha256(data).hexdigest())
+    return dataclasses.replace(book, source=path, sha256=hashlib.sha256(data).hexdigest())
 
 
 def save_codebook(codebook: Codebook, path: str | os.PathLike[str]) -> None:
     """Write ``codebook`` to ``path`` as JSON, atomically (a temporary file in the same folder,
-    flushed to disk, then renamed over ``path``): a reader sees the old file or the new one."""
-    target = Path(path)
+    flushed to disk, then renamed over ``path``): a reader sees the old file or the new one.
+    DataError (one line) when it cannot be written."""
+    if not isinstance(codebook, Codebook):
+        raise DataTypeError(f"codebook must be a Codebook, not {described(codebook)}")
+    target = Path(check_path(path, "path", QUERY))
     text = json.dumps(codebook.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    try:
+        _write_atomically(target, text)
+    except OSError as exc:
+        raise DataError(f"cannot write the codebook {target}: {exc.strerror or exc}") from None
+
+
+def _write_atomically(target: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
@@ -470,7 +510,12 @@ def shipped_codebook(name_or_path: str | os.PathLike[str]) -> Codebook | None:
     ties it to Adult's ledger identity, so a release on other data is refused."""
     from dpexplorer.data.default import default_dataset_path
 
-    text = os.fspath(name_or_path)
+    try:
+        text = check_path(name_or_path, "name_or_path (a dataset's name or path)", QUERY)
+    except DataTypeError:
+        raise
+    except DataError:
+        return None  # empty, or holding a NUL: no file, so not the bundled one
     if text != "adult":
         try:
             if Path(text).resolve() != default_dataset_path().resolve():
