@@ -27,9 +27,10 @@ from __future__ import annotations
 import datetime
 import math
 import re
+import reprlib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache, reduce
+from functools import lru_cache
 from typing import Any, ClassVar, Literal, TypeAlias
 
 import polars as pl
@@ -55,6 +56,11 @@ Reading: TypeAlias = tuple[ValueKind, float | datetime.date | str]
 """What a compared value (or a declared category) is under the per-cell rule: ("number", a
 finite float), ("day", a date) or ("text", the text)."""
 ISO_DATE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+MAX_DEPTH = 100
+"""A condition nests at most this many levels (a comparison is one, each ``and``, ``or`` or
+``not`` around it one more): deeper is refused when it is built or read (DataError), so that
+every depth accepted is evaluated, described and stored without exhausting Python's recursion
+limit (about 1,000 frames, a few per level in each of those walks) or Spark's, whoever builds it."""
 Schema: TypeAlias = Mapping[str, pl.DataType] | Collection[str]
 """The column types an expression is built for; a bare collection of names means types unknown."""
 
@@ -110,6 +116,8 @@ class Compare:
     column: str
     op: CompareOp
     value: Scalar | tuple[Scalar, ...]
+    depth: ClassVar[int] = 1
+    """Levels of nesting (:data:`MAX_DEPTH`): a comparison is one."""
 
     def __post_init__(self) -> None:
         require(self.op in COMPARE_OPS, f"unknown comparison {self.op!r}: use one of {' '.join(COMPARE_OPS)}")
@@ -120,7 +128,10 @@ class Compare:
         else:
             require(not isinstance(self.value, tuple | list), f"'{self.column} {self.op}' takes one value")
         for v in self.values:
-            require(isinstance(v, Scalar), f"comparison value {v!r} must be text, a number or true/false")
+            require(
+                isinstance(v, Scalar),
+                f"comparison value {reprlib.repr(v)} must be text, a number or true/false",
+            )
             require_int64(v, "comparison value")
         kind, _ = self.readings[0]
         require(
@@ -185,6 +196,12 @@ class _Junction:
     def __post_init__(self) -> None:
         object.__setattr__(self, "terms", tuple(self.terms))
         require(len(self.terms) >= 1, f"'{self.word}' needs at least one condition")
+        _nest(self, max(t.depth for t in self.terms))
+
+    @property
+    def depth(self) -> int:
+        """Levels of nesting, this one included (:data:`MAX_DEPTH`)."""
+        return int(self.__dict__["_depth"])
 
     def expr(self, schema: Schema = ()) -> pl.Expr:
         join = pl.all_horizontal if self.word == "and" else pl.any_horizontal
@@ -225,6 +242,14 @@ class Not:
 
     term: Predicate
 
+    def __post_init__(self) -> None:
+        _nest(self, self.term.depth)
+
+    @property
+    def depth(self) -> int:
+        """Levels of nesting, this one included (:data:`MAX_DEPTH`)."""
+        return int(self.__dict__["_depth"])
+
     def expr(self, schema: Schema = ()) -> pl.Expr:
         return self.term.expr(schema).not_()
 
@@ -245,15 +270,35 @@ class Not:
 Predicate: TypeAlias = Compare | And | Or | Not
 
 
+def _too_deep() -> DataError:
+    return DataError(
+        f"the condition is nested more than {MAX_DEPTH} levels deep (each and, or, not is a level): "
+        "write it flatter"
+    )
+
+
+def _nest(p: _Junction | Not, inner: int) -> None:
+    """Record ``p``'s depth, one more than its deepest term's; DataError past :data:`MAX_DEPTH`."""
+    if inner >= MAX_DEPTH:
+        raise _too_deep()
+    object.__setattr__(p, "_depth", inner + 1)
+
+
 def combine(p: Predicate, compare: Any, both: Any, either: Any, negate: Any) -> Any:
     """``p`` translated for another engine: ``compare(c)`` for each comparison, joined with
-    ``both(a, b)`` / ``either(a, b)`` and ``negate(a)`` (the Spark engine's columns)."""
+    ``both(a, b)`` / ``either(a, b)`` and ``negate(a)`` (the Spark engine's columns). The terms
+    of an ``and`` / ``or`` are joined as a balanced tree, so ``n`` of them nest about log2(n)
+    levels deep, not n (an ``or`` of a thousand comparisons overflowed Spark's stack)."""
     if isinstance(p, Compare):
         return compare(p)
     if isinstance(p, Not):
         return negate(combine(p.term, compare, both, either, negate))
-    parts = (combine(t, compare, both, either, negate) for t in p.terms)
-    return reduce(both if isinstance(p, And) else either, parts)
+    parts = [combine(t, compare, both, either, negate) for t in p.terms]
+    join = both if isinstance(p, And) else either
+    while len(parts) > 1:  # pairwise: (a . b) . (c . d), the same value (and / or associate)
+        paired = [join(a, b) for a, b in zip(parts[::2], parts[1::2], strict=False)]
+        parts = paired + parts[len(paired) * 2 :]
+    return parts[0]
 
 
 def date_columns(schema: Mapping[str, pl.DataType]) -> frozenset[str]:
@@ -299,15 +344,24 @@ class _ColumnRef:
 
 
 def predicate_from_dict(d: Mapping[str, Any]) -> Predicate:
-    """Inverse of ``to_dict`` of a predicate; DataError if ``d`` is not one."""
-    require(isinstance(d, Mapping), f"a condition must be a mapping, got {d!r}")
+    """Inverse of ``to_dict`` of a predicate; DataError if ``d`` is not one, or nests more
+    than :data:`MAX_DEPTH` levels (refused on the way down: a mapping of any depth is read
+    without recursing past the limit)."""
+    return _from_dict(d, 1)
+
+
+def _from_dict(d: Mapping[str, Any], depth: int) -> Predicate:
+    if depth > MAX_DEPTH:
+        raise _too_deep()
+    if not isinstance(d, Mapping):  # reprlib: a short text of a value of any size and depth
+        raise DataError(f"a condition must be a mapping, got {reprlib.repr(d)}")
     if "compare" in d:
         value: Any = d.get("value")  # Compare checks it
         return Compare(str(d.get("column")), d["compare"], tuple(value) if isinstance(value, list) else value)
     for key, cls in (("and", And), ("or", Or)):
         if key in d:
             require(isinstance(d[key], list), f"'{key}' needs a list of conditions")
-            return cls(tuple(predicate_from_dict(t) for t in d[key]))
+            return cls(tuple(_from_dict(t, depth + 1) for t in d[key]))
     if "not" in d:
-        return Not(predicate_from_dict(d["not"]))
-    raise DataError(f"not a condition: {d!r} (expected 'compare', 'and', 'or' or 'not')")
+        return Not(_from_dict(d["not"], depth + 1))
+    raise DataError(f"not a condition: {reprlib.repr(d)} (expected 'compare', 'and', 'or' or 'not')")
