@@ -114,6 +114,7 @@ SPARK_TESTS = (
     "tests/data/test_spark_errors.py::test_a_file_gone_mid_run_says_so",
     "tests/data/test_spark_errors.py::test_spark_measures_a_text_column_as_polars_does",
     "tests/data/test_conditions.py::test_spark_holds_each_condition_on_the_same_rows",
+    "tests/data/test_conditions.py::test_spark_evaluates_the_deepest_condition_as_polars",
     "tests/data/test_conditions.py::test_private_keys_stand_for_the_cells_alone",
     "tests/data/test_identity.py::test_spark_gives_the_polars_key_however_the_file_is_written",
     "tests/gui/test_large_files.py::test_a_parquet_directory_opens_on_spark_from_the_window",

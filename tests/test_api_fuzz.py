@@ -752,20 +752,20 @@ def test_the_issue_s_examples() -> None:
 def test_conditions_nest_at_most_the_limit() -> None:
     """A condition nested deeper than recursion allows is refused when built or read, with a
     DataError, never a RecursionError while it is described or evaluated."""
-    from dpexplorer.data.conditions import MAX_NESTING
+    from dpexplorer.data.conditions import MAX_DEPTH
 
     term: Any = dpx.where("age") > 40
-    for _ in range(MAX_NESTING - 1):
+    for _ in range(MAX_DEPTH - 1):
         term = dpx.Not(term)
     deepest = dpx.PredicateCount(term)
     assert deepest.describe().startswith("the number of rows where not")
     adult = dpx.open_dataset(pl.DataFrame({"age": [30, 50, 60], "sex": ["F", "M", "F"]}))
     assert dpx.explore(adult, deepest, "laplace", {"epsilon": 1.0}).epsilon == 1.0
-    with pytest.raises(dpx.DataError, match=f"nest more than {MAX_NESTING} deep"):
+    with pytest.raises(dpx.DataError, match=f"nested more than {MAX_DEPTH} levels"):
         dpx.Not(term)
-    with pytest.raises(dpx.DataError, match="nest more than"):
-        dpx.query_from_dict({"type": "predicate_count", "predicate": _deep(MAX_NESTING)})
-    with pytest.raises(dpx.PlanError, match="plan entry 1: the conditions nest more than"):
+    with pytest.raises(dpx.DataError, match="nested more than"):
+        dpx.query_from_dict({"type": "predicate_count", "predicate": _deep(MAX_DEPTH)})
+    with pytest.raises(dpx.PlanError, match="plan entry 1: the condition is nested more than"):
         dpx.Plan.from_json(
             [{"query": {"type": "predicate_count", "predicate": _deep(900)}, "mechanism": "laplace"}]
         )

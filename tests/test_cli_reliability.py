@@ -333,7 +333,7 @@ def test_a_named_dataset_groups_files(work, capsys) -> None:
 def test_cli_prints_the_loading_notes(work, capsys) -> None:
     """The same warnings as the window: text in a numeric column becomes missing, and says so."""
     data = work["dir"] / "mixed.csv"
-    data.write_text("x\n" + "4\n" * 40 + "n/a\n")
+    data.write_text("x\n" + "4\n" * 40 + "unknown\n")  # ("n/a" is a spelling of missing)
     assert _release(work, _plan(work, [MEAN]), *BUDGET, data=data) == 0
     err = capsys.readouterr().err
-    assert "note:" in err and "not a number" in err and "'n/a'" in err
+    assert "note:" in err and "not a number" in err and "'unknown'" in err

@@ -12,7 +12,6 @@ checked by hand below: every refusal is one :class:`DataError` line naming the f
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import hashlib
 import itertools
@@ -36,6 +35,7 @@ from dpexplorer.core.checks import (
     is_real,
     shown,
 )
+from dpexplorer.data.conditions import MAX_DEPTH
 from dpexplorer.data.errors import DataError, DataTypeError
 from dpexplorer.data.validation import QUERY, column_name, fmt, require
 
@@ -726,7 +726,7 @@ def complete_query(query: Mapping[str, Any], codebook: Codebook) -> dict[str, An
     * a category not in the codebook's complete list of categories;
     * a privacy unit on another column than the declared one, or a query that cannot bound a
       person's rows when the codebook's unit lets a person hold several."""
-    out = copy.deepcopy(dict(query))
+    out = _copied(query)
     measured = _measured(out)
     if measured is not None:
         _fill_bounds(out, measured, codebook.fact(measured, "bounds"))
@@ -736,6 +736,35 @@ def complete_query(query: Mapping[str, Any], codebook: Codebook) -> dict[str, An
         if isinstance(axis, dict):
             _fill_axis(axis, codebook)
     _fill_unit(out, codebook.unit)
+    return out
+
+
+_MAX_QUERY_DEPTH = 2 * MAX_DEPTH + 16
+"""How deep a query's mappings and lists may nest (its conditions' :data:`MAX_DEPTH` levels,
+each a mapping around a list or a mapping, and the query's own few levels around them)."""
+
+
+def _copied(query: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``query``'s mappings and lists (the other values shared: they are immutable
+    JSON values), made without recursion; DataError for a query nested deeper than
+    :data:`_MAX_QUERY_DEPTH`, which no query reader accepts (a hostile plan must end in one line,
+    not a RecursionError)."""
+    out: dict[str, Any] = {}
+    stack: list[tuple[Any, Any, int]] = [(query, out, 1)]
+    while stack:
+        source, target, depth = stack.pop()
+        if depth > _MAX_QUERY_DEPTH:
+            raise DataError(
+                f"the query is nested more than {_MAX_QUERY_DEPTH} levels deep (its conditions at "
+                f"most {MAX_DEPTH} levels): write it flatter"
+            )
+        pairs = source.items() if isinstance(source, Mapping) else enumerate(source)
+        for key, value in pairs:
+            if isinstance(value, Mapping | list | tuple):  # a tuple is copied as a JSON list
+                inner: Any = {} if isinstance(value, Mapping) else [None] * len(value)
+                stack.append((value, inner, depth + 1))
+                value = inner
+            target[key] = value
     return out
 
 

@@ -29,7 +29,7 @@ import math
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache, reduce
+from functools import lru_cache
 from typing import Any, ClassVar, Literal, TypeAlias
 
 import polars as pl
@@ -56,11 +56,13 @@ Reading: TypeAlias = tuple[ValueKind, float | datetime.date | str]
 """What a compared value (or a declared category) is under the per-cell rule: ("number", a
 finite float), ("day", a date) or ("text", the text)."""
 ISO_DATE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+MAX_DEPTH = 100
+"""A condition nests at most this many levels (a comparison is one, each ``and``, ``or`` or
+``not`` around it one more): deeper is refused when it is built or read (DataError), so that
+every depth accepted is evaluated, described and stored without exhausting Python's recursion
+limit (about 1,000 frames, a few per level in each of those walks) or Spark's, whoever builds it."""
 Schema: TypeAlias = Mapping[str, pl.DataType] | Collection[str]
 """The column types an expression is built for; a bare collection of names means types unknown."""
-MAX_NESTING = 100
-"""Conditions nest at most this deep (``not (a and (b or ...))``): a deeper one is refused when
-built, before describing or evaluating it would exhaust Python's recursion."""
 
 
 @lru_cache(maxsize=65_536)
@@ -116,6 +118,8 @@ class Compare:
     column: str
     op: CompareOp
     value: Scalar | tuple[Scalar, ...]
+    depth: ClassVar[int] = 1
+    """Levels of nesting (:data:`MAX_DEPTH`): a comparison is one."""
 
     def __post_init__(self) -> None:
         column_name(self.column, "the compared column")
@@ -137,7 +141,6 @@ class Compare:
             f"'{self.column} {self.op} {shown(self.value)}': {self.op} compares numbers or days "
             "(year-month-day, e.g. 2021-03-01); for text use ==, != or in",
         )
-        object.__setattr__(self, "_nesting", 1)
 
     @property
     def values(self) -> tuple[Scalar, ...]:
@@ -195,7 +198,14 @@ class _Junction:
     def __post_init__(self) -> None:
         object.__setattr__(self, "terms", items(self.terms, f"the conditions of '{self.word}'", QUERY))
         require(len(self.terms) >= 1, f"'{self.word}' needs at least one condition")
-        object.__setattr__(self, "_nesting", nesting(self.terms, f"'{self.word}'"))
+        for term in self.terms:
+            check_predicate(term, f"the conditions of '{self.word}'")
+        _nest(self, max(t.depth for t in self.terms))
+
+    @property
+    def depth(self) -> int:
+        """Levels of nesting, this one included (:data:`MAX_DEPTH`)."""
+        return int(self.__dict__["_depth"])
 
     def expr(self, schema: Schema = ()) -> pl.Expr:
         join = pl.all_horizontal if self.word == "and" else pl.any_horizontal
@@ -237,7 +247,12 @@ class Not:
     term: Predicate
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_nesting", nesting((self.term,), "'not'"))
+        _nest(self, check_predicate(self.term, "'not'").depth)
+
+    @property
+    def depth(self) -> int:
+        """Levels of nesting, this one included (:data:`MAX_DEPTH`)."""
+        return int(self.__dict__["_depth"])
 
     def expr(self, schema: Schema = ()) -> pl.Expr:
         return self.term.expr(schema).not_()
@@ -266,23 +281,35 @@ def check_predicate(term: Any, what: str) -> Predicate:
     return term
 
 
-def nesting(terms: tuple[Any, ...], what: str) -> int:
-    """How deep a condition joining ``terms`` nests (a comparison: 1); DataTypeError for a term
-    that is not a condition (:func:`check_predicate`), DataError past :data:`MAX_NESTING`."""
-    deepest = max(getattr(check_predicate(t, what), "_nesting", 1) for t in terms) if terms else 0
-    require(deepest < MAX_NESTING, f"the conditions nest more than {MAX_NESTING} deep")
-    return deepest + 1
+def _too_deep() -> DataError:
+    return DataError(
+        f"the condition is nested more than {MAX_DEPTH} levels deep (each and, or, not is a level): "
+        "write it flatter"
+    )
+
+
+def _nest(p: _Junction | Not, inner: int) -> None:
+    """Record ``p``'s depth, one more than its deepest term's; DataError past :data:`MAX_DEPTH`."""
+    if inner >= MAX_DEPTH:
+        raise _too_deep()
+    object.__setattr__(p, "_depth", inner + 1)
 
 
 def combine(p: Predicate, compare: Any, both: Any, either: Any, negate: Any) -> Any:
     """``p`` translated for another engine: ``compare(c)`` for each comparison, joined with
-    ``both(a, b)`` / ``either(a, b)`` and ``negate(a)`` (the Spark engine's columns)."""
+    ``both(a, b)`` / ``either(a, b)`` and ``negate(a)`` (the Spark engine's columns). The terms
+    of an ``and`` / ``or`` are joined as a balanced tree, so ``n`` of them nest about log2(n)
+    levels deep, not n (an ``or`` of a thousand comparisons overflowed Spark's stack)."""
     if isinstance(p, Compare):
         return compare(p)
     if isinstance(p, Not):
         return negate(combine(p.term, compare, both, either, negate))
-    parts = (combine(t, compare, both, either, negate) for t in p.terms)
-    return reduce(both if isinstance(p, And) else either, parts)
+    parts = [combine(t, compare, both, either, negate) for t in p.terms]
+    join = both if isinstance(p, And) else either
+    while len(parts) > 1:  # pairwise: (a . b) . (c . d), the same value (and / or associate)
+        paired = [join(a, b) for a, b in zip(parts[::2], parts[1::2], strict=False)]
+        parts = paired + parts[len(paired) * 2 :]
+    return parts[0]
 
 
 def date_columns(schema: Mapping[str, pl.DataType]) -> frozenset[str]:
@@ -330,18 +357,25 @@ class _ColumnRef:
     __hash__ = None  # type: ignore[assignment]
 
 
-def predicate_from_dict(d: Mapping[str, Any], depth: int = 1) -> Predicate:
-    """Inverse of ``to_dict`` of a predicate; DataError if ``d`` is not one (or nests more than
-    :data:`MAX_NESTING` deep)."""
-    require(isinstance(d, Mapping), f"a condition must be a mapping, got {shown(d)}")
-    require(depth <= MAX_NESTING, f"the conditions nest more than {MAX_NESTING} deep")
+def predicate_from_dict(d: Mapping[str, Any]) -> Predicate:
+    """Inverse of ``to_dict`` of a predicate; DataError if ``d`` is not one, or nests more
+    than :data:`MAX_DEPTH` levels (refused on the way down: a mapping of any depth is read
+    without recursing past the limit)."""
+    return _from_dict(d, 1)
+
+
+def _from_dict(d: Mapping[str, Any], depth: int) -> Predicate:
+    if depth > MAX_DEPTH:
+        raise _too_deep()
+    if not isinstance(d, Mapping):  # shown: a short text of a value of any size and depth
+        raise DataError(f"a condition must be a mapping, got {shown(d)}")
     if "compare" in d:
         value: Any = d.get("value")  # Compare checks it
         return Compare(d.get("column"), d["compare"], tuple(value) if isinstance(value, list) else value)  # type: ignore[arg-type]
     for key, cls in (("and", And), ("or", Or)):
         if key in d:
             require(isinstance(d[key], list), f"'{key}' needs a list of conditions")
-            return cls(tuple(predicate_from_dict(t, depth + 1) for t in d[key]))
+            return cls(tuple(_from_dict(t, depth + 1) for t in d[key]))
     if "not" in d:
-        return Not(predicate_from_dict(d["not"], depth + 1))
+        return Not(_from_dict(d["not"], depth + 1))
     raise DataError(f"not a condition: {shown(d)} (expected 'compare', 'and', 'or' or 'not')")

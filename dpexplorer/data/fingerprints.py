@@ -88,7 +88,8 @@ def content_fingerprint(
     """The dataset's identity in the ledger (scheme ``content-v2``,
     :mod:`dpexplorer.data.identity`): 32 hex digits from the column names and kinds and a
     128-bit multiset hash of the rows' canonical form, independent of file format, line endings,
-    quoting, how a missing value is spelled (empty, ``""``, ``NA``), column order and row order,
+    quoting, how a missing value is spelled (empty, ``""``, ``NA``, ``null``, ``N/A``...: the
+    loader's ``MISSING_TEXT``), column order and row order,
     while any changed, added or removed row or column changes it. Vectorised on the columns'
     buffers: compiled kernels (llvmlite), about 0.004 s per million rows of three columns on two
     threads, for a table of :data:`KERNEL_CELLS` cells or more or once loaded; numpy otherwise,

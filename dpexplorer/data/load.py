@@ -42,6 +42,7 @@ from dpexplorer.data.sniff import (
     Format,
     Source,
     check_binary,
+    cr_only,
     fields,
     format_of,
     header,
@@ -81,9 +82,22 @@ INFER_ROWS = 10_000
 SAMPLE_ROWS = 10_000
 NUMERIC_SHARE = 0.95
 """A text column is read as numeric when at least this share of its values are numbers."""
-MISSING_TEXT = ["", "NA"]
-"""Fields read as missing values, quoted or not: empty (``""`` is how a writer that quotes every
-field spells it) and ``NA`` (R's default); the content fingerprint reads text the same way."""
+MISSING_TEXT = [
+    "", "NA", "N/A", "n/a", "#N/A", "#N/A N/A", "#NA", "<NA>", "NULL", "null", "None",
+    "NaN", "-NaN", "nan", "-nan", "1.#IND", "-1.#IND", "1.#QNAN", "-1.#QNAN",
+]  # fmt: skip
+"""Fields of a CSV file read as missing values, quoted or not, exactly as written (no other case,
+no spaces): pandas' default list (``pandas._libs.parsers.STR_NA_VALUES``), which SQL, R, Excel
+and Python exports write: empty (``""`` is how a writer that quotes every field spells it),
+``NA`` (R; also Namibia's country code: a column of such codes needs another spelling, or
+Parquet), ``NULL`` / ``null`` (SQL, JSON), ``None`` (Python's ``str(None)``; also an answer
+some surveys record: recode it, e.g. as ``none``, to keep it a category), ``N/A``, ``#N/A``
+(Excel), ``NaN`` and Windows' ``1.#IND`` spellings of a missing number. So the same table gets
+one ledger identity however its missing cells are spelled (DESIGN.md, "Dataset identity")."""
+MISSING_TEXT_V1 = ["", "NA"]
+"""The spellings read as missing before :data:`MISSING_TEXT` (dpexplorer up to 2026-12): a file
+holding any other spelling had another content key then, which the ledger still finds
+(:meth:`Dataset.earlier_content_fingerprint`)."""
 ISO_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 """A text column becomes a date column only when every value it holds is exactly this (and a real
 date): its text is then the date's own ISO text, so nothing about the data changes but its type."""
@@ -122,6 +136,7 @@ class Dataset:
     format: Format = "csv"
     _stamp: tuple[int, int] = field(default=(0, 0), repr=False)
     _missing: tuple[int, ...] = field(default=(), repr=False)
+    _respelled: bool = field(default=False, repr=False)
     _encoded: dict[str, pl.Series] = field(default_factory=dict, repr=False)
     _texts: dict[str, pl.Series] = field(default_factory=dict, repr=False)
     _keys: dict[str, pl.Series] = field(default_factory=dict, repr=False)
@@ -226,6 +241,22 @@ class Dataset:
         if _stamp(self.path) != self._stamp:
             raise DataError(f"{self.path} changed since it was loaded: load it again before releasing")
         return column_fingerprints(self.frame)
+
+    def earlier_content_fingerprint(self) -> str | None:
+        """The content fingerprint this file had when only :data:`MISSING_TEXT_V1` was read as
+        missing, if it differs: None unless a field spells a missing value otherwise (``null``,
+        ``N/A``, ...; then the file is loaded again the earlier way, once per dataset and
+        ledger, :func:`dpexplorer.release.release.dataset_key`), so a ledger that filed it
+        then keeps its budget."""
+        if not self._respelled:
+            return None
+        if "_earlier" not in self.__dict__:  # computed once (frozen: no setattr)
+            earlier = load_dataset(self.path, lazy=self.lazy, missing_text=MISSING_TEXT_V1)
+            if earlier._stamp != self._stamp:
+                raise DataError(f"{self.path} changed since it was loaded: load it again before releasing")
+            key = earlier.content_fingerprint
+            self.__dict__["_earlier"] = None if key == self.content_fingerprint else key
+        return self.__dict__["_earlier"]
 
     def identify(self, cancel: CancelToken | None = None, progress: ProgressFn | None = None) -> str:
         """:attr:`content_fingerprint` (the same value), computed cancellably with progress and
@@ -343,7 +374,12 @@ _PARSE_ERROR = re.compile(r"could not parse `(.*?)` as dtype `?(\w+)`? at column
 
 
 def _scan(
-    path: Path, fmt: Format, sep: str, overrides: dict[str, pl.DataType], truncate: bool
+    path: Path,
+    fmt: Format,
+    sep: str,
+    overrides: dict[str, pl.DataType],
+    truncate: bool,
+    missing: list[str] = MISSING_TEXT,
 ) -> pl.LazyFrame:
     if fmt == "parquet":
         return pl.scan_parquet(path)
@@ -354,7 +390,7 @@ def _scan(
         schema_overrides=overrides or None,
         truncate_ragged_lines=truncate,
         encoding="utf8",
-        null_values=MISSING_TEXT,
+        null_values=missing,
     )
 
 
@@ -363,37 +399,47 @@ class _NotUtf8(Exception):
 
 
 def _read(
-    path: Path, fmt: Format, sep: str, lazy: bool, notes: list[str], src: bytes | None = None
-) -> tuple[pl.DataFrame | pl.LazyFrame, list[int]]:
+    path: Path,
+    fmt: Format,
+    sep: str,
+    lazy: bool,
+    notes: list[str],
+    src: bytes | None = None,
+    missing: list[str] = MISSING_TEXT,
+) -> tuple[pl.DataFrame | pl.LazyFrame, list[int], dict[str, int]]:
     """Parse the file, or ``src`` (UTF-8 CSV in memory) when given (or check it parses,
-    streaming, when lazy). Columns where text turns up after schema inference are re-read as text
-    (then made numeric by :func:`_numeric_text`). Returns the frame and the row indices of rows
-    with too many fields, to set aside. _NotUtf8 when the file needs transcoding."""
+    streaming, when lazy), reading ``missing`` as missing. Columns where text turns up after
+    schema inference are re-read as text (then made numeric by :func:`_numeric_text`). Returns
+    the frame, the row indices of rows with too many fields, to set aside, and the count of each
+    spelling of :data:`MISSING_TEXT` that ``missing`` lacks found as a whole text field
+    (:func:`_respelled`, counted in the lazy parse's own pass). _NotUtf8 when the file needs
+    transcoding."""
     overrides: dict[str, pl.DataType] = {}
     truncate = False
     too_many: list[int] = []
     for _ in range(64):
         try:
             if lazy:
-                lf = _scan(path, fmt, sep, overrides, truncate)
+                lf = _scan(path, fmt, sep, overrides, truncate, missing)
+                if fmt == "parquet":  # typed columns: nothing to parse (the counts pass reads it)
+                    return lf, too_many, {}
                 # one streaming pass that parses every field; a bare pl.len() on a CSV scan takes
                 # polars' row-count shortcut, which holds the whole file in memory (3.3 GB peak
                 # on a 3.2 GB file), where this pass holds a chunk
-                if fmt != "parquet":  # typed columns: nothing to parse (the counts pass reads it)
-                    lf.select(pl.len().alias("__n"), pl.all().null_count()).collect(engine="streaming")
-                return lf, too_many
-            return (
-                pl.read_csv(
-                    io.BytesIO(src) if isinstance(src, bytes) else path,
-                    separator=sep,
-                    infer_schema_length=INFER_ROWS,
-                    schema_overrides=overrides or None,
-                    truncate_ragged_lines=truncate,
-                    null_values=MISSING_TEXT,
-                )
-                if fmt != "parquet"
-                else pl.read_parquet(path)
-            ), too_many
+                spellings = _respelled_exprs(lf.collect_schema(), missing)
+                counts = lf.select(pl.len().alias("__n"), pl.all().null_count(), *spellings)
+                return lf, too_many, _respelled(counts.collect(engine="streaming"), missing)
+            if fmt == "parquet":
+                return pl.read_parquet(path), too_many, {}
+            frame = pl.read_csv(
+                io.BytesIO(src) if isinstance(src, bytes) else path,
+                separator=sep,
+                infer_schema_length=INFER_ROWS,
+                schema_overrides=overrides or None,
+                truncate_ragged_lines=truncate,
+                null_values=missing,
+            )
+            return frame, too_many, _respelled(frame.select(_respelled_exprs(frame.schema, missing)), missing)
         except pl.exceptions.PolarsError as exc:
             message = str(exc)
             parse = _PARSE_ERROR.search(message)
@@ -418,6 +464,47 @@ def _read(
                 f"{path.name} could not be read ({exc.strerror or exc}): was it moved or deleted?"
             ) from exc
     raise DataError(f"{path.name}: too many columns with unexpected text to read it")  # pragma: no cover
+
+
+def _respelled_exprs(schema: pl.Schema, missing: list[str]) -> list[pl.Expr]:
+    """Per text column, the count of its fields spelled as one of :data:`MISSING_TEXT` that
+    ``missing`` lacks, and per float column its NaNs (polars parses ``NaN`` and ``-NaN`` as
+    numbers: 2^53 + 1 beside one was read as a float), named ``\x1f<column>``; none when
+    ``missing`` has them all. Any other such field can only be text: a column of numbers
+    holding one was read as text."""
+    others = [m for m in MISSING_TEXT if m not in missing]
+    if not others:
+        return []
+    texts = [pl.col(c).is_in(others) for c, t in schema.items() if t == pl.String]
+    nans = [pl.col(c).is_nan() for c, t in schema.items() if t.is_float()]
+    return [e.sum().alias(f"\x1f{e.meta.output_name()}") for e in (*texts, *nans)]
+
+
+def _respelled(counts: pl.DataFrame, missing: list[str]) -> dict[str, int]:
+    """The text columns :func:`_respelled_exprs` found such fields in, with their counts."""
+    found = {n[1:]: int(counts[n][0] or 0) for n in counts.columns if n.startswith("\x1f")}
+    return {c: n for c, n in found.items() if n}
+
+
+def _spellings(
+    frame: pl.DataFrame | pl.LazyFrame, columns: Iterable[str], missing: list[str]
+) -> dict[str, int]:
+    """How many fields of ``columns`` are each spelling of :data:`MISSING_TEXT` not in
+    ``missing`` (for the note; one pass, only when :func:`_respelled` found some). A float
+    column's NaNs count as ``NaN or -NaN`` (polars parsed either)."""
+    others = [m for m in MISSING_TEXT if m not in missing]
+    schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
+    cells: list[tuple[str, pl.Expr]] = []
+    for c in columns:
+        if schema[c].is_float():
+            cells.append(("NaN or -NaN", pl.col(c).is_nan()))
+        else:
+            cells += [(m, pl.col(c) == m) for m in others]
+    counts = _aggregate(frame, (e.sum().alias(str(i)) for i, (_, e) in enumerate(cells)))
+    found: dict[str, int] = {}
+    for i, (m, _) in enumerate(cells):
+        found[m] = found.get(m, 0) + int(counts[str(i)][0] or 0)
+    return {m: n for m, n in found.items() if n}
 
 
 def _numeric_text(frame: pl.DataFrame | pl.LazyFrame, notes: list[str]) -> pl.DataFrame | pl.LazyFrame:
@@ -580,6 +667,8 @@ class TextLayout:
     utf8: bool
     has_rows: bool
     stamp: tuple[int, int]
+    cr: bool = False
+    """Lines end with a carriage return alone (classic Mac OS): read converted in memory."""
 
 
 def text_layout(path: str | os.PathLike[str]) -> TextLayout:
@@ -598,9 +687,12 @@ def text_layout(path: str | os.PathLike[str]) -> TextLayout:
         return TextLayout(fmt, ",", True, True, stamp)
     head = read_head(path, fmt)
     check_binary(path, head)
+    cr = cr_only(head)
+    if cr:
+        head = head.replace(b"\r", b"\n")
     utf8 = is_utf8(head)
     sep, _, has_rows = header(path, head)
-    return TextLayout(fmt, sep, utf8, has_rows, stamp)
+    return TextLayout(fmt, sep, utf8, has_rows, stamp, cr)
 
 
 def _default_lazy(path: Path, fmt: Format) -> bool:
@@ -615,18 +707,24 @@ def _default_lazy(path: Path, fmt: Format) -> bool:
 
 
 def load_dataset(
-    path: str | os.PathLike[str], *, lazy: bool | None = None, layout: TextLayout | None = None
+    path: str | os.PathLike[str],
+    *,
+    lazy: bool | None = None,
+    layout: TextLayout | None = None,
+    missing_text: list[str] | None = None,
 ) -> Dataset:
     """Load a CSV, TSV, .csv.gz or Parquet file. ``lazy=None`` scans lazily only files larger
     than a quarter of memory (gzip files are always read eagerly). ``layout``: the file's
     :func:`text_layout` when the caller has it already (sniffed again if the file has changed).
+    A CSV field spelled as one of :data:`MISSING_TEXT` is missing (``missing_text``: other
+    spellings, for :meth:`Dataset.earlier_content_fingerprint` only).
 
     Guarantees: returns a Dataset with at least one row and one column, or raises DataError
     (never another exception). Rows or values set aside are counted in ``warnings``: rows with
     the wrong number of fields (set aside), text in a numeric column and NaN/infinity (the value
     becomes missing), all-missing columns (kept, flagged). Schema: see :func:`kind_of_dtype`."""
     try:
-        return _load(Path(path), lazy, layout)
+        return _load(Path(path), lazy, layout, missing_text)
     except DataError:
         raise
     except (
@@ -641,7 +739,9 @@ def load_dataset(
         raise DataError(f"{Path(path).name} could not be read: {_first_line(exc)}") from exc
 
 
-def _load(path: Path, lazy: bool | None, layout: TextLayout | None) -> Dataset:
+def _load(
+    path: Path, lazy: bool | None, layout: TextLayout | None, missing_text: list[str] | None
+) -> Dataset:
     if not path.exists():
         raise DataError(f"{path} does not exist: check the path")
     if not path.is_file():
@@ -652,7 +752,7 @@ def _load(path: Path, lazy: bool | None, layout: TextLayout | None) -> Dataset:
     if layout is None or layout.stamp != stamp:
         layout = text_layout(path)
     # the layout's stamp, taken before the sniff: _finish refuses a file changed since then
-    fmt, sep, utf8, stamp = layout.fmt, layout.sep, layout.utf8, layout.stamp
+    fmt, sep, stamp = layout.fmt, layout.sep, layout.stamp
     notes: list[str] = []
     if fmt != "parquet":
         if not layout.has_rows:
@@ -662,29 +762,57 @@ def _load(path: Path, lazy: bool | None, layout: TextLayout | None) -> Dataset:
     lazy = _default_lazy(path, fmt) if lazy is None else lazy
     if lazy and fmt == "csv.gz":
         raise DataError(f"{path.name} is gzip-compressed and cannot be scanned lazily: decompress it first")
-    frame, src, sep, too_many = _parse(path, fmt, sep, lazy, notes, utf8)
+    frame, src, sep, too_many, respelled = _parse_missing(path, layout, lazy, notes, missing_text)
     frame = set_aside(frame, too_many or _short_rows(path, fmt, sep, frame, notes, src))
     frame = _non_finite(_iso_dates(_numeric_text(_clean_columns(path, frame, notes), notes)), notes)
-    return _finish(path, fmt, frame, notes, stamp)
+    return _finish(path, fmt, frame, notes, stamp, respelled)
+
+
+def _parse_missing(
+    path: Path, layout: TextLayout, lazy: bool, notes: list[str], missing_text: list[str] | None
+) -> tuple[pl.DataFrame | pl.LazyFrame, Source | None, str, list[int], bool]:
+    """:func:`_parse` reading :data:`MISSING_TEXT` as missing (or ``missing_text``), and
+    whether a field spelled a missing value as :data:`MISSING_TEXT_V1` does not. The file is
+    parsed with the earlier spellings first, which counts the others in the same pass, and
+    parsed again with them all only when one was found (with a note): a column of numbers
+    and ``N/A`` must be typed by polars' inference as a column of numbers and empty fields is,
+    or its key would differ (an integer beyond 2^53 read as a float)."""
+    first: list[str] = []
+    earlier = missing_text or MISSING_TEXT_V1
+    frame, src, csv_sep, too_many, found = _parse(path, layout, lazy, first, earlier)
+    if missing_text is not None or not found:
+        notes += first
+        return frame, src, csv_sep, too_many, False
+    spelled = ", ".join(f"{m!r} ({n:,})" for m, n in _spellings(frame, found, earlier).items())
+    frame, src, csv_sep, too_many, _ = _parse(path, layout, lazy, notes, MISSING_TEXT)
+    notes.append(f"fields spelled {spelled} are read as missing values (pandas' default spellings)")
+    return frame, src, csv_sep, too_many, True
 
 
 def _parse(
-    path: Path, fmt: Format, sep: str, lazy: bool, notes: list[str], utf8: bool
-) -> tuple[pl.DataFrame | pl.LazyFrame, Source | None, str, list[int]]:
+    path: Path, layout: TextLayout, lazy: bool, notes: list[str], missing: list[str]
+) -> tuple[pl.DataFrame | pl.LazyFrame, Source | None, str, list[int], dict[str, int]]:
     """The parsed frame, read from the file, or from its text transcoded in memory when it is
-    not UTF-8 or is delimited by whitespace (eagerly: such files must fit in memory)."""
-    if utf8 and sep != WHITESPACE:
+    not UTF-8, is delimited by whitespace or ends its lines with CR alone (eagerly: such files
+    must fit in memory); with :func:`_read`'s count of the other spellings of a missing value."""
+    fmt, sep = layout.fmt, layout.sep
+    if layout.utf8 and sep != WHITESPACE and not layout.cr:
         try:
-            frame, too_many = _read(path, fmt, sep, lazy, notes)
-            return frame, None, sep, too_many
+            frame, too_many, found = _read(path, fmt, sep, lazy, notes, missing=missing)
+            return frame, None, sep, too_many, found
         except _NotUtf8:
             pass
+    if lazy and layout.cr:
+        raise DataError(
+            f"{path.name} ends its lines with a carriage return alone (classic Mac OS) and is too "
+            "large to convert in memory: re-save it with LF or CRLF line endings"
+        )
     if lazy:
         raise DataError(f"{path.name} is too large to read as text that is not UTF-8: re-save it as UTF-8")
-    src = transcoded(path, fmt, sep, notes)
+    src = transcoded(path, fmt, sep, notes, layout.cr)
     csv_sep = "," if sep == WHITESPACE else sep
-    frame, too_many = _read(path, fmt, csv_sep, False, notes, src)
-    return frame, src, csv_sep, too_many
+    frame, too_many, found = _read(path, fmt, csv_sep, False, notes, src, missing)
+    return frame, src, csv_sep, too_many, found
 
 
 def _clean_columns(
@@ -724,7 +852,12 @@ def _clean_columns(
 
 
 def _finish(
-    path: Path, fmt: Format, frame: pl.DataFrame | pl.LazyFrame, notes: list[str], stamp: tuple[int, int]
+    path: Path,
+    fmt: Format,
+    frame: pl.DataFrame | pl.LazyFrame,
+    notes: list[str],
+    stamp: tuple[int, int],
+    respelled: bool = False,
 ) -> Dataset:
     stats = _collect(
         frame.select(
@@ -746,4 +879,4 @@ def _finish(
             )
     if _stamp(path) != stamp:
         raise DataError(f"{path.name} changed while it was being read: load it again")
-    return Dataset(path, frame, n_rows, tuple(notes), fmt, stamp, missing)
+    return Dataset(path, frame, n_rows, tuple(notes), fmt, stamp, missing, respelled)

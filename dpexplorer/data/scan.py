@@ -146,8 +146,18 @@ def _head(p: Path, rows: int) -> pl.DataFrame:
     opener = gzip.open if magic.startswith(b"\x1f\x8b") else open
     with opener(p, "rb") as fh:  # only the header and ``rows`` lines are read (polars would parse ahead)
         lines = [fh.readline(HEAD_LINE_BYTES) for _ in range(rows + 1)]
+    if b"\r" in lines[0] and b"\n" not in lines[0]:  # CR alone ends a line (the loader's cr_only)
+        lines = [line + b"\n" for line in lines[0].split(b"\r") if line][: rows + 1]
     text = b"".join(lines)
     first = lines[0].decode("utf-8", errors="replace")
     tab = p.name.lower().endswith((".tsv", ".tsv.gz", ".tab"))
     sep = "\t" if tab else max((",", "\t", ";", "|"), key=first.count)  # the loader's rule
-    return pl.read_csv(io.BytesIO(text), separator=sep, infer_schema_length=rows, truncate_ragged_lines=True)
+    from dpexplorer.data.load import MISSING_TEXT  # as the loader reads them (it is loaded next)
+
+    return pl.read_csv(
+        io.BytesIO(text),
+        separator=sep,
+        infer_schema_length=rows,
+        truncate_ragged_lines=True,
+        null_values=MISSING_TEXT,
+    )

@@ -79,9 +79,17 @@ def is_utf8(head: bytes) -> bool:
     return True
 
 
-def transcoded(path: Path, fmt: Format, sep: str, notes: list[str]) -> bytes:
+def cr_only(head: bytes) -> bool:
+    """Whether the lines of a file whose head is ``head`` end with a carriage return alone
+    (classic Mac OS): a CR and no LF in the head. Python's csv module and polars split lines
+    at LF only, so such a file read as it is was one line."""
+    return b"\r" in head and b"\n" not in head
+
+
+def transcoded(path: Path, fmt: Format, sep: str, notes: list[str], cr: bool = False) -> bytes:
     """The whole file as UTF-8 CSV text in memory: decoded as UTF-8, else as Windows-1252 (else
-    Latin-1, which decodes any byte), with a note; whitespace-delimited lines turned into CSV."""
+    Latin-1, which decodes any byte), with a note; whitespace-delimited lines turned into CSV;
+    with ``cr`` (:func:`cr_only`), each carriage return made a line feed."""
     try:
         with open_text_bytes(path, fmt) as fh:
             raw = fh.read()
@@ -100,6 +108,8 @@ def transcoded(path: Path, fmt: Format, sep: str, notes: list[str]) -> bytes:
             f"read as {ENCODING_NAMES[encoding]} text: the file is not UTF-8 (first at line {line:,}); "
             "re-save it as UTF-8 if a name or category looks wrong"
         )
+    if cr:
+        text = text.replace("\r", "\n")
     if sep == WHITESPACE:
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")

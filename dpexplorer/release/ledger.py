@@ -21,11 +21,25 @@ stays spent. Every SQLite error after opening surfaces as :class:`LedgerError`.
 Datasets are keyed by the fingerprint of their parsed content
 (:attr:`dpexplorer.data.load.Dataset.content_fingerprint`), or by a name the steward gives
 (``name:<NAME>``); :meth:`Ledger.identify` moves what older ledgers kept under the file's
-SHA-256 or the content-v1 key (64 hex digits) to that key, once, and remembers the alias."""
+SHA-256 or the content-v1 key (64 hex digits) to that key, once, and remembers the alias.
+
+Tampering. A ledger that was edited by hand must never give a budget back. Each measurement row
+carries a seal (:func:`seal`: SHA-256 over its id, dataset key, time, query, mechanism,
+parameters and guarantee), the ``tallies`` table counts each dataset's sealed rows, and
+``ledger_state`` their total and a digest of the aliases; every read of a dataset's rows checks
+them, in one snapshot. A row whose cells were changed, a removed row (or all of a dataset's rows
+with their tally), a dropped table or column, a budget or guarantee that is not one (an infinite
+or negative epsilon, a guarantee cell that is not JSON) is a :class:`LedgerError` naming the
+ledger and what is wrong, never a fresh budget. The seal is a checksum, not a signature: it
+stops an edit by hand or by a tool that does not know it, not someone who recomputes it.
+Ledgers of earlier versions (no seals; ``PRAGMA user_version`` 0) are sealed as they stand when
+first opened (:func:`_upgrade`), in one transaction; rows an earlier dpexplorer adds later carry
+no seal and still count, and are sealed at the dataset's next :meth:`Ledger.identify`."""
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -36,6 +50,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +114,32 @@ CREATE TABLE IF NOT EXISTS distinct_data (
 """Beside each dataset's key, the fingerprints of its columns' cells (renamed, projected or
 padded copies of a table have the same ones: :mod:`dpexplorer.release.same_people`), and the
 data the steward declared other people than the dataset their columns match."""
+LEDGER_VERSION = 2
+"""``PRAGMA user_version`` of a sealed ledger (0: written before seals, :func:`_upgrade`)."""
+_SCHEMA_SEALS = """
+CREATE TABLE IF NOT EXISTS tallies (
+    fingerprint TEXT PRIMARY KEY,
+    sealed INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ledger_state (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+_COLUMNS = {
+    "budgets": ("fingerprint", "epsilon", "delta", "method", "time"),
+    "measurements": (
+        "id", "fingerprint", "time", "query", "mechanism", "parameters", "guarantee", "export_path",
+        "status", "note", "seal",
+    ),
+    "aliases": ("fingerprint", "dataset", "time"),
+    "migrated": ("fingerprint", "time"),
+    "tallies": ("fingerprint", "sealed"),
+    "ledger_state": ("key", "value"),
+}  # fmt: skip
+"""The tables of a sealed ledger and the columns each must have."""
+_SEALED_ROW = "id, fingerprint, time, query, mechanism, parameters, guarantee"
+"""The cells a row's seal covers (status, export path and note change after the charge)."""
 LEGACY_KEY_LENGTH = 64
 """Keys of older schemes are 64 hex digits (the file's SHA-256, content-v1); content-v2 keys
 have 32 (:mod:`dpexplorer.data.identity`) and names start with :data:`NAME_PREFIX`."""
@@ -260,6 +301,219 @@ def _immediate(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     db.execute("COMMIT")
 
 
+@contextmanager
+def _snapshot(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """Reads that see one state of the file (a read transaction), or the transaction already
+    open: a row count and the tally it is checked against are read together, never with another
+    process's charge between them."""
+    if db.in_transaction:
+        yield db
+        return
+    db.execute("BEGIN")
+    try:
+        yield db
+    finally:
+        if db.in_transaction:
+            db.execute("COMMIT")
+
+
+# ------------------------------------------------------------------ seals and tables
+SEAL_SCHEME = "dpexplorer-ledger-row-v1"
+
+
+def seal(*cells: object) -> str:
+    """The seal of a measurement row: SHA-256 hex over :data:`SEAL_SCHEME` and the row's
+    :data:`_SEALED_ROW` cells, each length-prefixed (so no two rows' cells run together alike).
+    Also the SQL function ``dpx_seal`` of the ledger's connection."""
+    texts = [str(c) for c in cells]
+    framed = "".join([f"{len(t)}:{t};" for t in texts])
+    return hashlib.sha256(f"{SEAL_SCHEME};{framed}".encode()).hexdigest()
+
+
+def _statements(script: str) -> list[str]:
+    return [part.strip() for part in script.split(";") if part.strip()]
+
+
+def _version(db: sqlite3.Connection) -> int:
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def _tables(db: sqlite3.Connection) -> dict[str, set[str]]:
+    """Each table of the file and its columns."""
+    names = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    return {n: {r[1] for r in db.execute(f'PRAGMA table_info("{n}")')} for n in names}
+
+
+def _alias_digest(db: sqlite3.Connection) -> str:
+    """SHA-256 hex of every (older key, dataset) alias, in order: kept in ``ledger_state``, so
+    an alias removed or changed by hand (which would file the data under a fresh key) is seen."""
+    digest = hashlib.sha256(b"aliases")
+    for old, key in db.execute("SELECT fingerprint, dataset FROM aliases ORDER BY fingerprint"):
+        digest.update(f"{len(str(old))}:{old};{len(str(key))}:{key};".encode())
+    return digest.hexdigest()
+
+
+def _seal_rows(db: sqlite3.Connection, where: str, args: tuple[Any, ...] = ()) -> None:
+    """Seal the rows ``where`` selects (under their own key) and add them to their datasets'
+    tallies and the ledger's total."""
+    counts = db.execute(f"SELECT fingerprint, count(*) FROM measurements WHERE {where} GROUP BY 1", args)
+    added = 0
+    for key, n in counts.fetchall():
+        db.execute(
+            "INSERT INTO tallies VALUES (?, ?) ON CONFLICT(fingerprint) DO UPDATE SET sealed = sealed + ?",
+            (key, n, n),
+        )
+        added += n
+    db.execute(f"UPDATE measurements SET seal = dpx_seal({_SEALED_ROW}) WHERE {where}", args)
+    db.execute("UPDATE ledger_state SET value = CAST(value AS INTEGER) + ? WHERE key = 'sealed'", (added,))
+
+
+def _create(db: sqlite3.Connection) -> None:
+    """A new ledger's tables, state and version (inside the caller's transaction)."""
+    for statement in _statements(
+        _SCHEMA.replace("note TEXT\n", "note TEXT,\n    seal TEXT\n") + _SCHEMA_SEALS
+    ):
+        db.execute(statement)
+    _start_state(db)
+
+
+def _start_state(db: sqlite3.Connection) -> None:
+    db.execute("INSERT INTO ledger_state VALUES ('sealed', '0'), ('aliases', ?)", (_alias_digest(db),))
+    db.execute(f"PRAGMA user_version = {LEDGER_VERSION}")
+
+
+def _upgrade(db: sqlite3.Connection) -> None:
+    """Seal a ledger of an earlier version as it stands (inside the caller's transaction): the
+    ``seal`` column, the tallies and state, every row sealed, the version set."""
+    for statement in _statements(_SCHEMA + _SCHEMA_SEALS):  # aliases, migrated: absent before
+        db.execute(statement)
+    db.execute("ALTER TABLE measurements ADD COLUMN seal TEXT")
+    _start_state(db)
+    _seal_rows(db, "seal IS NULL")
+
+
+def _unusable(path: Path, what: str, remedy: str = "restore it from a backup") -> LedgerError:
+    return LedgerError(
+        f"the budget ledger {path} cannot be used: {what}; {remedy} "
+        "(never delete a ledger: it is the record of what was spent)"
+    )
+
+
+def _check_tables(path: Path, tables: dict[str, set[str]]) -> None:
+    """LedgerError unless a sealed ledger has all its tables and columns (one dropped by hand
+    would otherwise be created again empty: a fresh budget)."""
+    lost = [name for name in _COLUMNS if name not in tables]
+    if lost:
+        raise _unusable(path, f"its table(s) {', '.join(lost)} are missing (dropped by hand?)")
+    for name, columns in _COLUMNS.items():
+        gone = [c for c in columns if c not in tables[name]]
+        if gone:
+            raise _unusable(
+                path, f"its table {name} lacks the column(s) {', '.join(gone)} (altered by hand?)"
+            )
+
+
+def _check_earlier(path: Path, tables: dict[str, set[str]]) -> None:
+    """LedgerError unless an unsealed file is a ledger of an earlier version as it was written
+    (both its first tables, nothing of a sealed ledger's: a sealed ledger whose version mark
+    was reset is not taken for an old one and sealed again as it now stands)."""
+    if "seal" in tables.get("measurements", ()) or {"tallies", "ledger_state"} & set(tables):
+        raise _unusable(path, "it holds seals but no version mark (PRAGMA user_version changed by hand?)")
+    lost = [name for name in ("budgets", "measurements") if name not in tables]
+    if lost:
+        raise _unusable(
+            path, f"it is not a dpexplorer ledger, or its table(s) {', '.join(lost)} were dropped"
+        )
+
+
+def _prepare(db: sqlite3.Connection, path: Path) -> None:
+    """Make the file at ``path`` a usable sealed ledger, or raise LedgerError: a new file gets
+    every table at once (another process opening it sees all or none), a ledger of an earlier
+    version is sealed once (under the write lock, checked again there), a sealed one is
+    checked for its tables."""
+    if _version(db) < LEDGER_VERSION:
+        with _immediate(db):
+            if _version(db) < LEDGER_VERSION and not _tables(db):
+                _create(db)
+    if _version(db) < LEDGER_VERSION:
+        _check_earlier(path, _tables(db))
+        _add_note_column(db)
+        with _immediate(db):
+            if _version(db) < LEDGER_VERSION:
+                _check_earlier(path, _tables(db))
+                _upgrade(db)
+    _check_tables(path, _tables(db))
+
+
+def _number(value: object) -> float | None:
+    """``value`` as a float if it is a real number (not a bool, not text), else None."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _budget_fault(epsilon: object, delta: object, method: object) -> str | None:
+    """What is wrong with a stored budget, or None."""
+    eps, dlt = _number(epsilon), _number(delta)
+    if eps is None or not (math.isfinite(eps) and eps > 0):
+        return f"epsilon {epsilon!r} is not a positive number"
+    if dlt is None or not (math.isfinite(dlt) and 0 <= dlt < 1):
+        return f"delta {delta!r} is not in [0, 1)"
+    if method not in METHODS:
+        return f"accountant {method!r} is not one of {', '.join(METHODS)}"
+    return None
+
+
+_POSITIVE = frozenset({"scale", "sigma", "rate"})
+"""Guarantee fields that must be above 0 (the others must be at least 0)."""
+
+
+def _guarantee_fault(guarantee: g.Guarantee) -> str | None:
+    """What makes a decoded guarantee no guarantee (a number that is not finite, negative,
+    or 0 where it divides; an RDP curve of unequal lengths; an unknown scheme), or None."""
+    if isinstance(guarantee, g.Subsampled):
+        if guarantee.scheme not in g.SCHEMES or not isinstance(guarantee.base, g.Amplifiable):
+            return "a subsampled guarantee of an unknown scheme or base"
+        return _guarantee_fault(guarantee.base) or _field_fault("rate", guarantee.rate, high=1.0)
+    fields = vars(guarantee)  # its dataclass fields (asdict copies: 6 us a row of every read)
+    if isinstance(guarantee, g.RDPCurve):
+        orders, epsilons = fields["orders"], fields["epsilons"]
+        if not orders or len(orders) != len(epsilons):
+            return "an RDP curve with no orders or unequal lengths"
+        return next(
+            (f for f in (*(_field_fault("order", o, low=1.0) for o in orders),
+                         *(_field_fault("epsilon", e) for e in epsilons)) if f),
+            None,
+        )  # fmt: skip
+    return next((f for f in (_field_fault(k, v) for k, v in fields.items()) if f), None)
+
+
+@lru_cache(maxsize=4096)
+def decode_guarantee(text: object) -> g.Guarantee | str:
+    """A ledger's guarantee cell decoded and checked (:func:`_guarantee_fault`), or what is wrong
+    with it. Cached by the cell's text: a plan's rows repeat a few guarantees, and each charge
+    reads every row of its dataset again."""
+    if not isinstance(text, str):
+        return "not JSON text"
+    try:
+        guarantee = guarantee_from_dict(json.loads(text))
+        return _guarantee_fault(guarantee) or guarantee
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
+        return "not JSON of a known type and fields"
+
+
+def _field_fault(name: str, value: object, low: float = 0.0, high: float = math.inf) -> str | None:
+    number = _number(value)
+    positive = name in _POSITIVE or low > 0
+    if (
+        number is None
+        or not math.isfinite(number)
+        or number < low
+        or number > high
+        or (positive and number == low)
+    ):
+        return f"{name} {value!r} is not a valid value"
+    return None
+
+
 # ------------------------------------------------------------------ the ledger
 class Ledger:
     """The ledger file at ``path`` (default :func:`default_ledger_path`), created if absent.
@@ -270,13 +524,21 @@ class Ledger:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # one connection, usable from any thread (the GUI's workers), one call at a time
         self._lock = threading.RLock()
+        # rows whose seal this connection checked, by id, with their cells: each charge reads
+        # every row of its dataset again, and comparing the text is cheaper than hashing it
+        self._sealed: dict[int, tuple[Any, ...]] = {}
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0, check_same_thread=False)
+            self._db.create_function("dpx_seal", 7, seal, deterministic=True)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
-            self._db.executescript(_SCHEMA)
+            _prepare(self._db, self.path)
+            # the same-people tables are an aid (a tie the steward is asked about), not the budget:
+            # created where missing, outside the sealed tables
             self._db.executescript(_SAME_PEOPLE_SCHEMA)
-            _add_note_column(self._db)
+        except LedgerError:
+            self._db.close()
+            raise
         except sqlite3.Error as exc:
             raise LedgerError(
                 f"cannot open the budget ledger {self.path}: {exc}; give another --ledger path "
@@ -340,33 +602,112 @@ class Ledger:
             )
 
     def budget(self, fingerprint: str) -> Budget | None:
-        """The dataset's budget, or None if none was set."""
+        """The dataset's budget, or None if none was set; LedgerError if the stored one is not a
+        budget (an infinite, negative or non-numeric epsilon written by hand)."""
         rows = self._read("SELECT epsilon, delta, method FROM budgets WHERE fingerprint = ?", (fingerprint,))
-        return Budget(fingerprint, *rows[0]) if rows else None
+        if not rows:
+            return None
+        fault = _budget_fault(*rows[0])
+        if fault:
+            raise _unusable(
+                self.path,
+                f"the budget of dataset {fingerprint[:12]} is not one: its {fault} (edited by hand?)",
+                "set the budget again, or restore the ledger from a backup",
+            )
+        epsilon, delta, method = rows[0]
+        return Budget(fingerprint, float(epsilon), float(delta), method)
 
     # ---- measurements
     def measurements(self, fingerprint: str) -> list[Measurement]:
-        """Every charged measurement of the dataset, oldest first."""
-        rows = self._read(
-            "SELECT id, fingerprint, time, query, mechanism, parameters, guarantee, export_path, "
-            "status, note FROM measurements WHERE fingerprint = ? ORDER BY id",
-            (fingerprint,),
-        )
+        """Every charged measurement of the dataset, oldest first (checked: :meth:`_rows`)."""
         return [
             Measurement(
                 id=r[0],
                 fingerprint=r[1],
                 time=r[2],
-                query=json.loads(r[3]),
+                query=self._cell(r[0], "query", r[3]),
                 mechanism=r[4],
-                parameters=json.loads(r[5]),
-                guarantee=guarantee_from_dict(json.loads(r[6])),
+                parameters=self._cell(r[0], "parameters", r[5]),
+                guarantee=self._guarantee(r[0], r[6]),
                 export_path=r[7],
                 status=r[8],
                 note=r[9],
             )
-            for r in rows
+            for r in self._rows(fingerprint)
         ]
+
+    def _rows(self, fingerprint: str) -> list[tuple[Any, ...]]:
+        """The dataset's measurement rows (:data:`_SEALED_ROW`, export path, status, note), in
+        one snapshot with its tally and the ledger's total; LedgerError if a sealed row was
+        changed, or rows are missing (fewer sealed rows than the tally, tallies summing to less
+        than the total). Rows without a seal (added by an earlier dpexplorer) count as they are."""
+        with self._lock, self._errors(), _snapshot(self._db) as db:
+            rows = self._checked(db, fingerprint, [fingerprint])
+        return [r[:10] for r in rows]
+
+    def _checked(self, db: sqlite3.Connection, key: str, keys: list[str]) -> list[tuple[Any, ...]]:
+        """The measurement rows kept under any of ``keys`` (one dataset's: ``key`` and its
+        aliases), oldest first, with their seal last; LedgerError unless each sealed row's seal
+        holds (under its own key or, for a row an earlier dpexplorer moved without resealing
+        it, another of ``keys``), the sealed rows are as many as the keys' tallies say, and the
+        tallies sum to the ledger's total."""
+        marks = ", ".join("?" * len(keys))
+        rows = db.execute(
+            f"SELECT {_SEALED_ROW}, export_path, status, note, seal FROM measurements "
+            f"WHERE fingerprint IN ({marks}) ORDER BY id",
+            keys,
+        ).fetchall()
+        expected = db.execute(f"SELECT total(sealed) FROM tallies WHERE fingerprint IN ({marks})", keys)
+        tallied = expected.fetchone()[0]
+        self._check_total(db)
+        sealed = [r for r in rows if r[10] is not None]
+        for r in sealed:
+            cells = (*r[:7], r[10])
+            if self._sealed.get(r[0]) == cells:
+                continue  # checked before, every cell the same (equal text: no hash to compute)
+            if r[10] == seal(*r[:7]):
+                self._sealed[r[0]] = cells
+            elif not any(r[10] == seal(r[0], other, *r[2:7]) for other in keys):
+                raise _unusable(
+                    self.path,
+                    f"measurement row {r[0]} of dataset {key[:12]} was changed after it was charged "
+                    "(its seal does not match)",
+                )
+        if len(sealed) != tallied:
+            raise _unusable(
+                self.path,
+                f"it holds {len(sealed)} sealed measurement row(s) of dataset {key[:12]} where it "
+                f"recorded {tallied:.0f} (rows removed or moved by hand?)",
+            )
+        return rows
+
+    def _check_total(self, db: sqlite3.Connection) -> None:
+        """LedgerError unless the datasets' tallies sum to the ledger's recorded total (all of a
+        dataset's rows removed with its tally would otherwise look like a dataset never seen)."""
+        total = db.execute("SELECT total(sealed) FROM tallies").fetchone()[0]
+        state = db.execute("SELECT value FROM ledger_state WHERE key = 'sealed'").fetchone()
+        recorded = None if state is None else str(state[0])
+        if recorded is None or not recorded.isdigit() or int(recorded) != total:
+            raise _unusable(
+                self.path,
+                f"its datasets' tallies sum to {total:.0f} measurement(s) where it recorded "
+                f"{recorded or 'none'} (rows removed by hand?)",
+            )
+
+    def _cell(self, row_id: int, name: str, text: Any) -> Any:
+        """A JSON cell of row ``row_id``, decoded; LedgerError if it is not JSON."""
+        try:
+            return json.loads(text)
+        except (TypeError, ValueError, RecursionError):
+            raise _unusable(self.path, f"the {name} of measurement row {row_id} is not JSON") from None
+
+    def _guarantee(self, row_id: int, text: Any) -> g.Guarantee:
+        """The guarantee cell of row ``row_id``, decoded and checked; LedgerError if it is not
+        one (not JSON, of an unknown type or fields, a negative or infinite epsilon)."""
+        decoded = decode_guarantee(text)
+        if isinstance(decoded, str):
+            raise _unusable(self.path, f"the guarantee of measurement row {row_id} is not one: {decoded}")
+        return decoded
 
     def measurement(self, row_id: int) -> Measurement | None:
         """The measurement of ledger row ``row_id`` (any dataset), or None if there is none."""
@@ -376,10 +717,7 @@ class Ledger:
         return next(m for m in self.measurements(rows[0][0]) if m.id == row_id)
 
     def _guarantees(self, fingerprint: str) -> list[g.Guarantee]:
-        rows = self._read(
-            "SELECT guarantee FROM measurements WHERE fingerprint = ? ORDER BY id", (fingerprint,)
-        )
-        return [guarantee_from_dict(json.loads(r[0])) for r in rows]
+        return [self._guarantee(r[0], r[6]) for r in self._rows(fingerprint)]
 
     def _require_budget(self, fingerprint: str) -> Budget:
         budget = self.budget(fingerprint)
@@ -454,7 +792,9 @@ class Ledger:
                     json.dumps(guarantee_to_dict(guarantee)),
                 ),
             )
-            return int(cursor.lastrowid or 0)
+            row_id = int(cursor.lastrowid or 0)
+            _seal_rows(db, "id = ?", (row_id,))  # in the charge's transaction: sealed and counted
+            return row_id
 
     def mark_released(self, row_id: int, export_path: str | os.PathLike[str]) -> None:
         """Record that the measurement's files were written (the charge itself is unchanged)."""
@@ -474,16 +814,17 @@ class Ledger:
             )
 
     # ---- dataset identity
-    def legacy_pending(self, fingerprint: str) -> bool:
+    def legacy_pending(self, fingerprint: str, length: int = LEGACY_KEY_LENGTH) -> bool:
         """True when this ledger keeps budgets or measurements under keys of an older scheme
-        (:data:`LEGACY_KEY_LENGTH` hex digits) and ``fingerprint`` has not yet been looked for
-        among them (:meth:`identify` with ``checked``): only then need a caller compute the
-        older keys of its dataset (slow for content-v1), once per dataset and ledger."""
+        (``length`` hex digits: :data:`LEGACY_KEY_LENGTH`, or the key's own length for a key the
+        same data had under an earlier reading of its file) and ``fingerprint`` has not yet been
+        looked for among them (:meth:`identify` with ``checked``): only then need a caller
+        compute the older keys of its dataset (slow for content-v1), once per dataset and ledger."""
         rows = self._read(
             "SELECT EXISTS (SELECT 1 FROM migrated WHERE fingerprint = ?), EXISTS (SELECT 1 FROM budgets "
             "WHERE length(fingerprint) = ? AND fingerprint NOT LIKE 'name:%' UNION ALL SELECT 1 FROM "
             "measurements WHERE length(fingerprint) = ? AND fingerprint NOT LIKE 'name:%')",
-            (fingerprint, LEGACY_KEY_LENGTH, LEGACY_KEY_LENGTH),
+            (fingerprint, length, length),
         )
         return not rows[0][0] and bool(rows[0][1])
 
@@ -508,6 +849,7 @@ class Ledger:
         if name is not None and not name.strip():
             raise InvalidParameterError("the dataset name must not be blank")
         with self._transaction() as db:
+            self._check_aliases(db)
             filed = db.execute("SELECT dataset FROM aliases WHERE fingerprint = ?", (fingerprint,)).fetchone()
             key = NAME_PREFIX + name.strip() if name is not None else (filed[0] if filed else fingerprint)
             if filed and filed[0] != key:
@@ -515,16 +857,47 @@ class Ledger:
                     f"this data is already accounted under dataset {filed[0]!r}; use that name"
                 )
             aliases = [r[0] for r in db.execute("SELECT fingerprint FROM aliases WHERE dataset = ?", (key,))]
-            for other in dict.fromkeys([fingerprint, *legacy, *aliases]):
-                if other != key:
-                    self._move(db, other, key)
+            group = list(dict.fromkeys([key, fingerprint, *legacy, *aliases]))
+            self._gather(db, key, group)
+            for other in group[1:]:
+                self._move(db, other, key)
             if checked:
                 db.execute("INSERT OR IGNORE INTO migrated VALUES (?, ?)", (fingerprint, _now()))
             return key
 
+    def _check_aliases(self, db: sqlite3.Connection) -> None:
+        """LedgerError if an alias was removed or changed since this ledger wrote them (the data
+        would be looked up under a key with no measurements: a fresh budget)."""
+        state = db.execute("SELECT value FROM ledger_state WHERE key = 'aliases'").fetchone()
+        if state is None or state[0] != _alias_digest(db):
+            raise _unusable(
+                self.path, "its aliases (older keys of each dataset) were removed or changed by hand"
+            )
+
+    def _gather(self, db: sqlite3.Connection, key: str, group: list[str]) -> None:
+        """Check the measurement rows kept under any key of ``group`` (``key`` first: one
+        dataset's keys) as :meth:`_rows` does, then file them all under ``key``, sealed: the
+        tallies of the group become ``key``'s, and rows without a seal (an earlier dpexplorer's)
+        are sealed and counted. A row sealed under another key of the group is one an earlier
+        dpexplorer moved without resealing it: it is kept, resealed."""
+        rows = self._checked(db, key, group)
+        unsealed = sum(r[10] is None for r in rows)
+        stale = [(key, r[0]) for r in rows if r[1] != key or r[10] != seal(r[0], key, *r[2:7])]
+        db.executemany(
+            "UPDATE measurements SET fingerprint = ?1, seal = dpx_seal(id, ?1, time, query, mechanism, "
+            "parameters, guarantee) WHERE id = ?2",
+            stale,
+        )  # ?1, not the column: SET reads the row as it was
+        db.execute(f"DELETE FROM tallies WHERE fingerprint IN ({', '.join('?' * len(group))})", group)
+        if rows:
+            db.execute("INSERT INTO tallies VALUES (?, ?)", (key, len(rows)))
+        db.execute(
+            "UPDATE ledger_state SET value = CAST(value AS INTEGER) + ? WHERE key = 'sealed'", (unsealed,)
+        )
+
     def _move(self, db: sqlite3.Connection, old: str, key: str) -> None:
-        """Move ``old``'s measurements and budget to ``key`` and remember the alias."""
-        db.execute("UPDATE measurements SET fingerprint = ? WHERE fingerprint = ?", (key, old))
+        """Move ``old``'s budget to ``key`` and remember the alias (its measurements were
+        moved by :meth:`_gather`)."""
         moved = db.execute(
             "SELECT epsilon, delta, method FROM budgets WHERE fingerprint = ?", (old,)
         ).fetchone()
@@ -541,6 +914,8 @@ class Ledger:
             "DO UPDATE SET dataset=excluded.dataset",
             (old, key, _now()),
         )
+        # the digest follows every alias written (identify, tie), so a later read finds it whole
+        db.execute("UPDATE ledger_state SET value = ? WHERE key = 'aliases'", (_alias_digest(db),))
 
     # ---- the same people under another table (dpexplorer/release/same_people.py)
     def known(self, key: str) -> bool:
@@ -598,5 +973,6 @@ class Ledger:
         """File the data of ``fingerprint`` (and what it holds) under dataset ``key`` from now on:
         the steward's declaration that they are the same people."""
         with self._transaction() as db:
+            self._check_aliases(db)  # never re-digest aliases edited by hand
             if fingerprint != key:
                 self._move(db, fingerprint, key)

@@ -302,7 +302,7 @@ def prepare(
     )
     if key is not None or ledger is not None or dataset.fingerprint == fingerprint:
         return prepared  # already filed (dataset_key moved the legacy key), or nothing to move
-    return dataclasses.replace(prepared, legacy=(dataset.fingerprint,))
+    return dataclasses.replace(prepared, legacy=(dataset.fingerprint, *earlier_keys(dataset)))
 
 
 def dataset_key(dataset: Any, ledger: Ledger, name: str | None = None) -> str:
@@ -310,15 +310,29 @@ def dataset_key(dataset: Any, ledger: Ledger, name: str | None = None) -> str:
     ledgers kept under the file's SHA-256 or the content-v1 key moved there
     (:meth:`Ledger.identify`). Those older keys are computed only while the ledger holds keys of
     an older scheme not yet looked for this dataset (:meth:`Ledger.legacy_pending`): once per
-    dataset and ledger, and never in a ledger that has none. Its column fingerprints are kept
-    beside the key (:func:`~dpexplorer.release.same_people.record_columns`: once per key)."""
+    dataset and ledger, and never in a ledger that has none. So is the content key the file had
+    when fewer spellings of a missing value were read as missing (:func:`earlier_keys`), while
+    the ledger holds keys of the same scheme not yet looked through for this dataset. Its column
+    fingerprints are kept beside the key (:func:`~dpexplorer.release.same_people.record_columns`:
+    once per key)."""
     from dpexplorer.release.same_people import record_columns
 
     fingerprint = _identity(dataset)
     legacy = legacy_keys(dataset) if ledger.legacy_pending(fingerprint) else []
+    if ledger.legacy_pending(fingerprint, len(fingerprint)):
+        legacy += earlier_keys(dataset)
     key = ledger.identify(fingerprint, legacy=legacy, name=name, checked=True)
     record_columns(dataset, ledger, key)  # its columns beside it, to find these people elsewhere
     return key
+
+
+def earlier_keys(dataset: Any) -> list[str]:
+    """The content key ``dataset`` had when only an empty field and ``NA`` were read as missing,
+    if its file spells a missing value otherwise (``null``, ``N/A``, ...; loaded again that
+    way: :meth:`dpexplorer.data.load.Dataset.earlier_content_fingerprint`); else none."""
+    earlier = getattr(dataset, "earlier_content_fingerprint", None)
+    key = earlier() if callable(earlier) else None
+    return [key] if key else []
 
 
 def legacy_keys(dataset: Any) -> list[str]:

@@ -16,7 +16,7 @@ import pytest
 from dpexplorer.data.answers import true_answer
 from dpexplorer.data.errors import DataError
 from dpexplorer.data.load import load_dataset
-from dpexplorer.data.queries import Axis, Compare, Histogram, PredicateCount, where
+from dpexplorer.data.queries import Axis, Compare, Histogram, Or, PredicateCount, where
 
 CONDITIONS = [
     where("x") == "abc",
@@ -227,3 +227,86 @@ def test_a_privacy_unit_is_read_by_its_own_cells(tmp_path, lazy) -> None:
     before, after = (float(true_answer(d, query)[0]) for d in (a, b))
     assert before == 98  # 93 numbers, "01" the same person as "1", five words
     assert after - before == 1
+
+
+# ---------------------------------------------------------------- nesting (issue 43)
+def _nested(levels: int) -> object:
+    """A condition ``levels`` deep: not / and / or in turn around ``x == 3``."""
+    from dpexplorer.data.conditions import And, Not, Or
+
+    p: object = where("x") == 3
+    for level in range(levels - 1):
+        p = (Not(p), And((p, where("x") < 40)), Or((p, where("x") == "abc")))[level % 3]  # type: ignore[arg-type]
+    return p
+
+
+def test_the_deepest_condition_accepted_is_read_described_and_evaluated(tmp_path) -> None:
+    """MAX_DEPTH levels: built, read back from its dict, described and counted on polars; one
+    more is refused where it is built and where it is read (a DataError, never RecursionError),
+    and so is a mapping nested 100,000 levels deep."""
+    from dpexplorer.data.conditions import MAX_DEPTH, Not, predicate_from_dict
+
+    deepest = _nested(MAX_DEPTH)
+    assert deepest.depth == MAX_DEPTH
+    assert predicate_from_dict(deepest.to_dict()) == deepest
+    assert deepest.describe().count("not ") == len([i for i in range(MAX_DEPTH - 1) if i % 3 == 0])
+    dataset = load_dataset(_csv(tmp_path / "t.csv", ["3", "7", "abc", "", "3"]))
+    brute = sum(_holds(deepest, cell) for cell in ["3", "7", "abc", "", "3"])
+    assert true_answer(dataset, PredicateCount(deepest)) == brute
+    with pytest.raises(DataError, match=f"more than {MAX_DEPTH} levels"):
+        Not(deepest)
+    with pytest.raises(DataError, match=f"more than {MAX_DEPTH} levels"):
+        predicate_from_dict({"not": deepest.to_dict()})
+    huge: dict = {"compare": "==", "column": "x", "value": 3}
+    for _ in range(100_000):
+        huge = {"not": huge}
+    with pytest.raises(DataError, match=f"more than {MAX_DEPTH} levels"):
+        predicate_from_dict(huge)
+
+
+def _holds(p: object, cell: str) -> bool:
+    """``p`` on one cell of x, by hand (the three kinds of node _nested builds)."""
+    from dpexplorer.data.conditions import And, Compare, Not
+
+    if isinstance(p, Compare):
+        number = float(cell) if cell.replace(".", "").isdigit() else None
+        if p.op == "==":
+            return number == p.value if isinstance(p.value, int) else cell == p.value
+        return number is not None and number < p.value  # "<" on numbers
+    if isinstance(p, Not):
+        return not _holds(p.term, cell)
+    results = [_holds(t, cell) for t in p.terms]  # type: ignore[attr-defined]
+    return all(results) if isinstance(p, And) else any(results)
+
+
+def test_the_terms_of_a_wide_or_are_joined_as_a_balanced_tree() -> None:
+    """An ``or`` of 1,024 comparisons becomes a tree 11 levels deep for another engine, not a
+    chain of 1,024 (which overflowed Spark's stack at 1,500)."""
+    from dpexplorer.data.conditions import combine
+
+    wide = Or(tuple(where("x") == i for i in range(1024)))
+
+    def depth(p: object) -> int:
+        return combine(
+            p, lambda c: 1, lambda a, b: 1 + max(a, b), lambda a, b: 1 + max(a, b), lambda a: 1 + a
+        )
+
+    assert depth(wide) == 11
+    joined = combine(wide, lambda c: {c.value}, set.union, set.union, lambda a: a)
+    assert joined == set(range(1024))
+
+
+def test_spark_evaluates_the_deepest_condition_as_polars(tmp_path, spark) -> None:
+    """The deepest condition the reader accepts, and a wide ``or``, count the same rows on
+    Spark as on polars."""
+    from dpexplorer.data.conditions import MAX_DEPTH
+    from dpexplorer.data.engine import engine_of
+    from dpexplorer.data.engine.base import RowCount
+    from dpexplorer.data.engine.spark_engine import open_spark
+
+    path = _csv(tmp_path / "t.csv", [str(i % 50) for i in range(200)] + ["abc"])
+    local, remote = load_dataset(path), open_spark(path)
+    for p in (_nested(MAX_DEPTH), Or(tuple(where("x") == i for i in range(0, 60, 3)))):
+        assert engine_of(remote).aggregate(remote, RowCount(p)) == engine_of(local).aggregate(
+            local, RowCount(p)
+        )

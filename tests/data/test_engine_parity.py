@@ -146,17 +146,17 @@ def generated(path: Path) -> Path:
 def generated_csv(path: Path, parquet: Path) -> Path:
     """The generated data as CSV text (NaN and infinities written as text), with two more
     columns: ``when``, days written 2021-3-1 (text to polars, a timestamp to Spark's own
-    inference), and ``score``, integers with missing values and 2% "n/a" (a numeric column with
-    a note to polars, text to Spark's inference)."""
+    inference), and ``score``, integers with missing values (empty, or spelled ``NULL``) and 2%
+    "unknown" (a numeric column with a note to polars, text to Spark's inference)."""
     rng = np.random.default_rng(18)
     frame = pl.read_parquet(parquet)
     n = frame.height
     days = [DAY0 + datetime.timedelta(days=int(i)) for i in rng.integers(0, 730, n)]
     score = [str(v) for v in rng.integers(0, 100, n)]
     for i in np.flatnonzero(rng.random(n) < 0.02):
-        score[i] = "n/a"
+        score[i] = "unknown"
     for i in np.flatnonzero(rng.random(n) < 0.05):
-        score[i] = None
+        score[i] = None if i % 2 else "NULL"
     frame.with_columns(
         pl.Series("when", [f"{d.year}-{d.month}-{d.day}" for d in days]),
         pl.Series("score", score, dtype=pl.String),
@@ -405,7 +405,7 @@ def test_the_generated_data_exercises_missing_and_clipping(sources):
 def test_a_csv_file_is_one_table_on_every_engine(sources):
     """Spark reads CSV text with the polars loader's schema (issue 17): ISO dates are dates,
     days written 2021-3-1 stay text (Spark's own inference makes them timestamps), a column of
-    numbers with "n/a" is numeric with the same note, integers with missing values are
+    numbers with a word is numeric with the same note, integers with missing values are
     integers; the same rows and values, hence one content fingerprint (one budget)."""
     eager, lazy, spark = sources["csv"]
     kinds = {"x": pl.Float64, "k": pl.Int64, "c": pl.String, "b": pl.Boolean, "d": pl.Date}

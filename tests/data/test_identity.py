@@ -199,8 +199,15 @@ def test_batches_threads_and_string_layouts_do_not_matter(monkeypatch) -> None:
             assert np.array_equal(identity._cell_hashes(a, lane), identity._cell_hashes(b, lane))
 
 
+SPELLINGS = ["NA", "N/A", "n/a", "#N/A", "#N/A N/A", "#NA", "<NA>", "NULL", "null", "None", "NaN", "-NaN",
+             "nan", "-nan", "1.#IND", "-1.#IND", "1.#QNAN", "-1.#QNAN"]  # fmt: skip
+"""Every spelling of a missing value the loader reads (issue 43: before, ``null``, ``N/A``,
+``None``... were text, and the same table spelled so had a fresh key, a fresh budget)."""
+
+
 def _csv_variants(tmp_path, frame: pl.DataFrame) -> dict[str, object]:
-    """The same table written as CSV in several ways, and as Parquet and .csv.gz."""
+    """The same table written as CSV in several ways (missing cells empty, quoted, and in every
+    other spelling the loader reads; CR, CRLF line endings), and as Parquet and .csv.gz."""
     header = ",".join(frame.columns)
     rows = [["" if v is None else str(v) for v in row] for row in frame.iter_rows()]
     plain = header + "\n" + "".join(",".join(r) + "\n" for r in rows)
@@ -215,6 +222,11 @@ def _csv_variants(tmp_path, frame: pl.DataFrame) -> dict[str, object]:
         "quoted.csv": quoted,
         "na.csv": na,
         "shuffled.csv": shuffled,
+        "cr.csv": plain.replace("\n", "\r"),
+        **{
+            f"spelled {i}.csv": header + "\n" + "".join(",".join(v or word for v in r) + "\n" for r in rows)
+            for i, word in enumerate(SPELLINGS)
+        },
     }.items():
         paths[name] = tmp_path / name
         paths[name].write_text(text)
@@ -228,8 +240,9 @@ def _csv_variants(tmp_path, frame: pl.DataFrame) -> dict[str, object]:
 
 
 def test_one_table_one_key_however_it_is_written(tmp_path) -> None:
-    """Row order, CRLF, every field quoted with "" for missing, NA for missing, gzip, Parquet with
-    the columns in another order, eager or streamed: one key. A one-cell change: another."""
+    """Row order, CRLF, CR alone, every field quoted with "" for missing, NA, null, N/A, None and
+    each other spelling of pandas' for missing, gzip, Parquet with the columns in another order,
+    eager or streamed: one key. A one-cell change: another."""
     frame = pl.DataFrame(
         {
             "age": [39, None, 52, 39, 17],
@@ -246,9 +259,9 @@ def test_one_table_one_key_however_it_is_written(tmp_path) -> None:
     )
     expected = reference(frame, {"age": "numeric", "hours": "numeric", "sex": "categorical", "day": "date"})
     for name, path in _csv_variants(tmp_path, frame).items():
-        for lazy in (False, True) if not name.endswith(".gz") else (False,):
+        for lazy in (False, True) if name not in ("plain.csv.gz", "cr.csv") else (False,):
             dataset = load_dataset(path, lazy=lazy)
-            assert dataset.content_fingerprint == expected, (name, lazy)
+            assert dataset.content_fingerprint == expected, (name, lazy, path.read_text()[:80])
     changed = frame.with_columns(
         pl.when(pl.int_range(5) == 3).then(pl.lit("Female")).otherwise("sex").alias("sex")
     )
@@ -323,6 +336,43 @@ def test_older_keys_move_to_the_content_v2_key(tmp_path, monkeypatch) -> None:
         assert dataset_key(dataset, book) == v2
 
 
+EARLIER = (
+    "age,sex,score\n39,Male,1.5\nnull,NULL,N/A\n52,None,NaN\n9007199254740993,Female,#N/A\n17,n/a,<NA>\n"
+)
+EARLIER_KEY = "265993d033924aae2b34f43ef405fad2"
+"""The content-v2 key dpexplorer gave :data:`EARLIER` while only empty fields and ``NA`` were
+missing (commit bd3dcd2: its three columns were text then)."""
+
+
+def test_a_file_spelling_missing_values_otherwise_keeps_its_earlier_budget(tmp_path, monkeypatch) -> None:
+    """The file is read with ``null``, ``N/A``, ``None``... missing (a new key: that of the same
+    table with empty cells); its first release in a ledger of content-v2 keys moves what was
+    filed under the key it had before (loaded once more the earlier way, once per dataset and
+    ledger), so reading the spellings as missing gives no budget back."""
+    from dpexplorer.core.accounting.guarantees import PureDP
+    from dpexplorer.release import release as release_module
+    from dpexplorer.release.release import dataset_key
+
+    path = tmp_path / "t.csv"
+    path.write_text(EARLIER)
+    dataset = load_dataset(path)
+    assert dataset.schema["age"] == pl.Int64 and dataset.frame["age"].to_list()[3] == 9007199254740993
+    assert load_dataset(path, missing_text=["", "NA"]).content_fingerprint == EARLIER_KEY
+    key = dataset.content_fingerprint
+    assert key != EARLIER_KEY and dataset.earlier_content_fingerprint() == EARLIER_KEY
+    with Ledger(tmp_path / "l.sqlite") as book:
+        book.set_budget(EARLIER_KEY, 1.0, 0.0, "basic")
+        book.charge(EARLIER_KEY, query={}, mechanism="laplace", parameters={}, guarantee=PureDP(0.75))
+        book.set_budget("ab" * 16, 9.0, 0.0, "basic")  # another dataset, left alone
+        assert dataset_key(dataset, book) == key
+        assert book.spent(key) == 0.75 and book.budget(key).epsilon == 1.0
+        assert book.budget(EARLIER_KEY) is None and book.budget("ab" * 16).epsilon == 9.0
+        monkeypatch.setattr(release_module, "earlier_keys", lambda d: pytest.fail("computed again"))
+        assert dataset_key(dataset, book) == key
+    with Ledger(tmp_path / "new.sqlite") as book:  # no content-v2 keys: never computed
+        assert dataset_key(load_dataset(path), book) == key
+
+
 def test_content_v1_is_reproduced_for_the_migration(tmp_path) -> None:
     """content_fingerprint_v1 gives the key content-v1 gave (pinned on a file whose v1 key was
     recorded before content-v2: tests/data/test_load_formats.py's dates)."""
@@ -335,7 +385,8 @@ def test_content_v1_is_reproduced_for_the_migration(tmp_path) -> None:
 
 
 def test_spark_gives_the_polars_key_however_the_file_is_written(tmp_path, spark) -> None:
-    """Spark reads quoted fields with "" for missing, NA for missing and CRLF as the loader does,
+    """Spark reads quoted fields with "" for missing, NA, null or N/A for missing, CRLF and CR as
+    the loader does,
     and its aggregation of the per-batch sums gives the polars key; a Parquet file of the same
     rows in another order too."""
     from dpexplorer.data.engine.spark_engine import open_spark
@@ -356,7 +407,8 @@ def test_spark_gives_the_polars_key_however_the_file_is_written(tmp_path, spark)
     )
     expected = reference(frame, {"age": "numeric", "hours": "numeric", "sex": "categorical", "day": "date"})
     paths = _csv_variants(tmp_path, frame)
-    for name in ("quoted.csv", "na.csv", "crlf.csv", "table.parquet"):
+    spelled = [f"spelled {SPELLINGS.index(m)}.csv" for m in ("null", "N/A", "None", "NaN")]
+    for name in ("quoted.csv", "na.csv", "crlf.csv", "cr.csv", *spelled, "table.parquet"):
         assert open_spark(paths[name]).content_fingerprint == expected, name
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -130,7 +131,7 @@ def test_blank_lines_hold_no_row_except_in_a_file_of_one_column(tmp_path, lazy):
 @pytest.mark.parametrize("lazy", [False, True])
 def test_text_nan_inf_and_all_missing(tmp_path, lazy):
     rows = "".join(f"{i},{i}.5,\n" for i in range(12_000))
-    p = write(tmp_path, "t.csv", "a,b,c\n" + rows + "oops,nan,\n7,inf,\n8,-inf,\n")
+    p = write(tmp_path, "t.csv", "a,b,c\n" + rows + "oops,inf,\n7,inf,\n8,-inf,\n")  # ("nan" is missing)
     ds = load_dataset(p, lazy=lazy)
     assert ds.n_rows == 12_003
     text, nonfinite, empty = ds.warnings
@@ -285,3 +286,52 @@ def test_the_prefix_word_count_reads_each_value_as_every_row_does(lazy) -> None:
         cells = prefix + [rng.choice(numbers) for _ in range(30_000)] + [None] * 500
         frame = pl.DataFrame({"a": cells}).lazy() if lazy else pl.DataFrame({"a": cells})
         assert load._not_surely_text(frame, ["a"]) == kept, extra
+
+
+# ---------------------------------------------------------------- missing values spelled (issue 43)
+PANDAS_NA = ["NA", "N/A", "n/a", "#N/A", "#N/A N/A", "#NA", "<NA>", "NULL", "null", "None", "NaN", "-NaN",
+             "nan", "-nan", "1.#IND", "-1.#IND", "1.#QNAN", "-1.#QNAN"]  # fmt: skip
+"""pandas' default spellings of a missing value other than the empty field
+(``pandas._libs.parsers.STR_NA_VALUES``), written out: the loader must read each."""
+
+
+def test_the_loader_reads_pandas_default_spellings() -> None:
+    assert sorted(m for m in load.MISSING_TEXT if m) == sorted(PANDAS_NA)
+
+
+@pytest.mark.parametrize("spelling", PANDAS_NA)
+@pytest.mark.parametrize("lazy", [False, True])
+def test_numbers_and_a_spelled_missing_value_read_as_numbers(tmp_path, spelling, lazy):
+    """Integers with 30% of their cells spelled ``N/A`` (or ``null``, ``None``, ...): an integer
+    column (2^53 + 1 exact) with those cells missing, and a note naming the spelling, as the
+    same column with empty cells but for the note; a text column so spelled too."""
+    cells = ["9007199254740993", spelling, "3", spelling, "7", "5", spelling, "1", "2", "4"]
+    spelled = write(
+        tmp_path,
+        "s.csv",
+        "x,t\n" + "".join(f"{c},{'a' if i % 3 else spelling}\n" for i, c in enumerate(cells)),
+    )
+    empty = write(
+        tmp_path, "e.csv", spelled.read_text().replace(f"{spelling},", ",").replace(f",{spelling}\n", ",\n")
+    )
+    a, b = load_dataset(spelled, lazy=lazy), load_dataset(empty, lazy=lazy)
+    assert a.schema == b.schema == pl.Schema({"x": pl.Int64, "t": pl.String})
+    rows = a.frame.collect() if a.lazy else a.frame
+    assert rows["x"].to_list()[:2] == [9007199254740993, None] and rows["t"].null_count() == 4
+    assert a.content_fingerprint == b.content_fingerprint
+    if spelling != "NA":  # read as missing before, without a note
+        (note,) = a.warnings
+        assert repr(spelling) in note and b.warnings == ()
+        assert sum(int(n) for n in re.findall(r"\((\d+)\)", note)) == 7  # NaN in x: "NaN or -NaN"
+
+
+def test_a_file_with_cr_line_endings_is_read(tmp_path):
+    """Lines ending with CR alone (classic Mac OS): read as lines in memory, the table of the
+    same file with LF (before: Python's csv message about "universal-newline mode"); scanned
+    lazily, a one-line refusal saying how to re-save it."""
+    text = 'x,s\n1,a\n2,"b c"\n,\n3,null\n'
+    cr, lf = write(tmp_path, "cr.csv", text.replace("\n", "\r")), write(tmp_path, "lf.csv", text)
+    assert load_dataset(cr).frame.equals(load_dataset(lf).frame)
+    assert load_dataset(cr).content_fingerprint == load_dataset(lf).content_fingerprint
+    with pytest.raises(DataError, match=r"carriage return alone .* LF or CRLF"):
+        load_dataset(cr, lazy=True)

@@ -17,6 +17,7 @@ from dpexplorer.release import ledger as ledger_module
 from dpexplorer.release.ledger import (
     BudgetExceededError,
     Ledger,
+    LedgerError,
     NoBudgetError,
     default_ledger_path,
     guarantee_from_dict,
@@ -265,3 +266,135 @@ def test_two_processes_migrating_an_old_ledger_at_once_both_open_it(tmp_path: Pa
         pass
     assert "note" not in calls[0] and "note" in calls[1]
     assert _note_columns(path) == 1
+
+
+# ---------------------------------------------------------------- edited by hand (issue 43)
+OLD_INSERT = (
+    "INSERT INTO measurements (fingerprint, time, query, mechanism, parameters, guarantee, "
+    "export_path, status) VALUES (?, '2026-01-01T00:00:00+00:00', '{}', 'laplace', '{}', ?, NULL, 'charged')"
+)
+"""A charge as dpexplorer wrote it before seals (the column list it names)."""
+
+
+def _earlier_ledger(path: Path, guarantees: list[str], fp: str = FP) -> None:
+    """A ledger as dpexplorer wrote it before seals: a budget of 1 and one row per guarantee."""
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.executescript(ledger_module._SCHEMA)
+        db.execute("INSERT INTO budgets VALUES (?, 1.0, 0.0, 'basic', '2026-01-01')", (fp,))
+        db.executemany(OLD_INSERT, [(fp, text) for text in guarantees])
+        db.commit()
+
+
+def _edit(path: Path, sql: str, *args: object) -> None:
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute(sql, args)
+        db.commit()
+
+
+def test_a_ledger_of_the_earlier_version_is_sealed_as_it_stands(tmp_path: Path) -> None:
+    """Its rows keep counting, and a row removed after it was opened once is seen (before: the
+    budget grew back by that row's epsilon)."""
+    path = tmp_path / "old.sqlite"
+    _earlier_ledger(path, ['{"type": "PureDP", "epsilon": 0.25}', '{"type": "PureDP", "epsilon": 0.5}'])
+    with Ledger(path) as book:
+        assert book.spent(FP) == 0.75 and len(book.measurements(FP)) == 2
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == ledger_module.LEDGER_VERSION
+    _edit(path, "DELETE FROM measurements WHERE id = 2")
+    with Ledger(path) as book, pytest.raises(LedgerError, match=r"1 sealed measurement row.*recorded 2"):
+        book.remaining(FP)
+
+
+def test_rows_an_earlier_dpexplorer_adds_count_and_are_sealed_at_the_next_lookup(ledger: Ledger) -> None:
+    """An earlier dpexplorer charging a sealed ledger writes no seal: its row counts at once,
+    is sealed when the dataset is next looked up, and is then kept like any other."""
+    ledger.set_budget(FP, 1.0, 0.0, "basic")
+    _charge(ledger, PureDP(0.25))
+    _edit(ledger.path, OLD_INSERT, FP, '{"type": "PureDP", "epsilon": 0.5}')
+    assert ledger.spent(FP) == 0.75
+    assert ledger.identify(FP) == FP
+    _edit(ledger.path, "DELETE FROM measurements WHERE id = 2")
+    with pytest.raises(LedgerError, match="recorded 2"):
+        ledger.spent(FP)
+
+
+def test_a_sealed_row_unsealed_and_edited_is_refused(ledger: Ledger) -> None:
+    ledger.set_budget(FP, 1.0, 0.0, "basic")
+    _charge(ledger, PureDP(0.75))
+    _edit(
+        ledger.path,
+        """UPDATE measurements SET seal = NULL, guarantee = '{"type": "PureDP", "epsilon": 0.0}'""",
+    )
+    with pytest.raises(LedgerError, match=r"0 sealed measurement row.*recorded 1"):
+        ledger.check(FP, [PureDP(0.5)])
+    with pytest.raises(LedgerError, match="recorded 1"):
+        ledger.identify(FP)  # not sealed again as it now stands
+
+
+def test_rows_an_earlier_dpexplorer_moved_to_the_content_key_are_kept(ledger: Ledger) -> None:
+    """An earlier dpexplorer moves an alias's rows to the dataset's key without resealing them:
+    the next lookup reseals them (their seal holds under the alias), and a row removed after
+    that is seen."""
+    old, key = FP, "cd" * 16
+    ledger.set_budget(old, 2.0, 1e-6, "basic")
+    _charge(ledger, PureDP(0.5), old)
+    assert ledger.identify(key, legacy=[old]) == key
+    ledger.set_budget(old, 3.0, 1e-6, "basic")  # an older tool, by the file's SHA-256 again
+    _charge(ledger, PureDP(0.25), old)
+    _edit(ledger.path, "UPDATE measurements SET fingerprint = ? WHERE fingerprint = ?", key, old)
+    assert ledger.identify(key) == key and ledger.spent(key) == 0.75
+    _edit(ledger.path, "DELETE FROM measurements WHERE id = 1")
+    with pytest.raises(LedgerError, match="recorded 2"):
+        ledger.spent(key)
+
+
+def test_an_alias_removed_by_hand_is_refused(ledger: Ledger) -> None:
+    """Data filed under a name: without its alias it would be looked up under its content key,
+    which holds nothing (a fresh budget)."""
+    content = "ef" * 16
+    key = ledger.identify(content, name="survey")
+    ledger.set_budget(key, 1.0, 0.0, "basic")
+    _charge(ledger, PureDP(1.0), key)
+    _edit(ledger.path, "DELETE FROM aliases")
+    with pytest.raises(LedgerError, match="aliases"):
+        ledger.identify(content)
+
+
+@pytest.mark.parametrize(
+    ("cell", "fault"),
+    [
+        ("nope", "not JSON"),
+        ("[1]", "not JSON of a known type"),
+        ('{"type": "PureDP"}', "not JSON of a known type"),
+        ('{"type": "Magic", "epsilon": 0.1}', "not JSON of a known type"),
+        ('{"type": "PureDP", "epsilon": -1}', "epsilon -1"),
+        ('{"type": "PureDP", "epsilon": "0.5"}', "epsilon '0.5'"),
+        ('{"type": "PureDP", "epsilon": Infinity}', "epsilon inf"),
+        ('{"type": "LaplaceNoise", "scale": 0.0, "sensitivity": 1.0}', "scale 0.0"),
+        ('{"type": "RDPCurve", "orders": [2.0], "epsilons": []}', "unequal lengths"),
+        (
+            '{"type": "Subsampled", "base": {"type": "PureDP", "epsilon": 1}, "rate": 2, '
+            '"scheme": "poisson"}',
+            "rate 2",
+        ),
+    ],
+)
+def test_a_guarantee_cell_that_is_no_guarantee_is_refused(tmp_path: Path, cell: str, fault: str) -> None:
+    """In a ledger written before seals (sealed as it stands), a guarantee cell edited by hand:
+    one LedgerError naming the ledger and the row, never a traceback nor a smaller spend."""
+    path = tmp_path / "old.sqlite"
+    _earlier_ledger(path, ['{"type": "PureDP", "epsilon": 0.25}', cell])
+    with Ledger(path) as book:
+        with pytest.raises(LedgerError, match=f"{path}.*row 2 is not one: .*{fault}"):
+            book.spent(FP)
+        with pytest.raises(LedgerError, match="row 2"):
+            book.measurements(FP)
+
+
+def test_a_database_of_another_application_is_not_made_a_ledger(tmp_path: Path) -> None:
+    path = tmp_path / "notes.sqlite"
+    _edit(path, "CREATE TABLE notes (text TEXT)")
+    with pytest.raises(LedgerError, match="not a dpexplorer ledger"):
+        Ledger(path)
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        assert [r[0] for r in db.execute("SELECT name FROM sqlite_master")] == ["notes"]

@@ -73,6 +73,7 @@ from dpexplorer.data.load import (
     KEPT,
     MISSING_TEXT,
     ColumnInfo,
+    Dataset,
     TextLayout,
     fingerprint_file,
     kind_of_dtype,
@@ -192,6 +193,8 @@ class SparkDataset:
     engine: SparkEngine
     warnings: tuple[str, ...] = ()
     format: str = "spark"
+    reference: Dataset | None = None
+    """A CSV file's reading by the polars loader, whose schema Spark reads it with."""
 
     @property
     def path(self) -> Path:
@@ -261,6 +264,12 @@ class SparkDataset:
         except Exception as exc:  # py4j and the Python workers raise many types
             raise _failure("fingerprint", self.source, exc) from exc
 
+    def earlier_content_fingerprint(self) -> str | None:
+        """As :meth:`dpexplorer.data.load.Dataset.earlier_content_fingerprint` (both engines
+        give one key for one table): the key a CSV file had when fewer spellings of a missing
+        value were read as missing, if it differs."""
+        return None if self.reference is None else self.reference.earlier_content_fingerprint()
+
     def preview(self, n: int = 200) -> pl.DataFrame:
         return self.engine.preview(self, n)
 
@@ -287,17 +296,17 @@ def open_spark(source: str | os.PathLike[str], master: str | None = None) -> Spa
     engine = SparkEngine(spark_session(master))
     text = os.fspath(source)
     try:
-        frame, notes = _read(engine.session, text)
+        frame, notes, reference = _read(engine.session, text)
     except DataError:
         raise
     except Exception as exc:  # py4j and Spark raise many types; each becomes one DataError
         raise _failure("read", text, exc) from exc
     if not frame.columns:
         raise DataError(f"{text} has no columns")
-    return SparkDataset(text, frame, engine, tuple(notes))
+    return SparkDataset(text, frame, engine, tuple(notes), reference=reference)
 
 
-def _read(session: SparkSession, source: str) -> tuple[DataFrame, list[str]]:
+def _read(session: SparkSession, source: str) -> tuple[DataFrame, list[str], Dataset | None]:
     path = Path(source)
     layout = text_layout(path) if path.is_file() else None
     if layout is not None and layout.fmt != "parquet":
@@ -305,10 +314,10 @@ def _read(session: SparkSession, source: str) -> tuple[DataFrame, list[str]]:
     exists = path.is_dir() or path.is_file()
     frame = session.read.parquet(str(path)) if exists else session.table(source)
     frame, notes = _finite(frame)
-    return _iso_dates(frame), notes
+    return _iso_dates(frame), notes, None
 
 
-def _read_text(session: SparkSession, path: Path, layout: TextLayout) -> tuple[DataFrame, list[str]]:
+def _read_text(session: SparkSession, path: Path, layout: TextLayout) -> tuple[DataFrame, list[str], Dataset]:
     """A CSV/TSV file as :func:`dpexplorer.data.load.load_dataset` reads it, so that both
     engines see one table (issue 17): the same separator, the polars loader's column names and
     types (its inference, text that turns up late, mostly-numeric text, ISO dates only: Spark's
@@ -322,12 +331,14 @@ def _read_text(session: SparkSession, path: Path, layout: TextLayout) -> tuple[D
             f"{path.name}: Spark reads UTF-8 text delimited by commas, tabs, semicolons or pipes; "
             "re-save it as UTF-8 CSV, or as Parquet"
         )
-    reference = load_dataset(path, lazy=fmt == "csv", layout=layout)  # gzip cannot be scanned lazily
+    # gzip cannot be scanned lazily, nor lines ending with CR alone (the loader converts them)
+    reference = load_dataset(path, lazy=fmt == "csv" and not layout.cr, layout=layout)
     schema = reference.schema
     texts = [c for c, t in schema.items() if t == pl.String]
-    breaks = texts and any(
-        reference.select(*(pl.col(c).str.contains("\n", literal=True).any() for c in texts)).row(0)
-    )
+    # on the frame itself: Dataset.select makes an eager frame's text Categorical, which has no
+    # str.contains (a .csv.gz or CR-only file, read eagerly, failed here)
+    has_break = [pl.col(c).str.contains("\n", literal=True).any() for c in texts]
+    breaks = texts and any(reference.frame.lazy().select(has_break).collect().row(0))
     # without this, a count reads no field, so it counts the rows DROPMALFORMED drops
     session.conf.set("spark.sql.csv.parser.columnPruning.enabled", "false")
     raw = session.read.csv(
@@ -345,7 +356,7 @@ def _read_text(session: SparkSession, path: Path, layout: TextLayout) -> tuple[D
         *(_kept(F.col(f"_{list(schema).index(name)}")).alias(KEPT + name) for name in reference.kept_text),
     )
     frame, _ = _finite(frame)  # the loader's notes already count these
-    return frame, list(reference.warnings)
+    return frame, list(reference.warnings), reference
 
 
 def _kept(text: Column) -> Column:
@@ -358,7 +369,8 @@ def _kept(text: Column) -> Column:
 def _as_read(text: Column, dtype: pl.DataType) -> Column:
     """A text field as the polars loader types it: a value that is not a number is missing in a
     numeric column (the loader counted it), and NaN and infinities are made missing later. A
-    field that is empty or ``NA`` is missing, quoted or not (:data:`~dpexplorer.data.load.MISSING_TEXT`)."""
+    field that spells a missing value (empty, ``NA``, ``null``, ``N/A``, ...: the loader's
+    :data:`~dpexplorer.data.load.MISSING_TEXT`) is missing, quoted or not."""
     text = F.when(~text.isin(*MISSING_TEXT), text)
     if dtype == pl.Int64:
         return text.try_cast("long")
