@@ -44,6 +44,10 @@ class Statistic:
     parameters: Mapping[str, Any]
     label: str = ""
     relation: str = "add_remove"
+    facts: Sequence[Mapping[str, Any]] = ()
+    """Each public fact of the query with its origin as the codebook records it (``column``,
+    ``field``, ``origin``, ``citation``, ``ledger_id``; the window's); none: the plan declares
+    them."""
 
     def entry(self) -> dict[str, Any]:
         """The plan entry ``{"query", "mechanism", "parameters"}``."""
@@ -102,7 +106,7 @@ def statistic_markdown(number: int, stat: Statistic) -> str:
     lines.append("")
     lines.append(f"**Privacy unit.** {_unit_words(stat.query)}")
     lines.append("")
-    lines.append(f"**Bounds and keys.** {_bounds_words(stat.query)}")
+    lines.append(f"**Bounds and keys.** {_bounds_words(stat.query, stat.facts)}")
     lines.append("")
     mechanism, summary = _mechanism_words(stat.mechanism)
     params = ", ".join(f"{k} = {_value(v)}" for k, v in stat.parameters.items())
@@ -131,22 +135,45 @@ def _unit_words(query: Mapping[str, Any]) -> str:
     return "One row: neighbouring datasets differ by adding or removing one row."
 
 
-def _bounds_words(query: Mapping[str, Any]) -> str:
+def _origin_words(facts: Sequence[Mapping[str, Any]], column: str, field: str) -> str:
+    """Where the ``field`` fact of ``column`` comes from, as the codebook records it (none
+    recorded: the plan declares it, which is the steward's declaration)."""
+    for fact in facts:
+        if fact.get("column") == column and fact.get("field") == field:
+            cited = f": {fact['citation']}" if fact.get("citation") else ""
+            if fact.get("origin") == "shipped":
+                return f"shipped with dpexplorer in the dataset's codebook (public documentation{cited})"
+            if fact.get("origin") == "estimated":
+                return (
+                    f"estimated privately (charged to the ledger, row {fact.get('ledger_id')}), "
+                    "recorded in the dataset's codebook"
+                )
+            return (
+                f"declared by the steward in the dataset's codebook (public, not read from the data{cited})"
+            )
+    return "declared by the steward (public, not read from the data)"
+
+
+def _bounds_words(query: Mapping[str, Any], facts: Sequence[Mapping[str, Any]] = ()) -> str:
     parts = []
     if "lower" in query and query.get("lower") is not None:
         parts.append(
             f"values of `{query['column']}` are clipped to [{_value(query['lower'])}, "
-            f"{_value(query['upper'])}], declared by the steward (public, not read from the data)"
+            f"{_value(query['upper'])}], {_origin_words(facts, query['column'], 'bounds')}"
         )
     axes = [query["axis"]] if isinstance(query.get("axis"), Mapping) else list(query.get("axes", []))
     axes += list(query.get("keys", []) or [])
     for axis in axes:
         if axis.get("edges") is not None:
-            parts.append(f"`{axis['column']}` is cut into {len(axis['edges']) - 1} declared bins")
+            parts.append(
+                f"`{axis['column']}` is cut into {len(axis['edges']) - 1} declared bins, "
+                f"{_origin_words(facts, axis['column'], 'edges')}"
+            )
         elif axis.get("categories") is not None:
             parts.append(
                 f"`{axis['column']}` has {len(axis['categories'])} declared categories "
-                "(every one released, with 'other' for the rest)"
+                f"(every one released, with 'other' for the rest), "
+                f"{_origin_words(facts, axis['column'], 'categories')}"
             )
     private = query.get("private_keys")
     if isinstance(private, Mapping):
@@ -156,7 +183,10 @@ def _bounds_words(query: Mapping[str, Any]) -> str:
             f"delta {private['delta']:g}, charged on top)"
         )
     if "categories" in query and query.get("type") in ("argmax", "top_k"):
-        parts.append(f"{len(query['categories'])} declared candidates of `{query['column']}`")
+        parts.append(
+            f"{len(query['categories'])} declared candidates of `{query['column']}`, "
+            f"{_origin_words(facts, query['column'], 'categories')}"
+        )
     if not parts:
         return "None needed: one row changes the answer by at most one."
     text = "; ".join(parts) + "."
