@@ -38,6 +38,8 @@ from dpexplorer.gui import palette
 from dpexplorer.gui.query_facts import NOT_DECLARED, origin_words, value_words
 
 FILTER = "Codebooks (*.json);;All files (*)"
+PRIMARY = {"bounds": "number", "edges": "number", "categories": "category"}
+"""The kind of column each fact usually describes (the others: "—" while not declared)."""
 FIELDS = ("bounds", "categories", "edges")
 HEADERS = ("Column", "Kind", "Bounds", "Categories", "Bin edges")
 NO_UNIT = "(each row is a person)"
@@ -69,10 +71,11 @@ def fact_text(field: str, fact: Fact | None) -> str:
     return ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in fact.value)
 
 
-def cell_text(field: str, fact: Fact | None) -> str:
-    """A table cell: the fact's value in short and its origin, or "not declared"."""
+def cell_text(field: str, fact: Fact | None, kind: str = "") -> str:
+    """A table cell: the fact's value in short and its origin, "not declared", or "—" for a
+    fact a column of its kind does not usually have (categories of a number column)."""
     if fact is None:
-        return NOT_DECLARED
+        return NOT_DECLARED if kind in ("", PRIMARY.get(field, "")) else "—"
     shown = value_words(field, fact.value)
     if field == "categories":
         head = ", ".join(fact.value[:3]) + (", …" if len(fact.value) > 3 else "")
@@ -135,6 +138,7 @@ class CodebookDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(intro)
         layout.addWidget(self.source)
+        self.table.setMinimumHeight(240)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.editor)
         layout.addWidget(self.unit_box)
@@ -165,20 +169,28 @@ class CodebookDialog(QDialog):
             line.setMaxLength(2**24)
             line.setAccessibleName(f"Declared {title.lower()}")
             origin = QLabel()
+            origin.setMinimumWidth(220)
             origin.setWordWrap(True)
             self.fields[field], self.origins[field] = line, origin
-            form.addRow(title, line)
+            row = QHBoxLayout()
+            row.addWidget(line, 3)
+            row.addWidget(origin, 2)
+            form.addRow(title, row)
             if field == "categories":
                 self.complete = QCheckBox("complete: the list is every value the column can take")
                 form.addRow("", self.complete)
-            form.addRow("", origin)
+        self.note = QLabel()
+        self.note.setWordWrap(True)
+        form.addRow("", self.note)
         self.citation = QLineEdit()
         self.citation.setPlaceholderText("where these facts come from (a code list, documentation…)")
-        form.addRow("Citation", self.citation)
         self.declare_button = QPushButton("Declare")
         self.declare_button.setToolTip("Write the facts typed above into the codebook, origin 'declared'")
         self.declare_button.clicked.connect(self.declare)
-        form.addRow("", self.declare_button)
+        cite = QHBoxLayout()
+        cite.addWidget(self.citation, 1)
+        cite.addWidget(self.declare_button)
+        form.addRow("Citation", cite)
         return box
 
     def _unit_box(self) -> QGroupBox:
@@ -217,14 +229,15 @@ class CodebookDialog(QDialog):
             row = self.table.rowCount()
             self.table.insertRow(row)
             facts = self.codebook.column(name)
-            kind = facts.kind if facts is not None else f"{self._default_kind(name)} (not described)"
-            cells = [name, kind, *(cell_text(f, facts and getattr(facts, f)) for f in FIELDS)]
+            kind = facts.kind if facts is not None else self._default_kind(name)
+            shown = kind if facts is not None else f"{kind} (not described)"
+            cells = [name, shown, *(cell_text(f, facts and getattr(facts, f), kind) for f in FIELDS)]
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 if col >= 2:
                     fact = getattr(facts, FIELDS[col - 2]) if facts is not None else None
                     item.setToolTip(origin_words(fact) + (f"\n{facts.note}" if facts and facts.note else ""))
-                    if fact is None:
+                    if text == NOT_DECLARED:
                         item.setForeground(palette.qcolor(palette.WARNING_TEXT))
                 self.table.setItem(row, col, item)
         if selected in self.columns():
@@ -260,8 +273,11 @@ class CodebookDialog(QDialog):
             fact = getattr(facts, field) if facts is not None else None
             self.fields[field].setText(fact_text(field, fact))
             self.fields[field].setCursorPosition(0)
-            note = f" — {facts.note}" if fact is None and facts is not None and facts.note else ""
-            self.origins[field].setText(f"<i>{origin_words(fact)}</i>{note}")
+            self.origins[field].setText(f"<i>{origin_words(fact)}</i>")
+            self.origins[field].setToolTip(origin_words(fact))
+        note = facts.note if facts is not None else ""
+        self.note.setText(f"<i>Note:</i> {note}" if note else "")
+        self.note.setVisible(bool(note))
         categories = facts.categories if facts is not None else None
         self.complete.setChecked(bool(categories and categories.complete))
         self.citation.setText("")

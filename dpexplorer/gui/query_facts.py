@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QGridLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.data.codebook import Codebook, Fact, Unit, UsedFact, facts_used, undeclared
@@ -102,6 +102,11 @@ def declare_used(codebook: Codebook, query: Mapping[str, Any], citation: str) ->
     return codebook
 
 
+def _short(text: str, limit: int = 70) -> str:
+    """``text`` cut to ``limit`` characters at a word (the panel's line; the tooltip has all)."""
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + "…"
+
+
 def release_blockers(query: Any, codebook: Codebook) -> list[str]:
     """What stops ``query``'s release under ``codebook``: one sentence per public fact it uses
     that the codebook does not declare (:func:`dpexplorer.data.codebook.undeclared`), or the
@@ -158,9 +163,8 @@ class FactsBox(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.grid = QGridLayout(self)
+        self.grid = QVBoxLayout(self)
         self.grid.setContentsMargins(0, 0, 0, 0)
-        self.grid.setColumnStretch(0, 1)
         self.lines: list[QLabel] = []
         self.buttons: dict[tuple[str, str], tuple[QPushButton, QPushButton]] = {}
 
@@ -169,10 +173,11 @@ class FactsBox(QWidget):
         with the data's own value)."""
         while self.grid.count():
             item = self.grid.takeAt(0)
-            if item.widget() is not None:
-                item.widget().deleteLater()
+            if (widget := item.widget()) is not None:
+                widget.hide()  # now: deleted at the next event loop turn, it would still be drawn
+                widget.deleteLater()
         self.lines, self.buttons = [], {}
-        for row, used in enumerate(facts):
+        for used in facts:
             column = used.column or ""
             name = used.describe()
             if used.origin is None:
@@ -184,18 +189,19 @@ class FactsBox(QWidget):
                     else " (Release is refused until it is declared)"
                 )
             else:
-                text = f"<b>{name}</b>: {value_words(used.field, used.value)} · {origin_words(used)}"
+                text = f"<b>{name}</b>: {value_words(used.field, used.value)} · {_short(origin_words(used))}"
             line = QLabel(text)
             line.setWordWrap(True)
+            line.setToolTip(origin_words(used))  # the whole citation
             if used.origin is None:
                 line.setStyleSheet(f"color: {palette.css(palette.WARNING_TEXT)};")
-            self.grid.addWidget(line, row, 0)
+            self.grid.addWidget(line)
             self.lines.append(line)
             if used.origin is None and column and used.field in FIELD_WORDS:
-                self._actions(row, column, used.field)
+                self._actions(column, used.field)
         self.setVisible(bool(facts))
 
-    def _actions(self, row: int, column: str, field: str) -> None:
+    def _actions(self, column: str, field: str) -> None:
         declare = QPushButton("Declare…")
         declare.setToolTip(f"Type the {FIELD_WORDS[field]} of {column} in the codebook (public knowledge)")
         declare.clicked.connect(lambda: self.declare_requested.emit(column, field))
@@ -209,8 +215,13 @@ class FactsBox(QWidget):
                 f"Estimate the {FIELD_WORDS[field]} of {column} with {how}: charged, recorded"
             )
         estimate.clicked.connect(lambda: self.estimate_requested.emit(column, field))
-        self.grid.addWidget(declare, row, 1)
-        self.grid.addWidget(estimate, row, 2)
+        row = QWidget()
+        buttons = QHBoxLayout(row)
+        buttons.setContentsMargins(12, 0, 0, 0)
+        buttons.addWidget(declare)
+        buttons.addWidget(estimate)
+        buttons.addStretch(1)
+        self.grid.addWidget(row)
         self.buttons[(column, field)] = (declare, estimate)
 
     def text(self) -> str:

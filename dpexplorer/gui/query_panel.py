@@ -29,7 +29,7 @@ from dpexplorer.data.codebook import EMPTY, Codebook, codebook_from_dict
 from dpexplorer.gui import palette
 from dpexplorer.gui.jobs import CATEGORY_LIMIT
 from dpexplorer.gui.query_declared import DeclaredFacts, listed
-from dpexplorer.gui.query_facts import OBSERVED, FactsBox, categories_of, edges_of, facts_of
+from dpexplorer.gui.query_facts import FIELD_WORDS, OBSERVED, FactsBox, categories_of, edges_of, facts_of
 from dpexplorer.gui.query_groups import EACH_ROW, GROUP_KINDS, MAX_CATEGORIES, GroupControls
 from dpexplorer.gui.query_widgets import (
     ConditionRow,
@@ -639,7 +639,13 @@ class QueryPanel(GroupControls, DeclaredFacts, QGroupBox):
             self.error.show()
             return
         self.error.hide()
-        self.description.setText(f"<i>Releasing {html.escape(query.describe())}.</i>")  # "<=50K" is text
+        described = html.escape(query.describe())  # "<=50K" is text
+        own = ", ".join(sorted({FIELD_WORDS[f] for _, f in self.observed}))
+        self.description.setText(
+            f"<i>Exploring {described}, with the data's own {own} ({OBSERVED}): not releasable.</i>"
+            if self.observed
+            else f"<i>Releasing {described}.</i>"
+        )
         self.facts.show_facts(facts_of(query, self.codebook), self.observed)
         self.changed.emit(query, str(self.relation.currentData()))
 

@@ -183,6 +183,7 @@ class ReleaseDialog(QDialog):
     def _refuse(self) -> None:
         """Nothing priced, nothing charged: which facts are not declared, and the codebook."""
         self.setWindowTitle("Release refused: public facts not declared")
+        self.what.setText(self.what.text().replace("<b>Releasing</b>", "<b>Asked to release</b>", 1))
         self.cost.setText("<b>Not priced:</b> this release would publish facts read from the data.")
         self.message.setText(release_refusal(self.refused))
         self.message.setStyleSheet(f"color: {palette.css(palette.ERROR_TEXT)};")
