@@ -53,6 +53,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from dpexplorer.core.errors import DPExplorerError, InvalidParameterError, NotApplicableError
+from dpexplorer.data.codebook import (
+    Codebook,
+    ColumnFacts,
+    Fact,
+    Unit,
+    load_codebook,
+    save_codebook,
+    shipped_codebook,
+)
 from dpexplorer.data.errors import DataError
 from dpexplorer.data.queries import (
     And,
@@ -125,12 +134,15 @@ __all__ = [
     "BudgetExceededError",
     "BudgetReport",
     "CategoricalOutput",
+    "Codebook",
+    "ColumnFacts",
     "Compare",
     "Count",
     "DPExplorerError",
     "DataError",
     "Exploration",
     "ExportError",
+    "Fact",
     "GroupBy",
     "Histogram",
     "InvalidParameterError",
@@ -154,10 +166,12 @@ __all__ = [
     "Sum",
     "TopK",
     "TrimmedMean",
+    "Unit",
     "Variance",
     "Workload",
     "example_path",
     "explore",
+    "load_codebook",
     "marginal_workload",
     "mechanism_names",
     "open_dataset",
@@ -165,7 +179,9 @@ __all__ = [
     "query_from_dict",
     "release_plan",
     "remaining_budget",
+    "save_codebook",
     "set_budget",
+    "shipped_codebook",
     "where",
 ]
 
@@ -443,28 +459,33 @@ class Plan:
         return target
 
     @classmethod
-    def read(cls, path: str | os.PathLike[str]) -> Plan:
-        """Read a plan file (`PlanError` saying which entry is wrong and how)."""
+    def read(cls, path: str | os.PathLike[str], *, codebook: Codebook | None = None) -> Plan:
+        """Read a plan file (`PlanError` saying which entry is wrong and how). With `codebook`,
+        an entry that leaves out a public fact (a bound, categories, bin edges) takes it from
+        the codebook; one that contradicts it, or uses a fact neither declares, is refused."""
         from dpexplorer.release.plan_run import read_plan_file
 
         entries, rate = read_plan_file(path)
-        return cls._of(entries, rate)
+        return cls._of(entries, rate, codebook)
 
     @classmethod
-    def from_json(cls, value: Any) -> Plan:
-        """A plan from JSON values (as `to_json` gives)."""
+    def from_json(cls, value: Any, *, codebook: Codebook | None = None) -> Plan:
+        """A plan from JSON values (as `to_json` gives); `codebook` as for `read`."""
         from dpexplorer.release.plan_run import plan_entries
 
         entries, rate = plan_entries(value)
-        return cls._of(entries, rate)
+        return cls._of(entries, rate, codebook)
 
     @classmethod
-    def _of(cls, entries: list[dict[str, Any]], rate: float | None) -> Plan:
+    def _of(cls, entries: list[dict[str, Any]], rate: float | None, codebook: Codebook | None = None) -> Plan:
         from dpexplorer.release.plan_run import entry_query
+        from dpexplorer.release.public_facts import declare_entry
 
         measurements = []
         for number, entry in enumerate(entries, start=1):
             try:
+                if codebook is not None:
+                    entry, _facts = declare_entry(entry, codebook)
                 query, params = entry_query(entry)
             except DPExplorerError as exc:
                 raise PlanError(f"plan entry {number}: {exc}") from None
@@ -572,6 +593,7 @@ def release_plan(
     ledger: LedgerLike = None,
     name: str | None = None,
     ci_level: float = 0.95,
+    codebook: Codebook | None = None,
 ) -> tuple[ReleaseResult, ...]:
     """Release `plan` on `dataset` exactly as `dpexplorer release` does (the same code): every
     measurement is validated and its exact release path built first (`PlanError`
@@ -583,7 +605,12 @@ def release_plan(
     `ReleaseFailedError` if something fails after a charge (the ledger says what was spent).
 
     Returns one `ReleaseResult` per measurement: the released `values` with their `labels`,
-    `confidence_intervals` at `ci_level`, the `guarantee` charged, and the `files` written."""
+    `confidence_intervals` at `ci_level`, the `guarantee` charged, and the `files` written.
+
+    `codebook` (a `Codebook`, e.g. from `load_codebook`; None: the shipped one for the bundled
+    Adult, else none) is the dataset's public description, as `--codebook`: a measurement that
+    contradicts it, or a codebook that names another dataset, is refused (`PlanError`) before
+    anything is charged, and each provenance lists every public fact with its origin."""
     from dpexplorer.release.ledger import Ledger
     from dpexplorer.release.plan_run import prepare_plan, release_prepared
 
@@ -593,6 +620,12 @@ def release_plan(
     with Ledger(ledger) as book:
         entries = [m.to_dict() for m in chosen.measurements]
         prepared = prepare_plan(
-            dataset, entries, chosen.sampling_rate, book, ci_level=ci_level, dataset_name=name
+            dataset,
+            entries,
+            chosen.sampling_rate,
+            book,
+            ci_level=ci_level,
+            dataset_name=name,
+            codebook=codebook,
         )
         return tuple(result for _item, result in release_prepared(prepared, book, out))

@@ -1,9 +1,13 @@
-"""`dpexplorer release PLAN.json --data PATH_OR_TABLE --out DIR [--ledger PATH] [--dataset NAME]
-[--budget-epsilon E --budget-delta D] [--engine polars|spark [--spark-master URL]]`: release
+"""`dpexplorer release PLAN.json --data PATH_OR_TABLE --out DIR [--codebook FILE] [--ledger PATH]
+[--dataset NAME] [--budget-epsilon E --budget-delta D] [--engine polars|spark [--spark-master URL]]`: release
 every statistic of a plan through the exact samplers, charged to the dataset's budget in the
 ledger. With ``--engine spark`` the true answers are computed on Spark (dpexplorer.data.engine);
 noise, accounting, ledger and export stay in this process. The plan format is documented in
 ``dpexplorer/release/PLAN_FORMAT.md`` and the user guide (docs/guide/cli.md, Releasing statistics).
+
+The codebook (``--codebook FILE``; the bundled Adult's shipped one when none is given,
+docs/guide/codebook.md) supplies the public facts an entry leaves out; a plan that contradicts
+it, or uses a fact neither declares, is refused before the data are opened.
 
 The whole plan is validated first (file, every query, mechanism and parameter, an exact release
 path for each, the output directory, and the plan's total against the remaining budget);
@@ -77,6 +81,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Spark master for --engine spark: local[*] (default) or spark://host:7077",
     )
     parser.add_argument("--out", required=True, metavar="DIR", help="directory for the released files")
+    parser.add_argument(
+        "--codebook",
+        metavar="FILE",
+        help="the dataset's codebook (JSON, docs/guide/codebook.md): public facts the plan leaves out; "
+        "default: the shipped one for the bundled Adult, else none",
+    )
     parser.add_argument("--ledger", metavar="PATH", help="budget ledger (default: per-user data dir)")
     parser.add_argument(
         "--dataset",
@@ -114,8 +124,22 @@ def read_plan(path: str | Path) -> list[dict[str, Any]]:
     return read_plan_file(path)[0]
 
 
+def read_codebook(args: argparse.Namespace) -> Any:
+    """The codebook of ``--codebook FILE`` (DataError naming the file when it is not one), else
+    the one shipped for the bundled dataset ``--data`` names, else None."""
+    from dpexplorer.data.codebook import load_codebook, shipped_codebook
+
+    if args.codebook is not None:
+        return load_codebook(args.codebook)
+    return shipped_codebook(args.data)
+
+
 def _prepare_all(
-    args: argparse.Namespace, plan: tuple[list[dict[str, Any]], float | None], dataset: Any, ledger: Any
+    args: argparse.Namespace,
+    plan: tuple[list[dict[str, Any]], float | None],
+    dataset: Any,
+    ledger: Any,
+    codebook: Any,
 ) -> list[Any]:
     from dpexplorer.release.plan_run import prepare_plan
 
@@ -130,6 +154,7 @@ def _prepare_all(
         ci_level=ci_level,
         dataset_name=args.dataset,
         on_prepared=_Progress(),
+        codebook=codebook,
     )
 
 
@@ -192,7 +217,11 @@ def _open_early(args: argparse.Namespace) -> Future[Any] | None:
 
 
 def _release_all(
-    args: argparse.Namespace, plan: Any, progress: dict[str, Any], opening: Future[Any] | None
+    args: argparse.Namespace,
+    plan: Any,
+    progress: dict[str, Any],
+    opening: Future[Any] | None,
+    codebook: Any = None,
 ) -> int:
     from dpexplorer.release.ledger import Ledger
     from dpexplorer.release.plan_run import release_prepared
@@ -214,7 +243,7 @@ def _release_all(
             f"dpexplorer release: note: {Path(args.data).name}: {' '.join(warning.split())}", file=sys.stderr
         )
     with Ledger(args.ledger) as ledger:
-        prepared = _in_run(args, _prepare_all(args, plan, dataset, ledger))
+        prepared = _in_run(args, _prepare_all(args, plan, dataset, ledger, codebook))
         key = prepared[0].fingerprint
         _set_budget(args, ledger, key)
         if args.report:
@@ -298,8 +327,12 @@ def run(args: argparse.Namespace) -> int:
     """Validate the plan, then release it; one line on stderr and a documented non-zero code on
     failure (module docstring). The plan is read first: a plan that is not one is refused
     before the data are opened."""
+    from dpexplorer.release.plan_run import check_codebook
+
     try:
         plan = read_plan_file(args.plan)
+        codebook = read_codebook(args)
+        check_codebook(plan[0], codebook)
     except (DPExplorerError, OSError) as exc:
         return fail("release", str(exc), EXIT_BAD_INPUT)
     opening = _open_early(args)
@@ -308,7 +341,7 @@ def run(args: argparse.Namespace) -> int:
 
     progress: dict[str, Any] = {"total": 0, "released": 0}
     try:
-        return _release_all(args, plan, progress, opening)
+        return _release_all(args, plan, progress, opening, codebook)
     except ReleaseFailedError as exc:
         done = f"{progress['released']} of {progress['total']} entries were released before it"
         code = EXIT_INTERRUPTED if exc.interrupted else EXIT_NOT_RELEASED

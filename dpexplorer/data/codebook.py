@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 import itertools
 import json
 import math
@@ -241,6 +242,10 @@ class Codebook:
     rows: Fact | None = None
     dataset: str = ""
     citation: str = ""
+    source: str = field(default="", compare=False)
+    """The file it was read from ("" for one built in memory or changed since)."""
+    sha256: str = field(default="", compare=False)
+    """The SHA-256 of that file's bytes ("" for one built in memory or changed since)."""
 
     def __post_init__(self) -> None:
         columns = dict(self.columns)
@@ -258,6 +263,15 @@ class Codebook:
     def __hash__(self) -> int:
         return hash(json.dumps(self.to_dict(), sort_keys=True))
 
+    def digest(self) -> str:
+        """The SHA-256 that identifies this codebook: of its file's bytes when it was read from
+        one (``sha256sum FILE`` gives the same), else of its canonical JSON (:meth:`to_dict`,
+        keys sorted, no spaces)."""
+        if self.sha256:
+            return self.sha256
+        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
     def column(self, name: str) -> ColumnFacts | None:
         """The facts of column ``name`` (None: the codebook does not describe it)."""
         return self.columns.get(name)
@@ -274,7 +288,7 @@ class Codebook:
         public row count (``column`` ignored). DataError for an unknown field or a fact that
         does not fit the column's kind."""
         if field == "rows":
-            return dataclasses.replace(self, rows=fact)
+            return dataclasses.replace(self, rows=fact, source="", sha256="")
         require(field in COLUMN_FIELDS, f"unknown fact {field!r}: use {', '.join(COLUMN_FIELDS)} or rows")
         facts = self.columns.get(column) or ColumnFacts(column, FIELD_KINDS[field][0])
         changes: dict[str, Any] = {field: fact}
@@ -282,7 +296,7 @@ class Codebook:
 
     def with_column(self, facts: ColumnFacts) -> Codebook:
         """A new codebook with ``facts`` replacing (in place) or appended to the columns."""
-        return dataclasses.replace(self, columns={**self.columns, facts.name: facts})
+        return dataclasses.replace(self, columns={**self.columns, facts.name: facts}, source="", sha256="")
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON file's content (:func:`codebook_from_dict` reads it back)."""
@@ -416,9 +430,10 @@ def load_codebook(path: str | os.PathLike[str]) -> Codebook:
     except (RecursionError, ValueError) as exc:
         raise DataError(f"{where} cannot be read: {str(exc)[:80] or 'nested too deeply'}") from None
     try:
-        return codebook_from_dict(parsed)
+        book = codebook_from_dict(parsed)
     except DataError as exc:
         raise DataError(f"{where}: {exc}") from None
+    return dataclasses.replace(book, source=os.fspath(path), sha256=hashlib.sha256(data).hexdigest())
 
 
 def save_codebook(codebook: Codebook, path: str | os.PathLike[str]) -> None:

@@ -79,6 +79,8 @@ class Releasable(Protocol[WrittenT]):
     def sampling_rate(self) -> float | None: ...
     @property
     def legacy(self) -> tuple[str, ...]: ...
+    @property
+    def origins(self) -> Mapping[str, Any]: ...
 
     def check(self, charged: Guarantee, ledger: Ledger) -> None:
         """Raise (InvalidParameterError) unless the release can be written once charged
@@ -140,6 +142,7 @@ def provenance(
         "delta": exact.delta,
         "rho": exact.rho,
         "guarantee_charged": guarantee_to_dict(charged),
+        **prepared.origins,  # each public fact's origin, the codebook (public_facts.origins)
         **body,
         "software": f"dpexplorer {dpexplorer.__version__}",
         "dataset_fingerprint": prepared.fingerprint,

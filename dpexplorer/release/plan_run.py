@@ -170,6 +170,7 @@ def prepare_plan(
     ci_level: float = 0.95,
     dataset_name: str | None = None,
     on_prepared: Callable[[int, int], None] | None = None,
+    codebook: Any = None,
 ) -> list[Any]:
     """Every entry validated on ``dataset`` and its exact release path built
     (:func:`dpexplorer.release.release.prepare`), filed under the dataset's key in ``ledger``
@@ -180,17 +181,27 @@ def prepare_plan(
     The entries' inputs are computed before the dataset's key, which is then set on each: the
     fingerprint may wait for compiled kernels still loading on another thread
     (:func:`dpexplorer.data.identity.preload`), and the queries' scans, outside the GIL, overlap
-    that load. A plan with an entry that fails leaves the ledger untouched (no key looked up)."""
+    that load. A plan with an entry that fails leaves the ledger untouched (no key looked up).
+
+    ``codebook`` (:class:`dpexplorer.data.codebook.Codebook`; None: the one shipped for the
+    bundled dataset, else none) supplies the public facts an entry leaves out and refuses an
+    entry that contradicts it or uses a fact neither declares
+    (:func:`dpexplorer.release.public_facts.declare_entry`), and one that names another dataset
+    (:func:`~dpexplorer.release.public_facts.check_dataset`); each release's provenance lists
+    its public facts with their origins."""
     import dataclasses
 
+    from dpexplorer.release.public_facts import check_dataset, declare_entry, default_codebook, origins
     from dpexplorer.release.release import dataset_key, prepare, with_sampling_rate
 
+    book = default_codebook(dataset, codebook)
     key = ""  # set below, once every entry is prepared
     prepared: list[Any] = []
     for number, entry in enumerate(entries, start=1):
         if on_prepared is not None:
             on_prepared(number, len(entries))
         try:
+            entry, facts = declare_entry(entry, book)
             query, params = entry_query(entry)
             if entry.get("kind") == "synthetic":
                 from dpexplorer.release.synthetic_tables import prepare_synthetic
@@ -199,11 +210,10 @@ def prepare_plan(
                     raise PlanError(
                         "a synthetic table claims no sampling amplification: leave out 'sampling'"
                     )
-                prepared.append(
-                    prepare_synthetic(
-                        dataset, query, entry["mechanism"], params, key=key, formats=entry.get("format")
-                    )
+                table = prepare_synthetic(
+                    dataset, query, entry["mechanism"], params, key=key, formats=entry.get("format")
                 )
+                prepared.append(dataclasses.replace(table, origins=origins(facts, book)))
                 continue
             item = prepare(
                 dataset,
@@ -214,11 +224,29 @@ def prepare_plan(
                 key=key,
                 post_processing=entry.get("post_processing"),
             )
+            item = dataclasses.replace(item, origins=origins(facts, book))
             prepared.append(item if rate is None else with_sampling_rate(item, rate))
         except (DPExplorerError, KeyError, TypeError, ValueError, ArithmeticError) as exc:
             raise PlanError(f"plan entry {number}: {exc}") from None
+    try:
+        check_dataset(book, dataset, dataset_name)
+    except DPExplorerError as exc:
+        raise PlanError(str(exc)) from None
     key = dataset_key(dataset, ledger, dataset_name)
     return [dataclasses.replace(item, fingerprint=key) for item in prepared]
+
+
+def check_codebook(entries: Sequence[Mapping[str, Any]], codebook: Any) -> None:
+    """PlanError ``plan entry N: ...`` for the first entry that contradicts ``codebook`` or uses
+    a public fact neither it nor the plan declares; decided from the plan and the codebook
+    alone, before the data are opened (:func:`prepare_plan` checks the same again)."""
+    from dpexplorer.release.public_facts import declare_entry
+
+    for number, entry in enumerate(entries, start=1):
+        try:
+            declare_entry(entry, codebook)
+        except DPExplorerError as exc:
+            raise PlanError(f"plan entry {number}: {exc}") from None
 
 
 def check_totals(prepared: Sequence[Any]) -> None:

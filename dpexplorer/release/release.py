@@ -93,6 +93,10 @@ class PreparedRelease:
     """For ``total_from_entry``: the released total of the plan entry it names and that entry's
     half-width at any level, set once that entry is released
     (:func:`dpexplorer.release.plan_run.with_released_total`)."""
+    origins: Mapping[str, Any] = field(default_factory=dict)
+    """Where each public fact comes from, as the provenance records it (``fact_origins``,
+    ``codebook``: :mod:`dpexplorer.release.public_facts`); empty when no one said (a release
+    made outside a plan)."""
 
     def check(self, charged: Guarantee, ledger: Ledger) -> None:
         """Before the charge: the provenance can be written as JSON (finite numbers only; built

@@ -18,8 +18,9 @@ import html
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from dpexplorer.core.accounting.guarantees import ZCDP, ApproxDP, Guarantee, LaplaceNoise, PureDP
 from dpexplorer.release.export import atomic_write
@@ -152,6 +153,11 @@ def _dataset_section(report: Report) -> str:
         ["Fingerprint (SHA-256)", f"<code>{html.escape(report.fingerprint)}</code>"],
         ["Rows", html.escape(_released_rows(report))],
     ]
+    books = {str(i.codebook.get("sha256")): i.codebook for i in report.items if i.codebook}
+    for digest, book in books.items():
+        named = f", for dataset {book.get('dataset')}" if book.get("dataset") else ""
+        where = f"{book.get('file')}, " if book.get("file") else ""
+        rows.append(["Codebook", html.escape(f"{where}SHA-256 {digest}{named}")])
     for (unit, bound), numbers in units.items():
         plural = "s" if len(numbers) > 1 else ""
         which = "" if len(units) == 1 else f" (statistic{plural} {', '.join(map(str, numbers))})"
@@ -366,7 +372,9 @@ def _item_section(number: int, item: ReportItem, plot: str, page_break: bool) ->
         ["What it means", html.escape(guarantee_words(item))],
         ["Interval", html.escape(_interval_fact(item))],
     ]
-    if item.public_facts.get("bounds"):
+    if item.fact_origins:
+        facts.extend(_fact_rows(item))
+    elif item.public_facts.get("bounds"):
         low, high = item.public_facts["bounds"]
         facts.append(["Declared bounds", html.escape(f"[{_num(low, 6)}, {_num(high, 6)}]")])
     helpers = len(item.labels) - len(item.main_indices())
@@ -382,6 +390,50 @@ def _item_section(number: int, item: ReportItem, plot: str, page_break: bool) ->
             else f"<div>{plot}</div>" + _table(["", ""], facts)
         )
     )
+
+
+ORIGIN_WORDS = {
+    "declared": "declared by the steward",
+    "shipped": "shipped with dpexplorer",
+    "estimated": "estimated privately",
+}
+
+
+def fact_value_text(fact: Mapping[str, Any], limit: int = 8) -> str:
+    """A public fact's value in words: bounds as [lo, hi], a list's first ``limit`` items."""
+    value = fact.get("value")
+    if fact.get("fact") == "bounds" and isinstance(value, list) and len(value) == 2:
+        return f"[{_num(value[0], 6)}, {_num(value[1], 6)}]"
+    if isinstance(value, list):
+        shown = ", ".join(_num(v, 6) if isinstance(v, int | float) else str(v) for v in value[:limit])
+        return shown + (f", … ({len(value)} in all)" if len(value) > limit else "")
+    return "" if value is None else str(value)
+
+
+def fact_origin_text(fact: Mapping[str, Any]) -> str:
+    """Where a public fact comes from, in words: its origin, where it is recorded, its
+    citation, and the ledger row of a privately estimated one."""
+    origin = ORIGIN_WORDS.get(str(fact.get("origin")), str(fact.get("origin")))
+    words = f"{origin}, in {fact.get('source', 'the plan')}"
+    citation = fact.get("citation")
+    if citation and citation != fact.get("source"):
+        words += f" ({citation})"
+    if fact.get("ledger_id") is not None:
+        words += f"; paid for by ledger row {fact['ledger_id']}"
+    return words
+
+
+def _fact_rows(item: ReportItem) -> list[list[str]]:
+    """One row per public fact of a release: what it is, its value, its origin."""
+    rows = []
+    for fact in item.fact_origins:
+        what = str(fact.get("fact", "fact")).replace("_", " ")
+        column = fact.get("column")
+        name = f"{what[:1].upper()}{what[1:]}" + (f" of {column}" if column else "")
+        value = fact_value_text(fact)
+        text = f"{value}: {fact_origin_text(fact)}" if value else fact_origin_text(fact)
+        rows.append([html.escape(name), html.escape(text)])
+    return rows
 
 
 def _quality_table(item: ReportItem) -> str:
@@ -457,7 +509,7 @@ def _estimated_height(item: ReportItem) -> float:
     facts = (
         200
         + (28 * len(item.marginals) + 180 if item.marginals else 0)
-        + (30 if item.public_facts.get("bounds") else 0)
+        + (30 * len(item.fact_origins) if item.fact_origins else 30 if item.public_facts.get("bounds") else 0)
         + (30 if len(item.main_indices()) < len(item.labels) else 0)
     )
     return 50 + rows + plot + facts

@@ -70,6 +70,11 @@ class ReportItem:
     """Per value, what its interval is: "noise", "exact" or "range" (dpexplorer/release/published.py)."""
     marginals: tuple[MarginalRow, ...] = ()
     """A synthetic table's measured marginals (its quality table); empty for a statistic."""
+    fact_origins: tuple[Mapping[str, Any], ...] = ()
+    """Each public fact the release used with its origin (the provenance's ``fact_origins``:
+    :mod:`dpexplorer.release.public_facts`); empty for a release that recorded none."""
+    codebook: Mapping[str, Any] | None = None
+    """The codebook the release was checked against (the provenance's ``codebook``)."""
 
     @property
     def numeric(self) -> bool:
@@ -169,7 +174,15 @@ def report_item(prepared: Any, result: Any) -> ReportItem:
         marginals=marginal_rows(exact.provenance, exact.dp_outputs)
         if str(prepared.public_facts.get("statistic", "")).startswith(SYNTHETIC)
         else (),
+        fact_origins=tuple(_origins(prepared).get("fact_origins") or ()),
+        codebook=_origins(prepared).get("codebook"),
     )
+
+
+def _origins(prepared: Any) -> Mapping[str, Any]:
+    """The release's ``origins`` (fact_origins, codebook); empty for one that has none."""
+    origins = getattr(prepared, "origins", None)
+    return origins if isinstance(origins, Mapping) else {}
 
 
 SYNTHETIC = "synthetic table"

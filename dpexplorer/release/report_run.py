@@ -170,6 +170,7 @@ def _item(released: _Released) -> ReportItem:
         mechanism=str(p.get("mechanism", "")),
         parameters=dict(p.get("parameters") or {}),
         relation=str(p.get("relation", "add_remove")),
+        origins={"fact_origins": p.get("fact_origins") or [], "codebook": p.get("codebook")},
     )
     try:
         result = SimpleNamespace(

@@ -37,7 +37,7 @@ import json
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -187,6 +187,8 @@ class TableRelease:
     legacy: tuple[str, ...] = ()
     formats: tuple[str, ...] = ("csv",)
     """The files the records are written as (:data:`FORMATS`)."""
+    origins: Mapping[str, Any] = field(default_factory=dict)
+    """Where each public fact comes from (as :class:`~.release.PreparedRelease`'s)."""
 
     @property
     def public_facts(self) -> dict[str, Any]:
