@@ -103,6 +103,8 @@ def window_analysis(window: MainWindow) -> Analysis:
                 explorer.relation,
             )
         )
+    if mismatch := window.codebook_mismatch():
+        raise AnalysisExportError(mismatch)
     statistics = [_with_facts(window, number, stat) for number, stat in enumerate(statistics, start=1)]
     spark = getattr(dataset, "format", "") == "spark"
     data = str(getattr(dataset, "source", "")) if spark else str(Path(dataset.path).resolve())

@@ -8,12 +8,12 @@ does not declare ("observed: not public").
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtWidgets import QLabel
 
+from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.data.codebook import EMPTY, Codebook, Fact, shipped_codebook
 from dpexplorer.gui import palette
 from dpexplorer.gui.query_facts import OBSERVED, release_blockers
@@ -136,17 +136,17 @@ class WindowCodebook(_Window):
 
     def blockers(self, query: Any) -> list[str]:
         """What stops ``query``'s release under the shown codebook (empty: it may go ahead):
-        each fact it uses that the codebook does not declare, and a codebook tied to another
-        dataset."""
-        found = release_blockers(query, self.codebook)
-        identity = self.codebook_identity()
-        if self.codebook.dataset and identity is not None and self.codebook.dataset != identity:
-            found.append(f"a codebook of another dataset (identity {self.codebook.dataset[:12]}…)")
-        return found
+        each fact it uses that the codebook does not declare."""
+        return release_blockers(query, self.codebook)
 
-    def tie_codebook(self) -> Codebook:
-        """The shown codebook, tied to the dataset's identity when it is known and it has none."""
-        identity = self.codebook_identity()
-        if self.codebook.dataset or identity is None:
-            return self.codebook
-        return dataclasses.replace(self.codebook, dataset=identity)
+    def codebook_mismatch(self) -> str:
+        """Why the shown codebook cannot describe the dataset shown (it names another), or ""."""
+        if self.codebook_identity() is None:  # checked once the identity is known (no work then)
+            return ""
+        from dpexplorer.release.public_facts import check_dataset
+
+        try:
+            check_dataset(self.codebook, self.dataset, None)
+        except DPExplorerError as exc:
+            return str(exc)
+        return ""

@@ -75,6 +75,7 @@ class WindowRelease(_Window):
     release_action: QAction
     codebook: Codebook
     blockers: Callable[[Any], list[str]]
+    codebook_mismatch: Callable[[], str]
     use_estimated: Callable[[str, str, Any, int, str], None]
     open_codebook_dialog: Callable[..., object]
     engine_label: QLabel
@@ -211,6 +212,9 @@ class WindowRelease(_Window):
         explorer = self.explorer
         if self.dataset is None or explorer.query is None or explorer.mechanism is None:
             self.show_error("Choose a query and a mechanism before releasing.")
+            return
+        if mismatch := self.codebook_mismatch():
+            self.show_error(f"Release refused: {mismatch}. Nothing was charged.")
             return
         from dpexplorer.gui.query_facts import bounds_of
         from dpexplorer.gui.release_dialog import ReleaseDialog
