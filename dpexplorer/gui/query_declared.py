@@ -123,17 +123,25 @@ class DeclaredFacts:
 
     # ------------------------------------------------------------------ declared in the panel
     def _bounds_edited(self) -> None:
-        """Both bounds typed: declared (written into the codebook)."""
+        """Both bounds typed: declared (written into the codebook) unless they are the
+        codebook's, as the boxes show them."""
         low, high = self.typed_bounds()
         column = self.column.currentText()
-        if (
-            low is not None
-            and high is not None
-            and low < high
-            and bounds_of(self.codebook, column) != (low, high)
-        ):
+        typed = low is not None and high is not None and low < high
+        if typed and self._shown_declared(column) is None:
             self._declare(column, "bounds", Fact((low, high), "declared"))
         self.emit_query()
+
+    def _shown_declared(self, column: str) -> tuple[float, float] | None:
+        """The codebook's bounds of ``column`` when the boxes show them (to their decimals:
+        an estimated bound has more), else None."""
+        declared = bounds_of(self.codebook, column)
+        typed = self.typed_bounds()
+        if declared is None or None in typed:
+            return None
+        decimals = self.lower_bound.decimals()
+        shown = all(round(d, decimals) == t for d, t in zip(declared, typed, strict=True))
+        return declared if shown else None
 
     def _categories_edited(self, line: QLineEdit, column: str) -> None:
         """Categories typed: declared (not claimed complete); a line left empty shows the
@@ -173,7 +181,7 @@ class DeclaredFacts:
         if column == self.column.currentText():
             low, high = self.typed_bounds()
             if low is not None and high is not None:
-                return low, high
+                return self._shown_declared(column) or (low, high)
         declared = bounds_of(self.codebook, column)
         if declared is not None:
             return declared
