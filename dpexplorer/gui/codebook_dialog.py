@@ -83,6 +83,11 @@ def cell_text(field: str, fact: Fact | None, kind: str = "") -> str:
     return f"{shown} · {fact.origin}"
 
 
+def _fact(facts: ColumnFacts | None, field: str) -> Fact | None:
+    fact = getattr(facts, field) if facts is not None else None
+    return fact if isinstance(fact, Fact) else None
+
+
 class CodebookDialog(QDialog):
     """The codebook of the dataset shown, editable; ``codebook_changed`` with each new one."""
 
@@ -231,11 +236,11 @@ class CodebookDialog(QDialog):
             facts = self.codebook.column(name)
             kind = facts.kind if facts is not None else self._default_kind(name)
             shown = kind if facts is not None else f"{kind} (not described)"
-            cells = [name, shown, *(cell_text(f, facts and getattr(facts, f), kind) for f in FIELDS)]
+            cells = [name, shown, *(cell_text(f, _fact(facts, f), kind) for f in FIELDS)]
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 if col >= 2:
-                    fact = getattr(facts, FIELDS[col - 2]) if facts is not None else None
+                    fact = _fact(facts, FIELDS[col - 2])
                     item.setToolTip(origin_words(fact) + (f"\n{facts.note}" if facts and facts.note else ""))
                     if text == NOT_DECLARED:
                         item.setForeground(palette.qcolor(palette.WARNING_TEXT))
@@ -323,7 +328,15 @@ class CodebookDialog(QDialog):
                 facts[field] = before
             else:
                 facts[field] = Fact(value, "declared", citation, complete=complete)
-        return dataclasses.replace(old, kind=self.kind.currentText(), **facts)
+        return ColumnFacts(
+            column,
+            self.kind.currentText(),
+            bounds=facts["bounds"],
+            categories=facts["categories"],
+            edges=facts["edges"],
+            date_format=old.date_format,
+            note=old.note,
+        )
 
     def declare_unit(self) -> None:
         column = self.unit_column.currentText()

@@ -318,7 +318,7 @@ def release_preview(
                 dataset, query, mechanism, params, key=key, relation=relation, formats=list(table_formats)
             )
             table = with_origins(table, query, codebook)
-            return ReleasePreview(table, price(table, ledger))  # type: ignore[arg-type]
+            return ReleasePreview(table, price(table, ledger))
         prepared = prepare(dataset, query, mechanism, params, relation=relation, ledger=ledger)  # type: ignore[arg-type]
         prepared = with_origins(prepared, query, codebook)
         if sampling_rate is not None:

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QLabel, QLineEdit, QSpi
 from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.data.codebook import EMPTY, Codebook, Fact, Unit
 from dpexplorer.gui.query_facts import bounds_of, categories_of, edges_of
+from dpexplorer.gui.query_widgets import HeadFirstLineEdit
 
 if TYPE_CHECKING:
     from PySide6.QtCore import SignalInstance
@@ -48,7 +49,7 @@ class DeclaredFacts:
     lower_bound: QDoubleSpinBox
     upper_bound: QDoubleSpinBox
     categories: QLineEdit
-    group_categories: QLineEdit
+    group_categories: HeadFirstLineEdit
     group1: QComboBox
     unit: QComboBox
     max_rows: QSpinBox

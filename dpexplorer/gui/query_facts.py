@@ -173,7 +173,7 @@ class FactsBox(QWidget):
         with the data's own value)."""
         while self.grid.count():
             item = self.grid.takeAt(0)
-            if (widget := item.widget()) is not None:
+            if item is not None and (widget := item.widget()) is not None:
                 widget.hide()  # now: deleted at the next event loop turn, it would still be drawn
                 widget.deleteLater()
         self.lines, self.buttons = [], {}

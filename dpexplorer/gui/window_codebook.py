@@ -101,7 +101,7 @@ class WindowCodebook(_Window):
         from dpexplorer.gui.codebook_dialog import CodebookDialog
 
         if self.codebook_dialog is None:
-            kinds = {c.name: c.kind for c in self.dataset.columns}
+            kinds = {c.name: str(c.kind) for c in self.dataset.columns}
             dialog = CodebookDialog(
                 self.codebook,
                 kinds,

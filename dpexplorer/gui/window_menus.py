@@ -19,6 +19,7 @@ from dpexplorer.gui import palette, settings
 from dpexplorer.gui.window_release import RELEASE_TIP
 
 if TYPE_CHECKING:
+    from dpexplorer.gui.codebook_dialog import CodebookDialog
     from dpexplorer.gui.compare import Comparison
     from dpexplorer.gui.spark_dialog import SparkOpenDialog
     from dpexplorer.gui.undo import UndoHistory
@@ -38,7 +39,7 @@ class WindowMenus(_Window):
     session_dialog: Callable[..., None]
     set_teaching_mode: Callable[[bool], None]
     open_release_dialog: Callable[[], None]
-    open_codebook_dialog: Callable[..., object]
+    open_codebook_dialog: Callable[..., CodebookDialog | None]
 
     def _build_menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")

@@ -99,7 +99,7 @@ class WindowRelease(_Window):
         declared = bounds_of(self.codebook, column)
         explored = (column, "bounds") in self.query_panel.observed
         if declared is None and getattr(query, "column", None) == column and not explored:
-            declared = (float(query.lower), float(query.upper))  # type: ignore[union-attr]
+            declared = (float(getattr(query, "lower")), float(getattr(query, "upper")))  # noqa: B009
         self.private_bounds_dialog = PrivateBoundsDialog(
             self.compute,
             dataset=self.dataset,
@@ -220,17 +220,10 @@ class WindowRelease(_Window):
         from dpexplorer.gui.release_dialog import ReleaseDialog
 
         query = explorer.query
-        column = getattr(query, "column", None)
-        fact = self.codebook.fact(column, "bounds") if isinstance(column, str) else None
-        typed = (
-            fact is not None
-            and fact.origin == "declared"
-            and bounds_of(self.codebook, column)
-            == (
-                getattr(query, "lower", None),
-                getattr(query, "upper", None),
-            )
-        )
+        column = str(getattr(query, "column", ""))
+        fact = self.codebook.fact(column, "bounds")
+        used = (getattr(query, "lower", None), getattr(query, "upper", None))
+        typed = fact is not None and fact.origin == "declared" and bounds_of(self.codebook, column) == used
         self.release_dialog = ReleaseDialog(
             self.compute,
             dataset=self.dataset,

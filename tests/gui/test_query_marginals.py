@@ -10,10 +10,9 @@ import math
 
 import pytest
 
-from dpexplorer.data.codebook import Fact
 from dpexplorer.core.marginals import DENSE_LIMIT
 from dpexplorer.data import queries as q
-from dpexplorer.data.codebook import shipped_codebook
+from dpexplorer.data.codebook import Fact, shipped_codebook
 from dpexplorer.data.default import default_dataset_path
 from dpexplorer.gui.query_panel import ADULT_SYNTHETIC_COLUMNS, QueryPanel
 
