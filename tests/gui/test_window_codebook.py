@@ -112,7 +112,9 @@ def test_a_csv_without_a_codebook_is_explored_refused_then_declared_and_released
     assert _ledger_rows(window) == []  # nothing charged (no budget was even needed)
 
     # declared in the codebook dialog, with a citation: the panel shows it, the release goes ahead
-    codebook = window.open_codebook_dialog("income", "bounds")
+    panel.facts.buttons[("income", "bounds")][0].click()  # "Declare…" under the query
+    codebook = window.codebook_dialog
+    assert codebook is not None and codebook.selected_column() == "income"
     codebook.fields["bounds"].setText("0, 1000000")
     codebook.citation.setText("the survey's top-code")
     codebook.declare()
@@ -263,3 +265,27 @@ def test_a_session_keeps_the_codebook(qtbot, window: MainWindow) -> None:
     panel.set_state(state)
     assert window.query_panel.codebook.fact("income", "bounds").value == (0.0, 9000.0)
     assert panel.build().to_dict()["upper"] == 9000.0 and not panel.observed
+
+
+def test_estimate_privately_puts_the_selected_categories_in_the_codebook(qtbot, window: MainWindow) -> None:
+    panel = window.query_panel
+    panel.select_kind("histogram", "city")
+    wait_idle(qtbot, window)
+    _, estimate = panel.facts.buttons[("city", "categories")]
+    assert estimate.isEnabled()
+    with Ledger(window.ledger_path()) as ledger:
+        ledger.set_budget(window.dataset.content_fingerprint, 2.0, 1e-6, "basic")
+    estimate.click()
+    dialog = window.private_categories_dialog
+    dialog.delta.setCurrentText("1e-9")
+    dialog.release_button.click()
+    qtbot.waitUntil(lambda: dialog.result is not None, timeout=IDLE_TIMEOUT_MS)
+    (row,) = _ledger_rows(window)  # charged first, once
+    dialog.use_button.click()
+    fact = window.codebook.fact("city", "categories")
+    # about 133 persons in each city pass the threshold; the one in "Zzyzx" with probability <= 1e-9
+    assert sorted(fact.value) == ["Ames", "Boise", "Cary"] and UNIQUE not in fact.value
+    assert (fact.origin, fact.ledger_id, fact.complete) == ("estimated", row.id, False)
+    wait_idle(qtbot, window)
+    assert not panel.observed and window.blockers(window.explorer.query) == []
+    assert f"estimated privately, ledger row {row.id}" in panel.facts.text()
