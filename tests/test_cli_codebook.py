@@ -18,7 +18,7 @@ from dpexplorer.data.default import default_dataset_path
 from dpexplorer.data.load import load_dataset
 from dpexplorer.release.ledger import Ledger
 
-BOOK = {
+BOOK: dict[str, Any] = {
     "codebook": 1,
     "dataset": "",
     "citation": "the survey's questionnaire",
@@ -349,7 +349,7 @@ def test_a_synthetic_entry_takes_its_domain_from_the_codebook(
         },
     }
     files["book"].write_text(json.dumps(book))
-    synthetic = {
+    synthetic: dict[str, Any] = {
         "kind": "synthetic",
         "query": {"type": "marginals", "axes": [{"column": "city"}, {"column": "age"}], "ways": 2},
         "mechanism": "mst",

@@ -129,16 +129,24 @@ def _plans() -> list[tuple[str, str]]:
 def test_the_guide_s_plans_are_valid_against_the_data_they_name(name: str, block: str) -> None:
     """Each JSON plan is read as `dpexplorer release` reads it and every entry's exact release path
     is built on the data the page releases it on (visits.csv for a privacy unit of patients,
-    Adult otherwise); nothing is drawn or charged."""
+    Adult otherwise, with Adult's shipped codebook, as the release reads it); nothing is drawn
+    or charged. A codebook (a JSON object with a "codebook" field) is read as a codebook."""
+    from dpexplorer.data.codebook import codebook_from_dict, shipped_codebook
     from dpexplorer.data.default import default_dataset_path
     from dpexplorer.data.load import load_dataset
     from dpexplorer.release.plan_run import entry_query, plan_entries
+    from dpexplorer.release.public_facts import declare_entry
     from dpexplorer.release.release import prepare
 
-    entries, _rate = plan_entries(json.loads(block))
+    value = json.loads(block)
+    if isinstance(value, dict) and "codebook" in value:
+        assert codebook_from_dict(value).columns
+        return
+    entries, _rate = plan_entries(value)
     data = ROOT / "tests" / "fixtures" / "visits.csv" if "patient_id" in block else default_dataset_path()
     dataset = load_dataset(data)
     for entry in entries:
+        entry, _facts = declare_entry(entry, shipped_codebook(data))
         query, params = entry_query(entry)
         prepared = prepare(dataset, query, entry["mechanism"], params)
         assert prepared.exact.guarantee is not None

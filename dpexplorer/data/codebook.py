@@ -525,11 +525,10 @@ def _axes(query: Mapping[str, Any]) -> list[Any]:
     kind = query.get("type")
     if kind == "histogram":
         return [query.get("axis")]
-    if kind in ("workload", "marginals"):
-        return list(query.get("axes") or ())
+    axes = query.get("axes") if kind in ("workload", "marginals") else None
     if kind == "group_by" and query.get("private_keys") is None:
-        return list(query.get("keys") or ())
-    return []
+        axes = query.get("keys")
+    return list(axes) if isinstance(axes, list | tuple) else []  # anything else: query_from_dict refuses it
 
 
 def _measured(query: Mapping[str, Any]) -> str | None:
@@ -569,11 +568,17 @@ def _evenly_spaced(edges: Sequence[float], bounds: tuple[float, float]) -> bool:
     return all(abs(float(e) - (lo + i * width)) <= tol for i, e in enumerate(edges))
 
 
+def _listed_value(value: Any) -> Any:
+    """A list as a tuple (a public value), and text as query_from_dict reads it (a tuple of its
+    characters); anything else as is, for query_from_dict to refuse."""
+    return tuple(value) if isinstance(value, list | tuple | str) else value
+
+
 def _axis_used(axis: Mapping[str, Any], codebook: Codebook) -> UsedFact:
     column = str(axis.get("column"))
-    cats, edges = axis.get("categories"), axis.get("edges")
+    cats, edges = _listed_value(axis.get("categories")), _listed_value(axis.get("edges"))
     if cats is not None:
-        return _used(column, "categories", tuple(cats), codebook.fact(column, "categories"))
+        return _used(column, "categories", cats, codebook.fact(column, "categories"))
     declared_edges, bounds = codebook.fact(column, "edges"), codebook.fact(column, "bounds")
     if edges is None:  # {"column": name}: what complete_query fills in
         if declared_edges is not None:
@@ -582,8 +587,9 @@ def _axis_used(axis: Mapping[str, Any], codebook: Codebook) -> UsedFact:
         if declared_cats is not None:
             return _used(column, "categories", None, declared_cats)
         return UsedFact(column, "axis", None, None)
-    used = _used(column, "edges", tuple(edges), declared_edges)
-    if used.origin is None and bounds is not None and len(edges) >= 2 and _evenly_spaced(edges, bounds.value):
+    used = _used(column, "edges", edges, declared_edges)
+    numbers = isinstance(edges, tuple) and len(edges) >= 2 and all(_number(e) for e in edges)
+    if used.origin is None and bounds is not None and numbers and _evenly_spaced(edges, bounds.value):
         # k equal bins between declared bounds: public, from the bounds (origin and citation theirs)
         return UsedFact(
             column,
@@ -629,12 +635,12 @@ def facts_used(query: Mapping[str, Any], codebook: Codebook) -> list[UsedFact]:
         used.append(_used(measured, "bounds", value, declared))
     if query.get("type") in CATEGORICAL:
         column = str(query.get("column"))
-        cats = query.get("categories")
+        cats = _listed_value(query.get("categories"))
         used.append(
             _used(
                 column,
                 "categories",
-                None if cats is None else tuple(cats),
+                cats,
                 codebook.fact(column, "categories"),
             )
         )
@@ -709,12 +715,13 @@ def _fill_categories(where: dict[str, Any], column: str, declared: Fact | None) 
     if where.get("categories") is None:
         where["categories"] = list(declared.value)
         return
-    if not declared.complete:
-        return
+    given = _listed_value(where["categories"])
+    if not declared.complete or not isinstance(given, tuple):
+        return  # an incomplete list allows any; a malformed one is query_from_dict's to refuse
     from dpexplorer.data.conditions import reading
 
     known = {reading(c) for c in declared.value}
-    for category in where["categories"]:
+    for category in given:
         if isinstance(category, str | int | float) and reading(category) not in known:
             raise DataError(
                 f"the category {category!r} of {column!r} contradicts the codebook, whose complete list "

@@ -371,3 +371,31 @@ def test_the_shipped_bounds_hold_adults_values(adult: pl.DataFrame) -> None:
             assert column.null_count() == 0
             assert lo <= column.min() and column.max() <= hi, name
     assert book.fact("fnlwgt", "bounds") is None and book.column("fnlwgt").note  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"type": "group_by", "keys": 5},
+        {"type": "argmax", "column": "sex", "categories": 7},
+        {"type": "histogram", "axis": {"column": "age", "edges": "x"}},
+        {"type": "histogram", "axis": {"column": "sex", "categories": 7}},
+        {"type": "histogram", "axis": "sex"},
+        {"type": "mean", "column": 3},
+    ],
+)
+def test_a_malformed_query_is_left_for_query_from_dict_to_refuse(query: dict[str, Any]) -> None:
+    """The codebook's functions neither crash on nor misname a malformed query: it comes back
+    as it was, every fact it holds counts as held, and query_from_dict says what is wrong."""
+    from dpexplorer.data.queries import query_from_dict
+
+    assert complete_query(query, _book()) == query
+    assert missing(query, _book()) == []
+    with pytest.raises(DataError):
+        query_from_dict(query)
+
+
+def test_categories_given_as_text_are_checked_as_query_from_dict_reads_them() -> None:
+    # query_from_dict reads "FZ" as the categories ("F", "Z"): the codebook checks the same
+    with pytest.raises(DataError, match="the category 'Z' of 'sex' contradicts"):
+        complete_query({"type": "argmax", "column": "sex", "categories": "FZ"}, _book())
