@@ -213,6 +213,29 @@ def tour_shots(window: MainWindow, out: Path) -> None:
         print(out / name)
 
 
+def codebook_shots(window: MainWindow, out: Path) -> None:
+    """The codebook page's pictures (issue 40), under docs/guide: the query panel on a fact the
+    shipped codebook does not declare (Adult's fnlwgt: adult.names states no bound), the
+    Codebook dialog at that column, and the release refused for it (nothing priced, nothing
+    charged)."""
+    guide = out / "guide"
+    guide.mkdir(exist_ok=True)
+    window.resize(1440, 900)
+    window.query_panel.select_kind("mean", "fnlwgt")
+    wait(window)
+    window.query_panel.grab().save(str(guide / "codebook_panel.png"))
+    dialog = window.open_codebook_dialog("fnlwgt", "bounds")
+    assert dialog is not None
+    wait(window)
+    dialog.grab().save(str(guide / "codebook_dialog.png"))
+    dialog.close()
+    window.open_release_dialog()
+    window.release_dialog.grab().save(str(guide / "codebook_refused.png"))
+    window.release_dialog.done(0)
+    for name in ("codebook_panel.png", "codebook_dialog.png", "codebook_refused.png"):
+        print(guide / name)
+
+
 def main() -> None:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "docs")
     out.mkdir(exist_ok=True)
@@ -222,7 +245,12 @@ def main() -> None:
     window.show()
     window.open_file(default_dataset_path())
     wait(window)
-    only = {"tour": tour_shots, "synthetic": synthetic_shots, "teaching": teaching_shot}.get(
+    only = {
+        "tour": tour_shots,
+        "synthetic": synthetic_shots,
+        "teaching": teaching_shot,
+        "codebook": codebook_shots,
+    }.get(
         os.environ.get("DPEXPLORER_SHOTS", "")
     )
     if only is not None:  # only the tour's pictures, or only the synthetic-data view's

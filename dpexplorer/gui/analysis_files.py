@@ -3,6 +3,8 @@
 Export: the window's budget plan (or, when it is empty, the statistic on screen) becomes a plan
 file for ``dpexplorer release``, a Python script or a Jupyter notebook using the public API
 (:mod:`dpexplorer.release.analysis_export` writes them; only declared facts, never a true answer).
+An analysis using a public fact the dataset's codebook does not declare is refused, naming it;
+each fact's origin in the codebook is written with the statistic.
 Import: a plan file becomes the window's budget plan, each entry explorable and priced as its
 release would be charged (the plan is read and checked by :mod:`dpexplorer.release.plan_run`,
 as ``dpexplorer release`` reads it)."""
@@ -88,8 +90,9 @@ def entry_kind(query: Mapping[str, Any], mechanism: str) -> str:
 
 def window_analysis(window: MainWindow) -> Analysis:
     """The window's analysis: the budget plan's statistics (or the statistic on screen when the
-    plan is empty), the data's location, the Data tab's sampling claim and the planning budget.
-    DPExplorerError when there is nothing to export."""
+    plan is empty), each with its public facts' origins in the codebook, the data's location,
+    the Data tab's sampling claim and the planning budget. DPExplorerError when there is nothing
+    to export, or when a statistic uses a fact the codebook does not declare (naming it)."""
     from dpexplorer.release.analysis_export import Analysis, AnalysisExportError, Statistic
 
     dataset = window.dataset
@@ -118,6 +121,9 @@ def window_analysis(window: MainWindow) -> Analysis:
                 entry_kind(explorer.query.to_dict(), explorer.mechanism.name),
             )
         )
+    if mismatch := window.codebook_mismatch():
+        raise AnalysisExportError(mismatch)
+    statistics = [_with_facts(window, number, stat) for number, stat in enumerate(statistics, start=1)]
     spark = getattr(dataset, "format", "") == "spark"
     data = str(getattr(dataset, "source", "")) if spark else str(Path(dataset.path).resolve())
     return Analysis(
@@ -127,6 +133,24 @@ def window_analysis(window: MainWindow) -> Analysis:
         sampling_rate=window.dataset_view.sampling_rate,
         budget=_budget(window),
     )
+
+
+def _with_facts(window: MainWindow, number: int, stat: Any) -> Any:
+    """``stat`` with its facts' origins in the window's codebook; AnalysisExportError naming
+    each fact the codebook does not declare (an export never writes a fact read from the data)."""
+    import dataclasses
+
+    from dpexplorer.data.queries import query_from_dict
+    from dpexplorer.gui.query_facts import fact_records
+    from dpexplorer.release.analysis_export import AnalysisExportError
+
+    blockers = window.blockers(query_from_dict(stat.query))
+    if blockers:
+        raise AnalysisExportError(
+            f"statistic {number} ({stat.label or stat.mechanism}) uses {'; '.join(blockers)}, not declared "
+            "in the codebook: declare each (Release > Codebook…) or estimate it privately, then export"
+        )
+    return dataclasses.replace(stat, facts=fact_records(stat.query, window.codebook))
 
 
 def _budget(window: MainWindow) -> tuple[float, float, str] | None:
@@ -224,6 +248,7 @@ def import_plan(window: MainWindow, path: str | Path) -> bool:
         row["label"]: (row["query"], row["mechanism"], e.get("kind", "statistic"))
         for row, e in zip(rows, entries, strict=True)
     }
+    _declare_plan_facts(window, rows, Path(path).name)
     if rate is not None:
         window.dataset_view.set_sampling_rate(rate)
     window.compute.submit("plan-rebuild", jobs.rebuild_plan, window.dataset, rows)
@@ -233,6 +258,19 @@ def import_plan(window: MainWindow, path: str | Path) -> bool:
         f"Plan {Path(path).name}: {len(rows)} statistic(s) in the Budget tab", 8000
     )
     return True
+
+
+def _declare_plan_facts(window: MainWindow, rows: list[dict[str, Any]], name: str) -> None:
+    """The plan's public facts into the dataset's codebook where it declares none (a plan is the
+    steward's declaration; one that contradicts the codebook stays undeclared, and its release
+    and export are refused, naming it)."""
+    from dpexplorer.gui.query_facts import declare_used
+
+    codebook = window.codebook
+    for row in rows:
+        codebook = declare_used(codebook, row["query"], f"the plan {name}")
+    if codebook != window.codebook:
+        window.set_codebook(codebook)
 
 
 def import_plan_dialog(window: MainWindow) -> None:

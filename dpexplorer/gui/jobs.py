@@ -297,13 +297,15 @@ def release_preview(
     ledger_path: str,
     sampling_rate: float | None = None,
     table_formats: tuple[str, ...] = (),
+    codebook: Any = None,
 ) -> ReleasePreview:
     """Validate the release and price it against the ledger (charges nothing); with
     ``sampling_rate``, under the steward's claim that the file is a secret Poisson sample
     (:func:`release.with_sampling_rate`: amplified charge, claim in the provenance). With
     ``table_formats``, a synthetic table of MST or AIM on a marginals query, its records to be
     written as those files (:func:`synthetic_tables.prepare_synthetic`: the marginals counted now;
-    no sampling amplification is claimed for it)."""
+    no sampling amplification is claimed for it). With ``codebook`` (the window's: every fact the
+    release uses is declared in it), its provenance lists each public fact with its origin."""
     from dpexplorer.release.ledger import Ledger
     from dpexplorer.release.release import dataset_key, prepare, price, with_sampling_rate
 
@@ -315,11 +317,26 @@ def release_preview(
             table = prepare_synthetic(
                 dataset, query, mechanism, params, key=key, relation=relation, formats=list(table_formats)
             )
-            return ReleasePreview(table, price(table, ledger))  # type: ignore[arg-type]
+            table = with_origins(table, query, codebook)
+            return ReleasePreview(table, price(table, ledger))
         prepared = prepare(dataset, query, mechanism, params, relation=relation, ledger=ledger)  # type: ignore[arg-type]
+        prepared = with_origins(prepared, query, codebook)
         if sampling_rate is not None:
             prepared = with_sampling_rate(prepared, sampling_rate)
         return ReleasePreview(prepared, price(prepared, ledger))
+
+
+def with_origins(prepared: Any, query: Any, codebook: Any) -> Any:
+    """``prepared`` whose provenance records each public fact of ``query`` with its origin in
+    ``codebook`` (``fact_origins``) and the codebook (``codebook``); as it is without one."""
+    if codebook is None:
+        return prepared
+    import dataclasses
+
+    from dpexplorer.release.public_facts import declare_entry, origins
+
+    _, records = declare_entry({"query": query.to_dict()}, codebook)
+    return dataclasses.replace(prepared, origins=origins(records, codebook))
 
 
 def set_budget(ledger_path: str, fingerprint: str, epsilon: float, delta: float, method: str) -> None:

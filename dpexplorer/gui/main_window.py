@@ -3,7 +3,8 @@ the status bar with progress and Cancel, and teaching mode.
 
 Its other concepts are mixins, one module each: the menus (:mod:`.window_menus`), opening data
 and showing it once loaded (:mod:`.window_files`), the dataset's ledger identity and the
-release dialogs (:mod:`.window_release`) and sessions (:mod:`.window_sessions`). Each declares
+release dialogs (:mod:`.window_release`), the dataset's codebook (:mod:`.window_codebook`) and
+sessions (:mod:`.window_sessions`). Each declares
 what it reads from the others; :class:`~dpexplorer.gui.window_parts.WindowParts` is what they
 share with the parts plugged into the window (lessons, theory views)."""
 
@@ -43,6 +44,7 @@ from dpexplorer.gui.undo import UndoHistory
 from dpexplorer.gui.views.accuracy import AccuracyView
 from dpexplorer.gui.views.audit_panel import AuditPanel
 from dpexplorer.gui.views.neighbours import NeighboursView
+from dpexplorer.gui.window_codebook import WindowCodebook
 from dpexplorer.gui.window_files import DATASET_VIEW, PEEK_VIEW, WindowFiles
 from dpexplorer.gui.window_menus import WindowMenus
 from dpexplorer.gui.window_parts import WindowParts
@@ -61,7 +63,7 @@ BUSY_INDICATOR_DELAY_MS = 300
 """Work running longer than this shows a progress bar and a Cancel button."""
 
 
-class MainWindow(WindowMenus, WindowFiles, WindowRelease, WindowSessions, WindowParts):
+class MainWindow(WindowMenus, WindowFiles, WindowRelease, WindowCodebook, WindowSessions, WindowParts):
     """Top-level window. ``dataset_loaded`` fires on the main thread once a file is in."""
 
     dataset_loaded = Signal(object)
@@ -130,6 +132,8 @@ class MainWindow(WindowMenus, WindowFiles, WindowRelease, WindowSessions, Window
         central_layout.addWidget(self.tabs, 1)
         self.setCentralWidget(central)
         self.query_panel = QueryPanel()
+        self._codebook_init()
+        central_layout.insertWidget(1, self.observed_banner)  # over the views it concerns
         self.mechanism_panel = MechanismPanel()
         self._build_side_panel()
         self.explorer = Explorer(

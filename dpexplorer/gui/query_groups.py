@@ -1,21 +1,23 @@
 """The query panel's statistics by group: the keys, where the groups come from (a declared list,
 every category of the column as public knowledge, or selected privately with a noisy threshold at
 its own ε and δ) and the privacy unit with its contribution bounds; and the group-by query they
-describe. A mixin of :class:`dpexplorer.gui.query_panel.QueryPanel`, which owns the dataset and
-its summary (what the prefills are taken from) and emits the query."""
+describe. A mixin of :class:`dpexplorer.gui.query_panel.QueryPanel`, which owns the dataset, the
+codebook the groups are declared in (:mod:`dpexplorer.gui.query_declared`) and emits the query."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
-from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QLabel, QSpinBox, QWidget
+from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QLabel, QLineEdit, QSpinBox, QWidget
 
 from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.data import queries as q
+from dpexplorer.gui.query_facts import categories_of, complete_categories_of
 from dpexplorer.gui.query_widgets import HeadFirstLineEdit, number_box, shortened
 
 if TYPE_CHECKING:
+    from dpexplorer.data.codebook import Codebook
     from dpexplorer.data.load import Dataset
 
 GROUP_KINDS = {
@@ -30,21 +32,25 @@ column binned over its declared bounds)."""
 EACH_ROW = "(each row is a person)"
 KEY_ORIGINS = {
     "declared": "a list I declare",
-    "schema": "all categories of the column (public knowledge)",
+    "schema": "all categories of the column (the codebook's complete list)",
     "private": "selected privately (noisy threshold)",
 }
 KEY_DELTAS = ("1e-5", "1e-6", "1e-7", "1e-8", "1e-9")
 MAX_CATEGORIES = 16
-"""How many of a column's commonest values the categories are prefilled with."""
+"""How many of a column's commonest values a query explores with while its categories are not
+declared (observed: not public)."""
 
 
 class GroupControls:
     """The widgets and the query of the statistics by group (see the module's docstring)."""
 
-    # the panel's: its dataset, the columns' kinds and their commonest values (the prefills)
+    # the panel's: its dataset, the columns' kinds, the codebook and the data's commonest values
+    # (exploration only)
     dataset: Dataset | None
     kinds: dict[str, str]
     top_values: dict[str, list[str]]
+    codebook: Codebook
+    categories_for: Callable[[str, QLineEdit | None, int], tuple[Any, ...]]  # DeclaredFacts'
 
     def emit_query(self) -> None:
         raise NotImplementedError  # the panel's
@@ -59,10 +65,12 @@ class GroupControls:
         self.group_categories = HeadFirstLineEdit()
         self.group_categories.setToolTip(
             "The groups of the first key, declared (public) and separated by commas: every one is "
-            "released, empty or not; rows with any other value form the group 'other'. The "
-            "prefill lists the most common values in the data (not private)."
+            "released, empty or not; rows with any other value form the group 'other'. They are "
+            "the codebook's categories of the column, and typing them here declares them there; "
+            "never taken from the data (while none are declared the views explore with its most "
+            "common values, observed: not public, and Release is refused)."
         )
-        self.group2.setToolTip("A second key (optional): its most common values, plus 'other'")
+        self.group2.setToolTip("A second key (optional): its categories in the codebook, plus 'other'")
         self.unit = shortened(QComboBox())
         self.unit.setToolTip(
             "The privacy unit: the column that identifies a person (or household, patient...). "
@@ -92,9 +100,9 @@ class GroupControls:
             self.key_origin.addItem(text, key)
         self.key_origin.setToolTip(
             "Which groups are released. Declared groups are public: every one is released, "
-            "empty or not. 'All categories' declares every category of the column public "
-            "knowledge (a code list, a survey's documented answers): choose it only if the list "
-            "is known without the data. Otherwise select the groups privately: a group is "
+            "empty or not. 'All categories' takes the codebook's complete list of the column's "
+            "categories (a code list, a survey's documented answers). Otherwise select the groups "
+            "privately: a group is "
             "released only if its noisy number of persons passes a threshold, at an extra "
             "(ε, δ) charged with the statistic."
         )
@@ -119,29 +127,17 @@ class GroupControls:
     def _group_changed(self) -> None:
         column, origin = self.group1.currentText(), self.key_origin.currentData()
         self.group_categories.setReadOnly(origin == "schema")
-        if origin == "schema":
-            every = self.all_categories(column)
-            self.group_categories.setText(", ".join(every) if every is not None else "")
-        elif column in self.top_values:
-            self.group_categories.setText(", ".join(self.top_values[column][:MAX_CATEGORIES]))
+        every = self.all_categories(column) if origin == "schema" else None
+        declared = every if every is not None else categories_of(self.codebook, column)
+        self.group_categories.setText(", ".join(declared or ()))
         self._update_visibility()
         self.emit_query()
 
     def all_categories(self, column: str) -> list[str] | None:
-        """Every category of ``column``: an Enum's own list (the schema declares it), or every
-        value the summary lists when it lists them all (as many as the column's exact number of
-        distinct values; a streamed file's count is an estimate, so it never qualifies). None
-        when that is not known."""
-        if self.dataset is None or column not in self.kinds:
-            return None
-        dtype = self.dataset.schema.get(column)
-        if isinstance(dtype, pl.Enum):
-            return [str(c) for c in dtype.categories]
-        if getattr(self.dataset, "lazy", True):
-            return None
-        values = self.top_values.get(column, [])
-        exact = {c.name: c.distinct for c in self.dataset.columns}
-        return list(values) if values and exact.get(column) == len(values) else None
+        """Every category of ``column``: the codebook's list of them when it says the list is
+        complete; None otherwise (never the values that occur in the data)."""
+        every = complete_categories_of(self.codebook, column)
+        return None if every is None else list(every)
 
     def has_unit(self) -> bool:
         """Whether a column identifies a person (else each row is one)."""
@@ -188,17 +184,20 @@ class GroupControls:
             )
             self.key_rule.setText(self._selection_rule(private, unit))
         else:
-            declared = tuple(c.strip() for c in self.group_categories.text().split(",") if c.strip())
             if origin == "schema" and self.all_categories(first) is None:
                 raise DPExplorerError(
-                    f"{first!r} has more categories than the summary lists: declare the groups "
-                    "or select them privately"
+                    f"the codebook does not list every category of {first!r}: declare the groups, "
+                    "mark the codebook's list complete, or select the groups privately"
                 )
-            keys.append(q.Axis(first, categories=declared))
+            keys.append(
+                q.Axis(first, categories=self.categories_for(first, self.group_categories, MAX_CATEGORIES))
+            )
             if len(columns) == 2:
                 every = self.all_categories(second) if origin == "schema" else None
-                values = every if every is not None else self.top_values.get(second, [])[:MAX_CATEGORIES]
-                keys.append(q.Axis(second, categories=tuple(values)))
+                values = (
+                    tuple(every) if every is not None else self.categories_for(second, None, MAX_CATEGORIES)
+                )
+                keys.append(q.Axis(second, categories=values))
         if statistic == "count":
             return q.GroupBy(tuple(keys), "count", unit=unit, private=private)
         return q.GroupBy(tuple(keys), statistic, column, low, high, unit, private, quantile)

@@ -1,6 +1,8 @@
 """The query builder: the data layer's queries, put together through widgets (no text is
-ever evaluated). Bounds and categories are declared by the steward; the prefill from the data
-is labelled as such, since bounds taken from the data are themselves not private."""
+ever evaluated). Bounds, categories, bin edges and the privacy unit are public facts: they come
+from the dataset's codebook or are declared by typing them here (written into the codebook),
+never from the data (:mod:`dpexplorer.gui.query_declared`); under each query, its facts and their
+origins (:class:`dpexplorer.gui.query_facts.FactsBox`)."""
 
 from __future__ import annotations
 
@@ -23,8 +25,11 @@ from PySide6.QtWidgets import (
 
 from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.data import queries as q
+from dpexplorer.data.codebook import EMPTY, Codebook, codebook_from_dict
 from dpexplorer.gui import palette
 from dpexplorer.gui.jobs import CATEGORY_LIMIT
+from dpexplorer.gui.query_declared import DeclaredFacts, listed
+from dpexplorer.gui.query_facts import FIELD_WORDS, OBSERVED, FactsBox, categories_of, edges_of, facts_of
 from dpexplorer.gui.query_groups import EACH_ROW, GROUP_KINDS, MAX_CATEGORIES, GroupControls
 from dpexplorer.gui.query_widgets import (
     ConditionRow,
@@ -92,24 +97,28 @@ STATE_DEFAULTS: dict[str, Any] = {
 }
 """What a session saved before these controls existed restores them to."""
 KEPT_WHEN_MISSING = {"group1", "group_categories", "marginal_columns"}
-"""Controls such a session leaves as the dataset prefilled them."""
+"""Controls such a session leaves as the dataset set them."""
 ADULT_SYNTHETIC_COLUMNS = ("age", "education", "sex", "hours_per_week", "income")
-"""The synthetic-data query's default columns on Adult (with their documented bins and
-categories): 8,568 cells, so the dense estimator fits them in about a second (all 8 documented
-columns need Private-PGM on JAX: minutes)."""
+"""The synthetic-data query's default columns on Adult (with the bins and categories of its
+shipped codebook): a few thousand cells, so the dense estimator fits them in about a second (all
+of Adult's columns need Private-PGM on JAX: minutes)."""
 
 
-class QueryPanel(GroupControls, QGroupBox):
-    """Emits ``changed(query, relation)`` for every valid query the user builds."""
+class QueryPanel(GroupControls, DeclaredFacts, QGroupBox):
+    """Emits ``changed(query, relation)`` for every valid query the user builds, and
+    ``codebook_changed(codebook)`` when a fact is declared in it."""
 
     changed = Signal(object, str)
+    codebook_changed = Signal(object)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("Query", parent)
         self.dataset: Dataset | None = None
         self.kinds: dict[str, str] = {}
         self.ranges: dict[str, tuple[float, float]] = {}
+        """The data's observed ranges: exploration only, never a public fact."""
         self.top_values: dict[str, list[str]] = {}
+        """The data's commonest values: exploration only, never a public fact."""
         self.kind = shortened(QComboBox())
         for key, text in QUERY_KINDS.items():
             self.kind.addItem(text, key)
@@ -131,9 +140,11 @@ class QueryPanel(GroupControls, QGroupBox):
         )
         self.description = QLabel()
         self.description.setWordWrap(True)
+        self.facts = FactsBox()
         self.error = QLabel()
         self.error.setWordWrap(True)
         self.error.setStyleSheet(f"color: {palette.css(palette.ERROR_TEXT)};")
+        self._facts_init()
         self._layout()
         self._connect()
         self._update_visibility()
@@ -143,8 +154,10 @@ class QueryPanel(GroupControls, QGroupBox):
         synthetic table's columns and marginals)."""
         bounds_tip = (
             "Declared bounds: values are clipped to [lower, upper] before the statistic, and the "
-            "sensitivity follows from them. Choose them from what you know about the column, not "
-            "from the data: the prefill is the data's own range, which is itself not private."
+            "sensitivity follows from them. They come from the codebook; typing them here declares "
+            "them there. Choose them from what you know about the column, never from the data. "
+            "'not declared': the views explore with the data's own range (observed: not public) "
+            "and Release is refused."
         )
         self.lower_bound = number_box(QDoubleSpinBox(), -1e12, 1e12, tooltip=bounds_tip)
         self.upper_bound = number_box(QDoubleSpinBox(), -1e12, 1e12, tooltip=bounds_tip)
@@ -159,26 +172,31 @@ class QueryPanel(GroupControls, QGroupBox):
             2,
             64,
             8,
-            tooltip="Equal bins over the declared bounds (public edges); values outside the bounds "
-            "fall in the first or last bin, missing values in a cell of their own.",
+            tooltip="Equal bins over the declared bounds (public edges; the synthetic table takes the "
+            "codebook's edges where it declares them); values outside the bounds fall in the first "
+            "or last bin, missing values in a cell of their own.",
         )
         self.marginal_columns = HeadFirstLineEdit()
         self.marginal_columns.setToolTip(
-            "The synthetic table's columns, separated by commas. Numeric columns are cut into "
-            "'Bins' equal bins over the data's range (prefill: not private; on Adult, documented "
-            "public bins), other columns keep their most common values plus 'other' (on Adult, "
-            "the documented categories)."
+            "The synthetic table's columns, separated by commas, each on its domain in the "
+            "codebook: a number column on its declared bin edges (else 'Bins' equal bins over its "
+            "declared bounds), other columns on their declared categories, plus 'other' and "
+            "'missing' cells. A column the codebook does not describe is explored with the data's "
+            "own values (observed: not public) and cannot be released."
         )
         self.ways = number_box(
             QSpinBox(), 1, 3, 2, tooltip="The workload: every 1-, 2- or 3-way marginal of the columns"
         )
 
     def _category_widgets(self) -> None:
-        """The declared categories, prefilled with the column's commonest values."""
+        """The declared categories (the codebook's; typed here: declared into it), and, while
+        none are declared, how many of the data's commonest values the views explore with."""
         self.categories = HeadFirstLineEdit()
         self.categories.setToolTip(
-            "Declared categories, separated by commas. Rows with any other value count as "
-            "'other'. The prefill lists the most common values in the data (not private)."
+            "Declared categories, separated by commas: the codebook's, and typing them here "
+            "declares them there. Rows with any other value count as 'other'. Never taken from the "
+            "data: while none are declared the views explore with the data's most common values "
+            "(observed: not public) and Release is refused."
         )
         self.categories.setMaxLength(2**24)  # 10,000 values (Qt's default stops at 32,767 characters)
         self.category_count = number_box(
@@ -186,8 +204,8 @@ class QueryPanel(GroupControls, QGroupBox):
             1,
             CATEGORY_LIMIT,
             MAX_CATEGORIES,
-            tooltip=f"Declare this many of the column's most common values (up to {CATEGORY_LIMIT:,}); "
-            "type a number, or take them all.",
+            tooltip=f"Explore with this many of the column's most common values (up to {CATEGORY_LIMIT:,}; "
+            "observed: not public, so they are never released); type a number, or take them all.",
         )
         self.take_all = QPushButton("Take all")
         self.take_all.clicked.connect(self._take_all_categories)
@@ -198,7 +216,7 @@ class QueryPanel(GroupControls, QGroupBox):
         self.category_row = QWidget()
         row = QHBoxLayout(self.category_row)
         row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(QLabel("the most common"))
+        row.addWidget(QLabel("explore with the most common"))
         row.addWidget(self.category_count)
         row.addWidget(self.take_all)
         row.addWidget(self.category_note, 1)
@@ -246,6 +264,7 @@ class QueryPanel(GroupControls, QGroupBox):
         layout = QVBoxLayout(self)
         layout.addLayout(self.form)
         layout.addWidget(self.description)
+        layout.addWidget(self.facts)
         layout.addWidget(self.error)
 
     def _connect(self) -> None:
@@ -255,23 +274,31 @@ class QueryPanel(GroupControls, QGroupBox):
             self.columns2.currentTextChanged,
             self.relation.currentIndexChanged,
             self.joiner.currentIndexChanged,
-            self.lower_bound.editingFinished,
-            self.upper_bound.editingFinished,
             self.q_value.valueChanged,
             self.trim.valueChanged,
             self.k.valueChanged,
             self.bins.valueChanged,
-            self.categories.editingFinished,
             self.group2.currentTextChanged,
-            self.group_categories.editingFinished,
-            self.unit.currentTextChanged,
-            self.max_groups.valueChanged,
-            self.max_rows.valueChanged,
             self.key_epsilon.valueChanged,
             self.key_delta.currentIndexChanged,
             self.marginal_columns.editingFinished,
             self.ways.valueChanged,
         ):
+            signal.connect(self.emit_query)
+        for box in (self.lower_bound, self.upper_bound):
+            box.editingFinished.connect(self._bounds_edited)
+        self.categories.editingFinished.connect(
+            lambda: self._categories_edited(self.categories, self.column.currentText())
+        )
+        self.group_categories.editingFinished.connect(
+            lambda: self._categories_edited(self.group_categories, self.group1.currentText())
+        )
+        for signal in (
+            self.unit.currentTextChanged,
+            self.max_groups.valueChanged,
+            self.max_rows.valueChanged,
+        ):
+            signal.connect(self._unit_edited)
             signal.connect(self.emit_query)
         self.group1.currentTextChanged.connect(self._group_changed)
         self.key_origin.currentIndexChanged.connect(self._group_changed)
@@ -284,9 +311,13 @@ class QueryPanel(GroupControls, QGroupBox):
             row.negate.toggled.connect(self.emit_query)
 
     # ------------------------------------------------------------------ dataset
-    def set_dataset(self, dataset: Dataset, summary: dict[str, Any] | None = None) -> None:
-        """Offer the dataset's columns; ``summary`` holds prefill ranges and common values."""
+    def set_dataset(
+        self, dataset: Dataset, summary: dict[str, Any] | None = None, codebook: Codebook = EMPTY
+    ) -> None:
+        """Offer the dataset's columns, with the public facts of ``codebook``; ``summary`` holds
+        the data's observed ranges and common values (exploration only, never a public fact)."""
         self.dataset = dataset
+        self.codebook = codebook
         self.kinds = {c.name: c.kind for c in dataset.columns}
         summary = summary or {}
         self.ranges = summary.get("ranges", {})
@@ -304,6 +335,7 @@ class QueryPanel(GroupControls, QGroupBox):
             combo.addItems(items)
             combo.blockSignals(False)
         self.marginal_columns.setText(", ".join(self._default_marginal_columns()))
+        self._show_unit()
         self._group_changed()
         self._kind_changed()
 
@@ -346,20 +378,29 @@ class QueryPanel(GroupControls, QGroupBox):
         }
 
     def state(self) -> dict[str, Any]:
-        """Every control's value, JSON-safe (for sessions)."""
+        """Every control's value and the codebook, JSON-safe (for sessions and undo)."""
         saved = {key: control_value(w, by_data=key in SAVED_BY_DATA) for key, w in self._saved().items()}
         conditions = [
             [row.negate.isChecked(), row.column.currentText(), row.op.currentText(), row.value.text()]
             for row in self.conditions
         ]
-        return {"kind": self.current_kind(), **saved, "conditions": conditions}
+        return {
+            "kind": self.current_kind(),
+            **saved,
+            "conditions": conditions,
+            "codebook": self.codebook.to_dict(),
+        }
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state` (signals held back), then emit the query once. A key an older
         session lacks takes its :data:`STATE_DEFAULTS` value, or keeps the panel's own
-        (:data:`KEPT_WHEN_MISSING`, and an empty list of marginal columns)."""
+        (:data:`KEPT_WHEN_MISSING`, and an empty list of marginal columns); a state without a
+        codebook (an older session, a lesson) keeps the panel's. Values it sets that the
+        codebook does not declare stay undeclared: they are explored, not released."""
         saved = self._saved()
         widgets = [self.kind, *saved.values()]
+        if "codebook" in state:
+            self.codebook = codebook_from_dict(state["codebook"])
         for w in widgets:
             w.blockSignals(True)
         try:
@@ -417,19 +458,14 @@ class QueryPanel(GroupControls, QGroupBox):
 
     def _column_changed(self) -> None:
         column = self.column.currentText()
-        if column in self.ranges:
-            low, high = self.ranges[column]
-            self.lower_bound.setValue(low)
-            self.upper_bound.setValue(high)
+        self.show_declared()
         self._show_category_count(column)
-        if column in self.top_values:
-            self.categories.setText(", ".join(self.top_values[column][: self.category_count.value()]))
         self._update_visibility()
         self.emit_query()
 
     def _show_category_count(self, column: str) -> None:
         """How many values the column has (the steward's own, non-private view), and whether all
-        of them can be declared."""
+        of them can be explored with."""
         values = self.top_values.get(column, [])
         over = len(values) > CATEGORY_LIMIT
         # never "the most common 16" beside "of 14 in the data": at most as many as there are
@@ -443,18 +479,17 @@ class QueryPanel(GroupControls, QGroupBox):
         self.take_all.setEnabled(bool(values) and not over)
         self.take_all.setText("Take all" if over or not values else f"Take all {len(values):,}")
         self.category_note.setText(
-            f"{column} has more than {CATEGORY_LIMIT:,} values: at most {CATEGORY_LIMIT:,} can be declared"
+            f"{column} has more than {CATEGORY_LIMIT:,} values: at most {CATEGORY_LIMIT:,} can be explored"
             if over
-            else f"of {len(values):,} in the data"
+            else f"of {len(values):,} in the data ({OBSERVED})"
         )
         self.category_note.setStyleSheet(f"color: {palette.css(palette.ERROR_TEXT)};" if over else "")
 
     def _category_count_changed(self) -> None:
-        """Declare the number of commonest values typed."""
-        values = self.top_values.get(self.column.currentText(), [])
+        """Explore with the number of commonest values typed (never declared: the line stays
+        as the codebook has it)."""
         self._wanted_count = self.category_count.value()  # the steward's number, for the next column
-        if values:
-            self.categories.setText(", ".join(values[: self.category_count.value()]))
+        if self.top_values.get(self.column.currentText()):
             self.emit_query()
 
     def _take_all_categories(self) -> None:
@@ -479,7 +514,8 @@ class QueryPanel(GroupControls, QGroupBox):
             self.k: kind == "top_k",
             self.bins: (binned and numeric_column) or kind in ("group_histogram", "marginals"),
             self.categories: kind in CATEGORY_KINDS or (binned and not numeric_column),
-            self.category_row: kind in CATEGORY_KINDS,
+            self.category_row: (kind in CATEGORY_KINDS or (binned and not numeric_column))
+            and not listed(self.categories.text()),
             self.joiner: kind == "predicate_count",
             **self.group_visibility(kind),
         }
@@ -490,31 +526,31 @@ class QueryPanel(GroupControls, QGroupBox):
 
     # ------------------------------------------------------------------ building
     def _categories(self) -> tuple[Any, ...]:
-        declared = tuple(c.strip() for c in self.categories.text().split(",") if c.strip())
+        """The current column's categories (typed, the codebook's, or explored: observed)."""
+        column = self.column.currentText()
+        declared = self.categories_for(column, self.categories, self.category_count.value())
         if len(declared) > CATEGORY_LIMIT:
             raise DPExplorerError(
                 f"{len(declared):,} categories are declared; at most {CATEGORY_LIMIT:,} can be: "
-                "keep the most common ones (type a number) or group rare values together"
+                "group rare values together"
             )
         return declared
 
     def _axis(self, column: str) -> q.Axis:
+        """A histogram's or workload's axis: the current column on equal bins over its bounds
+        (or its categories), another on its codebook domain (or explored: observed)."""
+        current = column == self.column.currentText()
         if self.kinds.get(column) == "numeric":
-            low, high = self.lower_bound.value(), self.upper_bound.value()
-            if column != self.column.currentText() and column in self.ranges:
-                low, high = self.ranges[column]
-            n = self.bins.value()
-            edges = tuple(low + (high - low) * i / n for i in range(n + 1))
-            return q.Axis(column, edges=edges)
-        values = self.top_values.get(column, [])[: max(2, min(MAX_CATEGORIES, 6))]
-        if column == self.column.currentText():
-            values = list(self._categories())
-        return q.Axis(column, categories=tuple(values))
+            return q.Axis(column, edges=self.edges_for(column, bounds_first=current))
+        if current:
+            return q.Axis(column, categories=self._categories())
+        return q.Axis(column, categories=self.categories_for(column, None, max(2, min(MAX_CATEGORIES, 6))))
 
     def build(self) -> q.Query:
-        """The query the widgets describe; DPExplorerError with the reason if they do not."""
+        """The query the widgets describe; DPExplorerError with the reason if they do not.
+        :attr:`observed` then lists the facts it explores with the data's own value."""
+        self.observed = set()
         kind, column = self.current_kind(), self.column.currentText()
-        low, high = self.lower_bound.value(), self.upper_bound.value()
         if kind == "count":
             return q.Count()
         if kind == "predicate_count":
@@ -527,6 +563,30 @@ class QueryPanel(GroupControls, QGroupBox):
                 else (q.And if self.joiner.currentText() == "and" else q.Or)(tuple(parts))
             )
             return q.PredicateCount(joined)
+        if kind == "histogram":
+            return q.Histogram(self._axis(column))
+        if kind == "argmax":
+            return q.ArgMax(column, self._categories())
+        if kind == "top_k":
+            return q.TopK(column, self._categories(), self.k.value())
+        if kind == "group_histogram":
+            return self._group_histogram(self._axis(column))
+        if kind == "marginals":
+            return self._marginals()
+        if kind == "workload":
+            second = self.columns2.currentText()
+            axes = [self._axis(column)] + (
+                [self._axis(second)] if second not in ("(none)", column, "") else []
+            )
+            return q.marginal_workload(axes, ways=(1, 2) if len(axes) == 2 else (1,))
+        return self._clipped(kind, column)
+
+    def _clipped(self, kind: str, column: str) -> q.Query:
+        """A statistic of ``column`` clipped to its bounds (by group too)."""
+        statistic = GROUP_KINDS.get(kind, kind)
+        low, high = (0.0, 1.0) if statistic == "count" else self.bounds_for(column)  # a count: none
+        if kind in GROUP_KINDS:
+            return self._group_by(statistic, column, low, high, round(self.q_value.value(), 4))
         simple: dict[str, type[q.Sum] | type[q.Mean]] = {"sum": q.Sum, "mean": q.Mean}
         if kind in simple:
             return simple[kind](column, low, high)
@@ -536,23 +596,7 @@ class QueryPanel(GroupControls, QGroupBox):
             return q.Quantile(column, low, high, round(self.q_value.value(), 4))
         if kind == "trimmed_mean":
             return q.TrimmedMean(column, low, high, round(self.trim.value(), 4))
-        if kind in ("variance", "std"):
-            return q.Variance(column, low, high, std=kind == "std")
-        if kind == "histogram":
-            return q.Histogram(self._axis(column))
-        if kind == "argmax":
-            return q.ArgMax(column, self._categories())
-        if kind == "top_k":
-            return q.TopK(column, self._categories(), self.k.value())
-        if kind == "group_histogram":
-            return self._group_histogram(self._axis(column))
-        if kind in GROUP_KINDS:
-            return self._group_by(GROUP_KINDS[kind], column, low, high, round(self.q_value.value(), 4))
-        if kind == "marginals":
-            return self._marginals()
-        second = self.columns2.currentText()
-        axes = [self._axis(column)] + ([self._axis(second)] if second not in ("(none)", column, "") else [])
-        return q.marginal_workload(axes, ways=(1, 2) if len(axes) == 2 else (1,))
+        return q.Variance(column, low, high, std=kind == "std")
 
     def _default_marginal_columns(self) -> list[str]:
         """:data:`ADULT_SYNTHETIC_COLUMNS` when the data has them all, else the first four."""
@@ -560,23 +604,16 @@ class QueryPanel(GroupControls, QGroupBox):
         return adult if all(c in self.kinds for c in adult) else list(self.kinds)[:4]
 
     def _marginal_axis(self, column: str) -> q.Axis:
-        """A synthetic table's column on a public domain: Adult's documented axis when the
-        column is one of them with the same kind, else ``bins`` equal bins over the prefilled
-        range (numeric) or the most common values (others; the rest is 'other')."""
-        from dpexplorer.data.marginals import adult_marginals
-
-        documented = {a.column: a for a in adult_marginals().axes}
-        numeric = self.kinds.get(column) == "numeric"
-        axis = documented.get(column)
-        if axis is not None and (axis.edges is not None) == numeric:
-            return axis
-        if numeric:
-            if column not in self.ranges:
-                raise DPExplorerError(f"{column!r} has no range to bin over: declare other columns")
-            low, high = self.ranges[column]
-            n = self.bins.value()
-            return q.Axis(column, edges=tuple(low + (high - low) * i / n for i in range(n + 1)))
-        return q.Axis(column, categories=tuple(self.top_values.get(column, [])[:MAX_CATEGORIES]))
+        """A synthetic table's column on its domain in the codebook: a number column on its
+        declared edges, else on its declared categories (coded values), else on ``bins`` equal
+        bins over its declared bounds; another column on its declared categories (each with
+        its "other" and "missing" cells). Where the codebook has none, the data's own range or
+        commonest values, for exploration only (recorded in :attr:`observed`)."""
+        if self.kinds.get(column) == "numeric":
+            if edges_of(self.codebook, column) is None and categories_of(self.codebook, column) is not None:
+                return q.Axis(column, categories=self.categories_for(column, None, MAX_CATEGORIES))
+            return q.Axis(column, edges=self.edges_for(column, bounds_first=False))
+        return q.Axis(column, categories=self.categories_for(column, None, MAX_CATEGORIES))
 
     def _marginals(self) -> q.Marginals:
         """The synthetic-data query: the declared columns, every ``ways``-way marginal, the
@@ -602,5 +639,17 @@ class QueryPanel(GroupControls, QGroupBox):
             self.error.show()
             return
         self.error.hide()
-        self.description.setText(f"<i>Releasing {html.escape(query.describe())}.</i>")  # "<=50K" is text
+        described = html.escape(query.describe())  # "<=50K" is text
+        own = ", ".join(sorted({FIELD_WORDS[f] for _, f in self.observed}))
+        self.description.setText(
+            f"<i>Exploring {described}, with the data's own {own} ({OBSERVED}): not releasable.</i>"
+            if self.observed
+            else f"<i>Releasing {described}.</i>"
+        )
+        self.facts.show_facts(facts_of(query, self.codebook), self.observed)
         self.changed.emit(query, str(self.relation.currentData()))
+
+    def observed_facts(self) -> list[str]:
+        """The facts the last query explores with the data's own value, in words."""
+        words = {"bounds": "bounds", "categories": "categories", "edges": "bin edges"}
+        return [f"the {words.get(field, field)} of {column}" for column, field in sorted(self.observed)]

@@ -4,7 +4,10 @@ service; the ledger's refusal messages are shown as they are.
 
 For MST or AIM on a marginals query it offers a synthetic table (records drawn from the fitted
 model, as CSV and/or Parquet: :mod:`dpexplorer.release.synthetic_tables`) or the noisy marginals
-the mechanism measures (the generic release); both charge the same guarantee first."""
+the mechanism measures (the generic release); both charge the same guarantee first.
+
+A release that uses a public fact the codebook does not declare is refused before anything is
+priced or charged: the dialog names each such fact and offers the codebook (issue 40)."""
 
 from __future__ import annotations
 
@@ -37,6 +40,7 @@ from dpexplorer.gui import jobs, palette
 from dpexplorer.gui.compute import ComputeService
 from dpexplorer.gui.param_controls import format_value
 from dpexplorer.release.costs import CONVERTED, cost_words, declared_epsilon
+from dpexplorer.gui.query_facts import release_refusal
 
 METHODS = ("basic", "advanced", "optimal", "zcdp", "rdp", "pld")
 PREVIEW_JOB = "release-preview"
@@ -67,6 +71,8 @@ class ReleaseDialog(QDialog):
     never clipped."""
 
     released = Signal(object)
+    codebook_requested = Signal()
+    """A refused release's "Open the codebook…" button."""
 
     def __init__(
         self,
@@ -81,9 +87,17 @@ class ReleaseDialog(QDialog):
         out_dir: Path,
         warning: str = "",
         sampling_rate: float | None = None,
+        refused: tuple[str, ...] = (),
+        codebook: Any = None,
         parent: QWidget | None = None,
     ) -> None:
+        """``refused``: the public facts the release uses that the codebook does not declare;
+        when there are any, nothing is priced or charged and the dialog says which.
+        ``codebook``: the one the release was checked against (its provenance lists each fact's
+        origin in it)."""
         super().__init__(parent)
+        self.refused = tuple(refused)
+        self.codebook = codebook
         self.setWindowTitle("Release a statistic")
         self.setMinimumWidth(560)  # wrapped labels (the price, a failure's reason) need the room
         self.compute = compute
@@ -161,8 +175,26 @@ class ReleaseDialog(QDialog):
         outer.addWidget(self.buttons)
         compute.finished.connect(self._on_result)
         compute.failed.connect(self._on_failure)
-        self._price()
+        if self.refused:
+            self._refuse()
+        else:
+            self._price()
         self.fit()
+
+    def _refuse(self) -> None:
+        """Nothing priced, nothing charged: which facts are not declared, and the codebook."""
+        self.setWindowTitle("Release refused: public facts not declared")
+        self.what.setText(self.what.text().replace("<b>Releasing</b>", "<b>Asked to release</b>", 1))
+        self.cost.setText("<b>Not priced:</b> this release would publish facts read from the data.")
+        self.message.setText(release_refusal(self.refused))
+        self.message.setStyleSheet(f"color: {palette.css(palette.ERROR_TEXT)};")
+        for widget in (self.out_row, self.table_box, self.warning):
+            widget.hide()
+        self.codebook_button = self.buttons.addButton(
+            "Open the codebook…", QDialogButtonBox.ButtonRole.ActionRole
+        )
+        self.codebook_button.clicked.connect(self.codebook_requested.emit)
+        self.codebook_button.clicked.connect(self.reject)
 
     def _budget_box(self) -> QGroupBox:
         box = QGroupBox("This dataset has no budget yet: set the total the steward allows")
@@ -230,6 +262,8 @@ class ReleaseDialog(QDialog):
             self.out_dir.setText(chosen)
 
     def _price(self) -> None:
+        if self.refused:
+            return
         self.preview = None
         self.release_button.setEnabled(False)
         table = self.table_chosen()
@@ -237,13 +271,15 @@ class ReleaseDialog(QDialog):
         for check in self.format_boxes.values():
             check.setEnabled(table)
         if not table:
-            self.compute.submit(PREVIEW_JOB, jobs.release_preview, *self.request)
+            self.compute.submit(PREVIEW_JOB, jobs.release_preview, *self.request, codebook=self.codebook)
             return
         if not self.formats:
             self.cost.setText("Choose CSV, Parquet or both for the synthetic records.")
             return
         self.cost.setText("Counting the marginals and pricing the release…")
-        self.compute.submit(PREVIEW_JOB, jobs.release_preview, *self.request[:-1], None, self.formats)
+        self.compute.submit(
+            PREVIEW_JOB, jobs.release_preview, *self.request[:-1], None, self.formats, codebook=self.codebook
+        )
 
     def _set_budget(self) -> None:
         try:

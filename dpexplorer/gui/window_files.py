@@ -20,7 +20,9 @@ from dpexplorer.gui.spark_dialog import SparkOpenDialog
 from dpexplorer.gui.window_release import IDENTITY_VIEW
 
 if TYPE_CHECKING:
+    from dpexplorer.data.codebook import Codebook
     from dpexplorer.data.load import Dataset
+    from dpexplorer.gui.codebook_dialog import CodebookDialog
     from dpexplorer.gui.session import Session
     from dpexplorer.gui.window_parts import WindowParts as _Window
 else:
@@ -48,6 +50,8 @@ class WindowFiles(_Window):
     reload_ledger: Callable[[], None]
     _fit_side_panel: Callable[[], None]
     _restore_session_query: Callable[[Dataset], bool]
+    codebook_for: Callable[[Dataset], Codebook]
+    codebook_dialog: CodebookDialog | None
 
     def open_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open a dataset", "", OPEN_FILTER)
@@ -135,7 +139,9 @@ class WindowFiles(_Window):
         self.explorer.set_dataset(dataset)
         self.reload_ledger()
         summary = {"ranges": self.loaded.ranges, "top_values": self.loaded.top_values}
-        self.query_panel.set_dataset(dataset, summary)
+        self.query_panel.set_dataset(dataset, summary, self.codebook_for(dataset))
+        if self.codebook_dialog is not None:  # it described the file shown before
+            self.codebook_dialog.close()
         self._fit_side_panel()
         if self._restore_session_query(dataset):
             return

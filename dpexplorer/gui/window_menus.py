@@ -19,6 +19,7 @@ from dpexplorer.gui import palette, settings
 from dpexplorer.gui.window_release import RELEASE_TIP
 
 if TYPE_CHECKING:
+    from dpexplorer.gui.codebook_dialog import CodebookDialog
     from dpexplorer.gui.compare import Comparison
     from dpexplorer.gui.spark_dialog import SparkOpenDialog
     from dpexplorer.gui.undo import UndoHistory
@@ -38,6 +39,7 @@ class WindowMenus(_Window):
     session_dialog: Callable[..., None]
     set_teaching_mode: Callable[[bool], None]
     open_release_dialog: Callable[[], None]
+    open_codebook_dialog: Callable[..., CodebookDialog | None]
 
     def _build_menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
@@ -81,6 +83,13 @@ class WindowMenus(_Window):
         self.release_action.setToolTip(RELEASE_TIP)
         self.release_action.triggered.connect(self.open_release_dialog)
         release_menu.addAction(self.release_action)
+        self.codebook_action = QAction("&Codebook…", self, shortcut=QKeySequence("Ctrl+Shift+K"))
+        self.codebook_action.setToolTip(
+            "The dataset's public description: the bounds, categories and bin edges every release "
+            "reads (never the data), each with its origin; open, edit and save it"
+        )
+        self.codebook_action.triggered.connect(lambda: self.open_codebook_dialog())
+        release_menu.addAction(self.codebook_action)
         help_menu = self.menuBar().addMenu("&Help")
         about_action = QAction("&About dpexplorer", self)
         about_action.triggered.connect(self.show_about)

@@ -1,6 +1,8 @@
 """The main window's release side: the shown dataset's identity in the budget ledger (its
-content fingerprint, computed on a worker after the load), the Release menu's dialog, the
-private bounds dialog, the Released tab, and the budget plan read from and added to the ledger.
+content fingerprint, computed on a worker after the load), the Release menu's dialog (refused,
+charging nothing, while the query uses a public fact the codebook does not declare), the
+private bounds and categories dialogs (their estimates go into the codebook, origin
+"estimated"), the Released tab, and the budget plan read from and added to the ledger.
 
 :class:`WindowRelease` is a mixin of :class:`~dpexplorer.gui.main_window.MainWindow`; nothing
 here is charged or read from the ledger under any key but the dataset's own, and nothing before
@@ -8,6 +10,7 @@ that key is known (:meth:`WindowRelease.identity_known`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +23,7 @@ from dpexplorer.gui import jobs
 from dpexplorer.gui.teaching import RELEASE_BLOCKED
 
 if TYPE_CHECKING:
+    from dpexplorer.data.codebook import Codebook
     from dpexplorer.gui.window_parts import WindowParts as _Window
 else:
     _Window = object
@@ -40,9 +44,10 @@ def releases_dir() -> Path:
 
 
 def peeked_bounds_warning(query: Any, observed: dict[str, tuple[float, float]]) -> str:
-    """A warning for the steward when a query's clipping bounds are the column's own observed
-    minimum or maximum (as the query panel fills them in): published bounds then reveal the
-    data's extremes. Empty when the bounds differ from both (or the query has none)."""
+    """A warning for the steward when a query's clipping bounds, declared by typing them, are
+    the column's own observed minimum or maximum: published bounds then reveal the data's
+    extremes unless they are known from outside it. Empty when the bounds differ from both (or
+    the query has none)."""
     column, lower, upper = (getattr(query, name, None) for name in ("column", "lower", "upper"))
     if column not in observed or lower is None or upper is None:
         return ""
@@ -56,10 +61,10 @@ def peeked_bounds_warning(query: Any, observed: dict[str, tuple[float, float]]) 
         return ""
     return (
         f"The {' and '.join(peeked)} bound{'s are' if len(peeked) == 2 else ' is'} the observed "
-        f"{'extremes' if len(peeked) == 2 else 'extreme'} of {column} in this file (filled in from "
-        "the data). The release publishes its bounds, so they would reveal the smallest or largest "
-        "value of a real person. Declare bounds known from outside the data, or estimate them "
-        "privately (the Where to clip tab, Estimate bounds privately…)."
+        f"{'extremes' if len(peeked) == 2 else 'extreme'} of {column} in this file. The release "
+        "publishes its bounds: unless they are known from outside the data (a documented range), "
+        "they would reveal the smallest or largest value of a real person. Declare bounds known "
+        "from outside the data, or estimate them privately (Estimate privately… under the query)."
     )
 
 
@@ -68,38 +73,81 @@ class WindowRelease(_Window):
 
     error_shown: Signal
     release_action: QAction
+    codebook: Codebook
+    blockers: Callable[[Any], list[str]]
+    codebook_mismatch: Callable[[], str]
+    use_estimated: Callable[[str, str, Any, int, str], None]
+    open_codebook_dialog: Callable[..., object]
     engine_label: QLabel
     last_error: str | None
     _identified: object | None
     """The dataset whose ledger identity is known (the shown one once computed)."""
 
     def open_private_bounds_dialog(self, column: str) -> None:
-        """Release DP quantiles of ``column`` as bounds, then put them in the query."""
+        """Release DP quantiles of ``column`` as bounds, then put them in the codebook (origin
+        "estimated", with the ledger rows) and so in the query. The coarse range the quantiles
+        search starts at the codebook's bounds or the query's own, never the data's range."""
         query = self.explorer.query
-        if self.dataset is None or query is None or not column:
+        if self.dataset is None or not column:
             return
         if not self.identity_known():
             self.show_error(IDENTITY_PENDING)
             return
         from dpexplorer.gui.private_bounds_dialog import PrivateBoundsDialog
+        from dpexplorer.gui.query_facts import bounds_of
 
+        declared = bounds_of(self.codebook, column)
+        explored = (column, "bounds") in self.query_panel.observed
+        if declared is None and getattr(query, "column", None) == column and not explored:
+            declared = (float(getattr(query, "lower")), float(getattr(query, "upper")))  # noqa: B009
         self.private_bounds_dialog = PrivateBoundsDialog(
             self.compute,
             dataset=self.dataset,
             column=column,
-            declared=(float(query.lower), float(query.upper)),  # type: ignore[attr-defined]
+            declared=declared or (0.0, 0.0),  # the steward types the range
             ledger_path=self.ledger_path(),
             out_dir=releases_dir(),
             parent=self,
         )
-        self.private_bounds_dialog.bounds_chosen.connect(self._use_bounds)
+        self.private_bounds_dialog.bounds_chosen.connect(
+            lambda low, high: self._use_bounds(column, low, high)
+        )
         self.private_bounds_dialog.finished.connect(lambda _code: self.reload_ledger())
         self.private_bounds_dialog.open()
 
-    def _use_bounds(self, lower: float, upper: float) -> None:
-        self.query_panel.lower_bound.setValue(lower)
-        self.query_panel.upper_bound.setValue(upper)
-        self.query_panel.emit_query()
+    def _use_bounds(self, column: str, lower: float, upper: float) -> None:
+        """The private bounds into the codebook: estimated, paid for by the dialog's releases."""
+        result = self.private_bounds_dialog.result
+        rows = [r.row_id for _, r in result.releases]
+        citation = (
+            f"two DP quantiles (ledger rows {', '.join(map(str, rows))}, ε = {result.epsilon:g} in all)"
+        )
+        self.use_estimated(column, "bounds", (lower, upper), rows[0], citation)
+
+    def open_private_categories_dialog(self, column: str) -> None:
+        """Select ``column``'s categories privately (a count by privately selected keys, charged),
+        then put the released keys in the codebook (origin "estimated", with the ledger row)."""
+        if self.dataset is None or not column:
+            return
+        if not self.identity_known():
+            self.show_error(IDENTITY_PENDING)
+            return
+        from dpexplorer.gui.private_categories_dialog import PrivateCategoriesDialog
+
+        dialog = PrivateCategoriesDialog(
+            self.compute,
+            dataset=self.dataset,
+            column=column,
+            ledger_path=self.ledger_path(),
+            out_dir=releases_dir(),
+            parent=self,
+        )
+        dialog.categories_chosen.connect(
+            lambda values, row, citation: self.use_estimated(column, "categories", values, row, citation)
+        )
+        dialog.finished.connect(lambda _code: self.reload_ledger())
+        self.private_categories_dialog = dialog
+        dialog.open()
 
     def ledger_path(self) -> Path:
         from dpexplorer.release.ledger import default_ledger_path
@@ -165,8 +213,17 @@ class WindowRelease(_Window):
         if self.dataset is None or explorer.query is None or explorer.mechanism is None:
             self.show_error("Choose a query and a mechanism before releasing.")
             return
+        if mismatch := self.codebook_mismatch():
+            self.show_error(f"Release refused: {mismatch}. Nothing was charged.")
+            return
+        from dpexplorer.gui.query_facts import bounds_of
         from dpexplorer.gui.release_dialog import ReleaseDialog
 
+        query = explorer.query
+        column = str(getattr(query, "column", ""))
+        fact = self.codebook.fact(column, "bounds")
+        used = (getattr(query, "lower", None), getattr(query, "upper", None))
+        typed = fact is not None and fact.origin == "declared" and bounds_of(self.codebook, column) == used
         self.release_dialog = ReleaseDialog(
             self.compute,
             dataset=self.dataset,
@@ -176,10 +233,13 @@ class WindowRelease(_Window):
             relation=explorer.relation,
             ledger_path=self.ledger_path(),
             out_dir=releases_dir(),
-            warning=peeked_bounds_warning(explorer.query, self.query_panel.ranges),
+            warning=peeked_bounds_warning(query, self.query_panel.ranges) if typed else "",
             sampling_rate=self.dataset_view.sampling_rate,
+            refused=tuple(self.blockers(query)),
+            codebook=self.codebook,
             parent=self,
         )
+        self.release_dialog.codebook_requested.connect(lambda: self.open_codebook_dialog())
         self.release_dialog.finished.connect(lambda _code: self.reload_ledger())
         self.release_dialog.released.connect(self.show_released)
         self.release_dialog.open()

@@ -54,6 +54,10 @@ class Statistic:
     label: str = ""
     relation: str = "add_remove"
     kind: str = "statistic"
+    facts: Sequence[Mapping[str, Any]] = ()
+    """Each public fact of the query with its origin as the codebook records it (``column``,
+    ``field``, ``origin``, ``citation``, ``ledger_id``; the window's); none: the plan declares
+    them."""
 
     def entry(self) -> dict[str, Any]:
         """The plan entry ``{"query", "mechanism", "parameters"}`` (and ``"kind"`` when it is not
@@ -169,7 +173,7 @@ def statistic_markdown(number: int, stat: Statistic, quote: Quote = MARKDOWN) ->
     lines.append("")
     lines.append(f"**Privacy unit.** {_unit_words(stat.query, quote)}")
     lines.append("")
-    lines.append(f"**Bounds and keys.** {_bounds_words(stat.query, quote)}")
+    lines.append(f"**Bounds and keys.** {_bounds_words(stat.query, quote, stat.facts)}")
     lines.append("")
     mechanism, summary = _mechanism_words(stat.mechanism, quote)
     params = quote.text(", ".join(f"{k} = {_value(v)}" for k, v in stat.parameters.items()))
@@ -198,22 +202,46 @@ def _unit_words(query: Mapping[str, Any], quote: Quote) -> str:
     return "One row: neighbouring datasets differ by adding or removing one row."
 
 
-def _bounds_words(query: Mapping[str, Any], quote: Quote) -> str:
+def _origin_words(facts: Sequence[Mapping[str, Any]], column: str, field: str, quote: Quote) -> str:
+    """Where the ``field`` fact of ``column`` comes from, as the codebook records it (none
+    recorded: the plan declares it, which is the steward's declaration); the codebook's
+    citation is user text, so it is quoted (:class:`Quote`)."""
+    for fact in facts:
+        if fact.get("column") == column and fact.get("field") == field:
+            cited = f": {quote.text(str(fact['citation']))}" if fact.get("citation") else ""
+            if fact.get("origin") == "shipped":
+                return f"shipped with dpexplorer in the dataset's codebook (public documentation{cited})"
+            if fact.get("origin") == "estimated":
+                return (
+                    f"estimated privately (charged to the ledger, row {_value(fact.get('ledger_id'))}), "
+                    "recorded in the dataset's codebook"
+                )
+            return (
+                f"declared by the steward in the dataset's codebook (public, not read from the data{cited})"
+            )
+    return "declared by the steward (public, not read from the data)"
+
+
+def _bounds_words(query: Mapping[str, Any], quote: Quote, facts: Sequence[Mapping[str, Any]] = ()) -> str:
     parts = []
     if "lower" in query and query.get("lower") is not None:
         parts.append(
             f"values of {quote.code(query['column'])} are clipped to [{_value(query['lower'])}, "
-            f"{_value(query['upper'])}], declared by the steward (public, not read from the data)"
+            f"{_value(query['upper'])}], {_origin_words(facts, query['column'], 'bounds', quote)}"
         )
     axes = [query["axis"]] if isinstance(query.get("axis"), Mapping) else list(query.get("axes", []))
     axes += list(query.get("keys", []) or [])
     for axis in axes:
         if axis.get("edges") is not None:
-            parts.append(f"{quote.code(axis['column'])} is cut into {len(axis['edges']) - 1} declared bins")
+            parts.append(
+                f"{quote.code(axis['column'])} is cut into {len(axis['edges']) - 1} declared bins, "
+                f"{_origin_words(facts, axis['column'], 'edges', quote)}"
+            )
         elif axis.get("categories") is not None:
             parts.append(
                 f"{quote.code(axis['column'])} has {len(axis['categories'])} declared categories "
-                "(every one released, with 'other' for the rest)"
+                f"(every one released, with 'other' for the rest), "
+                f"{_origin_words(facts, axis['column'], 'categories', quote)}"
             )
     private = query.get("private_keys")
     if isinstance(private, Mapping):
@@ -223,7 +251,10 @@ def _bounds_words(query: Mapping[str, Any], quote: Quote) -> str:
             f"delta {private['delta']:g}, charged on top)"
         )
     if "categories" in query and query.get("type") in ("argmax", "top_k"):
-        parts.append(f"{len(query['categories'])} declared candidates of {quote.code(query['column'])}")
+        parts.append(
+            f"{len(query['categories'])} declared candidates of {quote.code(query['column'])}, "
+            f"{_origin_words(facts, query['column'], 'categories', quote)}"
+        )
     if not parts:
         return "None needed: one row changes the answer by at most one."
     text = "; ".join(parts) + "."

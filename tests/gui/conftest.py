@@ -26,14 +26,16 @@ def window(qtbot):
 
 @pytest.fixture(scope="module")
 def adult_with_summary():
-    """Adult and the steward's summary of it, as the window hands them to the query panel
-    (``QueryPanel.set_dataset(*adult_with_summary)``)."""
+    """Adult, the steward's summary of it and its shipped codebook, as the window hands them to
+    the query panel (``QueryPanel.set_dataset(*adult_with_summary)``)."""
+    from dpexplorer.data.codebook import shipped_codebook
     from dpexplorer.data.engine import POLARS
     from dpexplorer.data.load import load_dataset
 
     dataset = load_dataset(default_dataset_path())
     summary = POLARS.summary(dataset)
-    return dataset, {"ranges": summary.ranges, "top_values": summary.top_values}
+    codebook = shipped_codebook(default_dataset_path())
+    return dataset, {"ranges": summary.ranges, "top_values": summary.top_values}, codebook
 
 
 @pytest.hookimpl(trylast=True)  # after -m / -k have deselected what they will

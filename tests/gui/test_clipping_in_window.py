@@ -1,6 +1,7 @@
 """Where to clip, in the window (issue 21 items 2 and 3): a clipped statistic fills the tab;
 its button opens the private-bounds dialog, which releases two DP quantiles through the ledger
-and puts them into the query's bounds."""
+and puts them into the codebook (origin "estimated", the ledger row: issue 40) and so into the
+query's bounds."""
 
 from __future__ import annotations
 
@@ -43,3 +44,6 @@ def test_tab_then_private_bounds_fill_the_query(qtbot, window, tmp_path, monkeyp
         lambda: window.explorer.query.lower == low and window.explorer.query.upper == high, timeout=10_000
     )
     qtbot.waitUntil(lambda: view.result is not None and view.result.upper == high, timeout=60_000)
+    fact = window.codebook.fact("age", "bounds")
+    assert (fact.value, fact.origin, fact.ledger_id) == ((low, high), "estimated", rows[0].id)
+    assert window.blockers(window.explorer.query) == []  # estimated privately: releasable

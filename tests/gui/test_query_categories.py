@@ -1,5 +1,6 @@
-"""Categories from the query panel (issue 19): a column's values can all be declared, or the
-most common N typed, up to 10,000 (the scale top-k and the exponential mechanism handle); a
+"""Categories from the query panel (issue 19): while a column's categories are not declared, the
+views can explore with all its values or the most common N, up to 10,000 (the scale top-k and
+the exponential mechanism handle), never declaring them (issue 40: observed, not public); a
 column with more values says so and cannot be taken whole."""
 
 from __future__ import annotations
@@ -38,13 +39,15 @@ def _panel(qtbot, loaded: jobs.LoadedDataset, column: str) -> QueryPanel:  # typ
 
 def test_take_all_values_of_a_column(qtbot, loaded) -> None:  # type: ignore[no-untyped-def]
     panel = _panel(qtbot, loaded, "many")
-    assert panel.category_note.text() == "of 9,000 in the data"
+    assert panel.category_note.text() == "of 9,000 in the data (observed: not public)"
     assert panel.take_all.text() == "Take all 9,000" and panel.take_all.isEnabled()
     with qtbot.waitSignal(panel.changed) as signal:
         panel.take_all.click()
     query = signal.args[0]
     assert query.categories == tuple(loaded.top_values["many"]) and len(query.categories) == 9_000
     assert "(9,000 categories)" in panel.description.text()  # named by their number, not listed
+    assert panel.categories.text() == "" and panel.observed == {("many", "categories")}
+    assert panel.codebook.fact("many", "categories") is None  # explored, never declared
     selection = query_input(loaded.dataset, query, "add_remove")
     assert len(selection.candidates) == 9_000
 

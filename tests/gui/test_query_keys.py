@@ -42,21 +42,23 @@ def test_private_keys_build_a_private_selection_and_show_its_rule(panel) -> None
     assert panel.build().private.columns == ("education", "sex")  # type: ignore[union-attr]
 
 
-def test_every_category_of_the_column_is_declared_when_the_summary_lists_them_all(
-    panel, adult_with_summary
-) -> None:
+def test_every_category_of_the_column_is_the_codebook_s_complete_list(panel, adult_with_summary) -> None:
     _origin(panel, "schema")
-    dataset, _ = adult_with_summary
+    dataset, _, codebook = adult_with_summary
     every = sorted(dataset.frame["education"].drop_nulls().unique().to_list())
     query = panel.build()
-    assert sorted(query.keys[0].categories) == every  # type: ignore[arg-type]  # 16 categories, not the top 16 only by chance
-    assert panel.group_categories.isReadOnly()
-    panel.group1.setCurrentText("native_country")  # 41 countries: more than the summary lists
-    with pytest.raises(DPExplorerError, match="more categories than the summary lists"):
+    assert query.keys[0].categories == codebook.fact("education", "categories").value  # type: ignore[union-attr]
+    assert sorted(query.keys[0].categories) == every  # type: ignore[arg-type]  # adult.names' 16 are the data's
+    assert panel.group_categories.isReadOnly() and not panel.observed
+    # a codebook without the countries: 'all categories' is refused, never the values that occur
+    panel.set_codebook(codebook.with_fact("native_country", "categories", None))
+    panel.group1.setCurrentText("native_country")
+    with pytest.raises(DPExplorerError, match="does not list every category of 'native_country'"):
         panel.build()
     _origin(panel, "declared")
-    assert not panel.group_categories.isReadOnly()
+    assert not panel.group_categories.isReadOnly() and panel.group_categories.text() == ""
     assert len(panel.build().keys[0].categories) == 16  # type: ignore[union-attr, arg-type]
+    assert panel.observed == {("native_country", "categories")}  # explored with the data's 16: not public
 
 
 @pytest.mark.parametrize(("kind", "std"), [("variance", False), ("std", True)])

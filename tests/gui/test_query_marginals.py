@@ -1,6 +1,8 @@
 """The query panel builds the synthetic-data query (issue 30): the columns on public domains
-(Adult's documented bins and categories by default), every ``ways``-way marginal, the privacy
-unit's rows per person; bad input is a message, never a traceback; sessions restore it."""
+(the codebook's bins and categories: Adult's shipped codebook by default), every ``ways``-way
+marginal, the privacy unit's rows per person; a column the codebook does not describe is
+explored on the data's own domain, marked observed (issue 40); bad input is a message, never a
+traceback; sessions restore it."""
 
 from __future__ import annotations
 
@@ -10,13 +12,23 @@ import pytest
 
 from dpexplorer.core.marginals import DENSE_LIMIT
 from dpexplorer.data import queries as q
-from dpexplorer.data.marginals import adult_marginals
+from dpexplorer.data.codebook import Fact, shipped_codebook
+from dpexplorer.data.default import default_dataset_path
 from dpexplorer.gui.query_panel import ADULT_SYNTHETIC_COLUMNS, QueryPanel
 
 
 def _documented(columns: tuple[str, ...]) -> tuple[q.Axis, ...]:
-    axes = {a.column: a for a in adult_marginals().axes}
-    return tuple(axes[c] for c in columns)
+    """Each column on its domain in Adult's shipped codebook: its edges, else its categories."""
+    codebook = shipped_codebook(default_dataset_path())
+    assert codebook is not None
+    axes = []
+    for column in columns:
+        edges = codebook.fact(column, "edges")
+        if edges is not None:
+            axes.append(q.Axis(column, edges=edges.value))
+        else:
+            axes.append(q.Axis(column, categories=codebook.fact(column, "categories").value))
+    return tuple(axes)
 
 
 @pytest.fixture
@@ -28,7 +40,7 @@ def panel(qtbot, adult_with_summary):
     return widget
 
 
-def test_the_default_on_adult_is_five_documented_columns_that_the_dense_estimator_fits(panel, qtbot) -> None:
+def test_the_default_on_adult_is_five_shipped_columns_that_the_dense_estimator_fits(panel, qtbot) -> None:
     with qtbot.waitSignal(panel.changed) as signal:
         panel.ways.setValue(3)
     query, relation = signal.args
@@ -37,13 +49,16 @@ def test_the_default_on_adult_is_five_documented_columns_that_the_dense_estimato
     assert not panel.form.isRowVisible(panel.column) and not panel.form.isRowVisible(panel.max_groups)
     assert "synthetic table" in panel.description.text()
     cells = math.prod(len(a.categories) + 1 if a.categories else len(a.edges or ()) for a in query.axes)
-    assert cells == 8568 <= DENSE_LIMIT
+    assert cells <= DENSE_LIMIT and not panel.observed
+    assert "shipped with dpexplorer" in panel.facts.text() and "not declared" not in panel.facts.text()
 
 
-def test_other_columns_are_binned_or_take_their_common_values_and_a_unit_bounds_rows(
+def test_a_column_the_codebook_lacks_is_explored_on_the_data_s_domain_marked_observed(
     panel, adult_with_summary
 ) -> None:
-    _, summary = adult_with_summary
+    """fnlwgt has no shipped bounds (adult.names documents none): the views explore it in equal
+    bins over the data's range, and the panel says so; the codebook's bounds replace them."""
+    _, summary, codebook = adult_with_summary
     panel.marginal_columns.setText("age, fnlwgt, occupation")
     panel.bins.setValue(4)
     panel.unit.setCurrentText("education")
@@ -55,11 +70,18 @@ def test_other_columns_are_binned_or_take_their_common_values_and_a_unit_bounds_
         "fnlwgt",
         "occupation",
     ]
-    assert query.axes[0] == adult_marginals().axes[0]  # documented bins
+    assert query.axes[0] == _documented(("age",))[0]  # the codebook's bins
+    assert query.axes[2].categories == codebook.fact("occupation", "categories").value
     low, high = summary["ranges"]["fnlwgt"]
     assert query.axes[1].edges == pytest.approx([low + (high - low) * i / 4 for i in range(5)])
-    assert query.axes[2].categories == tuple(summary["top_values"]["occupation"][:16])
+    assert panel.observed == {("fnlwgt", "edges")}
+    panel.emit_query()
+    assert "the bin edges of fnlwgt</b>: not declared" in panel.facts.text()
+    assert "observed: not public" in panel.facts.text()
     assert query.unit == q.PrivacyUnit("education", 1, 3) and query.ways == 2
+    # declared bounds: 4 equal bins over them, public
+    panel.set_codebook(panel.codebook.with_fact("fnlwgt", "bounds", Fact((0.0, 1.6e6), "declared")))
+    assert panel.build().axes[1].edges == (0.0, 4e5, 8e5, 1.2e6, 1.6e6) and not panel.observed
 
 
 @pytest.mark.parametrize(
@@ -86,7 +108,7 @@ def test_sessions_restore_the_marginals_query(panel, qtbot, adult_with_summary) 
 def test_the_description_shows_declared_categories_with_angle_brackets(panel) -> None:
     panel.marginal_columns.setText("sex, income")
     panel.emit_query()
-    assert "&lt;=50K, &gt;50K" in panel.description.text()  # shown as text, not taken for a tag
+    assert "&gt;50K, &lt;=50K" in panel.description.text()  # shown as text, not taken for a tag
 
 
 def test_the_window_runs_mst_on_a_marginals_query_without_a_traceback(qtbot, window) -> None:
@@ -103,7 +125,7 @@ def test_the_window_runs_mst_on_a_marginals_query_without_a_traceback(qtbot, win
     assert window.query_panel.error.isHidden()
 
 
-def test_a_lesson_state_without_columns_keeps_adult_s_documented_ones(panel) -> None:
+def test_a_lesson_state_without_columns_keeps_adult_s_shipped_ones(panel) -> None:
     from dpexplorer.gui.lesson_files import QUERY_DEFAULTS
 
     panel.set_state({**QUERY_DEFAULTS, "kind": "marginals", "ways": 3})

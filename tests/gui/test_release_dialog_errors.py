@@ -76,8 +76,20 @@ def test_bounds_filled_in_from_the_data_are_flagged_before_a_release() -> None:
 
 
 def test_the_release_dialog_shows_the_peeked_bounds_warning(qtbot, window, ledger_path, tmp_path):
-    window.query_panel.select_kind("mean", "age")  # the panel fills the observed range in
+    """Bounds the steward types (declared) that are the observed extremes are flagged; Adult's
+    shipped bounds (adult.names and the CPS top-code: 17 and 90) are public and are not."""
+    window.query_panel.select_kind("mean", "age")
     qtbot.waitUntil(lambda: getattr(window.explorer.query, "column", None) == "age", timeout=20_000)
+    dialog = _priced_dialog(qtbot, window, ledger_path, tmp_path / "out")
+    assert not dialog.warning.isVisibleTo(dialog)
+    dialog.done(0)
+    window.set_codebook(window.codebook.with_fact("age", "bounds", None))
+    panel = window.query_panel
+    panel.lower_bound.setValue(17)
+    panel.upper_bound.setValue(90)
+    panel.upper_bound.editingFinished.emit()  # typed: declared by the steward
+    assert window.codebook.fact("age", "bounds").origin == "declared"
+    qtbot.waitUntil(lambda: getattr(window.explorer.query, "upper", None) == 90, timeout=20_000)
     dialog = _priced_dialog(qtbot, window, ledger_path, tmp_path / "out")
     assert dialog.warning.isVisibleTo(dialog) and "observed extremes of age" in dialog.warning.text()
     dialog.done(0)
