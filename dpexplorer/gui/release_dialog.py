@@ -39,8 +39,8 @@ from dpexplorer.core.mechanisms.params import Param
 from dpexplorer.gui import jobs, palette
 from dpexplorer.gui.compute import ComputeService
 from dpexplorer.gui.param_controls import format_value
-from dpexplorer.release.costs import CONVERTED, cost_words, declared_epsilon
 from dpexplorer.gui.query_facts import release_refusal
+from dpexplorer.release.costs import CONVERTED, cost_words, declared_epsilon
 
 METHODS = ("basic", "advanced", "optimal", "zcdp", "rdp", "pld")
 PREVIEW_JOB = "release-preview"

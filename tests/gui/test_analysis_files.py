@@ -250,6 +250,7 @@ def test_a_synthetic_table_of_the_window_exports_as_kind_synthetic(tmp_path: Pat
     from a plan keeps the plan's kind (a plain MST entry stays noisy marginals)."""
     from types import SimpleNamespace
 
+    from dpexplorer.data.codebook import EMPTY
     from dpexplorer.gui.analysis_files import entry_kind
 
     marginals = {"type": "marginals", "axes": [{"column": "sex", "categories": ["F", "M"]}] * 2, "ways": 2}
@@ -265,6 +266,10 @@ def test_a_synthetic_table_of_the_window_exports_as_kind_synthetic(tmp_path: Pat
         plan_queries={"#1 m": (marginals, "add_remove"), "#2 m": (marginals, "add_remove")},
         explorer=None,
         dataset_view=SimpleNamespace(sampling_rate=None),
+        # every fact declared (the plan's categories): this test is about the entries' kinds
+        codebook=EMPTY,
+        codebook_mismatch=lambda: None,
+        blockers=lambda query: [],
     )
     stub.plan_queries["#3 n"] = ({"type": "count"}, "add_remove")
     kinds = [s.kind for s in window_analysis(stub).statistics]
