@@ -253,7 +253,14 @@ def test_a_synthetic_table_of_the_window_exports_as_kind_synthetic(tmp_path: Pat
     from dpexplorer.data.codebook import EMPTY
     from dpexplorer.gui.analysis_files import entry_kind
 
-    marginals = {"type": "marginals", "axes": [{"column": "sex", "categories": ["F", "M"]}] * 2, "ways": 2}
+    marginals = {
+        "type": "marginals",
+        "axes": [
+            {"column": "sex", "categories": ["F", "M"]},
+            {"column": "income", "categories": ["<=50K", ">50K"]},
+        ],
+        "ways": 2,
+    }
     params = {"epsilon": 1.0, "delta": 1e-9}
     items = [
         SimpleNamespace(label=f"#{n} m", mechanism=m, params=params) for n, m in ((1, "mst"), (2, "aim"))
