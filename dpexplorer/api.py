@@ -269,6 +269,10 @@ def _query(value: Any, what: str = "query") -> Query:
     return value
 
 
+def _optional_real(value: Any, what: str) -> float | None:
+    return None if value is None else check_real(value, what)
+
+
 def _parameters(value: Mapping[str, Any] | None, what: str = "parameters") -> dict[str, Any]:
     return {} if value is None else dict(check_mapping(value, what))
 
@@ -532,18 +536,19 @@ def attack_reconstruct(
     """
     from dpexplorer.data.attack_rows import reconstruct_column
 
-    if epsilon is not None and noise is not None:
+    eps, magnitude = _optional_real(epsilon, "epsilon"), _optional_real(noise, "noise")
+    if eps is not None and magnitude is not None:
         raise InvalidParameterError("give epsilon (Laplace answers) or noise (bounded noise), not both")
-    kind: Noise = "laplace" if epsilon is not None else ("bounded" if noise else "exact")
+    kind: Noise = "laplace" if eps is not None else ("bounded" if magnitude else "exact")
     return reconstruct_column(
-        dataset,
+        _dataset(dataset),
         column,
         value,
         rows,
         queries,
         noise=kind,
-        magnitude=float(noise or 0.0),
-        epsilon=float(epsilon if epsilon is not None else 1.0),
+        magnitude=magnitude or 0.0,
+        epsilon=1.0 if eps is None else eps,
         seed=seed,
     )
 
@@ -558,8 +563,11 @@ def attack_differencing(
     1 - prior). Exploration only: nothing is released or charged."""
     from dpexplorer.data.attack_rows import difference_person
 
-    kind: Noise = "exact" if epsilon is None else "laplace"
-    return difference_person(dataset, column, value, row, noise=kind, epsilon=epsilon or 1.0, seed=seed)
+    eps = _optional_real(epsilon, "epsilon")  # 0 is refused, not taken for "no epsilon"
+    kind: Noise = "exact" if eps is None else "laplace"
+    return difference_person(
+        _dataset(dataset), column, value, row, noise=kind, epsilon=1.0 if eps is None else eps, seed=seed
+    )
 
 
 def attack_membership(
@@ -572,7 +580,7 @@ def attack_membership(
     Exploration only: nothing is released or charged."""
     from dpexplorer.data.attack_rows import membership_of
 
-    return membership_of(dataset, column, value, trials, epsilon=epsilon, seed=seed)
+    return membership_of(_dataset(dataset), column, value, trials, epsilon=epsilon, seed=seed)
 
 
 # ------------------------------------------------------------------ plans

@@ -437,6 +437,7 @@ def _cases() -> list[Case]:
         Case("example_path", dpx.example_path, lambda w: {}, {}),
         Case("mechanism_names", dpx.mechanism_names, lambda w: {}, {}),
         *_codebook_cases(),
+        *_attack_cases(),
     ]
 
 
@@ -569,6 +570,52 @@ def _codebook_cases() -> list[Case]:
     ]
 
 
+def _attack_cases() -> list[Case]:
+    """The attacks (dpexplorer/data/attack_rows.py): a few rows and queries, so each call is quick."""
+    attacked = {"dataset": "any", "column": "text", "value": "any", "seed": "whole?"}
+    return [
+        Case(
+            "attack_reconstruct",
+            dpx.attack_reconstruct,
+            lambda w: {
+                "dataset": w.dataset,
+                "column": "sex",
+                "value": "F",
+                "rows": 8,
+                "queries": 16,
+                "seed": 1,
+            },
+            {**attacked, "rows": "whole", "queries": "whole", "epsilon": "number?", "noise": "number?"},
+        ),
+        Case(
+            "attack_differencing",
+            dpx.attack_differencing,
+            lambda w: {
+                "dataset": w.dataset,
+                "column": "sex",
+                "value": "F",
+                "row": 3,
+                "epsilon": 1.0,
+                "seed": 1,
+            },
+            {**attacked, "row": "whole", "epsilon": "number?"},
+        ),
+        Case(
+            "attack_membership",
+            dpx.attack_membership,
+            lambda w: {
+                "dataset": w.dataset,
+                "column": "sex",
+                "value": "F",
+                "epsilon": 1.0,
+                "trials": 100,
+                "seed": 1,
+            },
+            {**attacked, "epsilon": "number", "trials": "whole"},
+        ),
+    ]
+
+
 CLIPPED_KINDS = {"column": "text", "lower": "number", "upper": "number"}
 CLIPPED_SETTINGS: dict[str, dict[str, tuple[Any, str]]] = {
     "Variance": {"std": (False, "flag")},
@@ -690,13 +737,16 @@ NOT_FUZZED = {
     "PlanError",
     "ReleaseFailedError",
     # what the API returns, for isinstance and reading, never built by a caller (Exploration's
-    # method delta_at has a case of its own)
+    # method delta_at has a case of its own; the attacks' results are only returned by attack_*)
     "AccuracyReport",
     "BudgetReport",
     "CategoricalOutput",
     "Exploration",
     "NumericOutput",
     "ReleaseResult",
+    "DifferencingResult",
+    "MembershipResult",
+    "ReconstructionResult",
     # the abstract base of the queries (each query has its case)
     "Query",
 }
@@ -747,6 +797,21 @@ def test_the_issue_s_examples() -> None:
         dpx.Mean("age", 10**400, 90)
     with pytest.raises(dpx.DataError, match="upper bound of 'age' must be a finite number, not str"):
         dpx.Mean("age", 17, "90")
+
+
+def test_the_attacks_refuse_what_they_took_for_another_value(world: World) -> None:
+    """What the attacks once ran on silently: epsilon=0 taken for "no epsilon" (Laplace at 1),
+    noise="1" read as the number 1, an epsilon whose noise leaves double precision (membership
+    rates all 0 at 1e308)."""
+    people = {"dataset": world.dataset, "column": "sex", "value": "F", "seed": 1}
+    with pytest.raises(dpx.InvalidParameterError, match="epsilon"):
+        dpx.attack_differencing(**people, row=0, epsilon=0)
+    with pytest.raises(dpx.InvalidParameterError, match="noise must be a finite number, not str") as text:
+        dpx.attack_reconstruct(**people, rows=8, queries=16, noise="1")
+    assert isinstance(text.value, TypeError)
+    for epsilon in (1e308, 5e-324):
+        with pytest.raises(dpx.InvalidParameterError, match="epsilon"):
+            dpx.attack_membership(**people, epsilon=epsilon, trials=100)
 
 
 def test_conditions_nest_at_most_the_limit() -> None:

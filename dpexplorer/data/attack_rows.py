@@ -12,16 +12,28 @@ import numpy as np
 
 from dpexplorer.core import attacks
 from dpexplorer.core.cancel import CancelToken, ProgressFn
+from dpexplorer.core.checks import check_whole, shown
 from dpexplorer.data.conditions import equal_to, reading
 from dpexplorer.data.errors import DataError
-from dpexplorer.data.validation import Scalar
+from dpexplorer.data.validation import QUERY, Scalar, column_name
+
+MAX_SEED = 2**63 - 1
+"""Largest seed of an attack's Generator (any whole number >= 0 seeds numpy; this keeps it one
+the ledger's and the session's integers can hold)."""
+
+
+def _rng(seed: Any) -> np.random.Generator:
+    """The attack's Generator, seeded by ``seed`` (None: fresh entropy): a whole number from 0
+    to :data:`MAX_SEED` (a TypeError flavour of InvalidParameterError for 1.5, "1", True)."""
+    return np.random.default_rng(None if seed is None else check_whole(seed, "seed", 0, MAX_SEED))
 
 
 def _flags(dataset: Any, column: str, value: Scalar) -> np.ndarray:
     """1 where the cell of ``column`` equals ``value``, 0 elsewhere, for every row (DataError
-    naming the columns when there is no such column)."""
-    dataset.kind_of(column)
-    expr = equal_to(column, dataset.schema.get(column), [reading(value)]).alias("bit")
+    naming the columns when there is no such column; DataTypeError for a column that is not
+    text, a value that is not text, a number or true/false)."""
+    dataset.kind_of(column_name(column, "column"))
+    expr = equal_to(column, dataset.schema.get(column), [reading(value, "value")]).alias("bit")
     return np.asarray(dataset.select(expr).to_series().cast(int).to_numpy(), dtype=np.int64)
 
 
@@ -32,16 +44,12 @@ def secret_bits(dataset: Any, column: str, value: Scalar, rows: int, rng: np.ran
     count outside 1..n, or a value no cell of the column holds (almost surely a typo: the attack
     would have nothing to find)."""
     bits = _flags(dataset, column, value)
-    n = int(dataset.n_rows)
-    if isinstance(rows, bool) or not isinstance(rows, int | np.integer) or not 1 <= rows <= n:
-        raise DataError(
-            f"the number of rows must be a whole number from 1 to {n:,} (the dataset's rows); got {rows}"
-        )
+    rows = check_whole(rows, "rows", 1, int(dataset.n_rows), QUERY)
     if not bits.any():
         raise DataError(
-            f"no row has {column} == {value!r}: check the value's spelling (values are case-sensitive)"
+            f"no row has {column} == {shown(value)}: check the value's spelling (values are case-sensitive)"
         )
-    picked = np.sort(rng.choice(n, size=int(rows), replace=False))
+    picked = np.sort(rng.choice(bits.size, size=rows, replace=False))
     return bits[picked]
 
 
@@ -80,7 +88,7 @@ def reconstruct_column(
     """The Dinur-Nissim attack (:func:`dpexplorer.core.attacks.reconstruction_attack`) on
     ``rows`` sampled rows of ``column == value``, the sample and the queries drawn from one
     seeded Generator."""
-    rng = np.random.default_rng(seed)
+    rng = _rng(seed)
     bits = secret_bits(dataset, column, value, rows, rng)
     return attacks.reconstruction_attack(
         bits, queries, rng, noise=noise, magnitude=magnitude, epsilon=epsilon, cancel=cancel
@@ -100,11 +108,10 @@ def difference_person(
 ) -> attacks.DifferencingResult:
     """The differencing attack (:func:`dpexplorer.core.attacks.differencing_attack`) on row
     ``row`` (0-based) of the whole dataset, its secret ``column == value``."""
+    rng = _rng(seed)
     bits = _flags(dataset, column, value)
-    if isinstance(row, bool) or not isinstance(row, int | np.integer) or not 0 <= row < bits.size:
-        raise DataError(f"the row must be a whole number from 0 to {bits.size - 1:,}; got {row}")
-    rng = np.random.default_rng(seed)
-    return attacks.differencing_attack(bits, int(row), rng, noise=noise, epsilon=epsilon, delta=delta)
+    row = check_whole(row, "row", 0, bits.size - 1, QUERY)
+    return attacks.differencing_attack(bits, row, rng, noise=noise, epsilon=epsilon, delta=delta)
 
 
 def membership_of(
@@ -123,13 +130,14 @@ def membership_of(
     """Membership inference (:func:`dpexplorer.core.attacks.membership_attack`) on the count of
     ``column == value``: D is the dataset (one person with the value in), D' the dataset less
     that person."""
+    rng = _rng(seed)
     count = column_count(dataset, column, value)
     if count < 1:
-        raise DataError(f"no row has {column} == {value!r}: there is no one to test for")
+        raise DataError(f"no row has {column} == {shown(value)}: there is no one to test for")
     return attacks.membership_attack(
         count,
         trials,
-        np.random.default_rng(seed),
+        rng,
         noise=noise,
         epsilon=epsilon,
         delta=delta,
