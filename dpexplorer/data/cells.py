@@ -116,11 +116,15 @@ def cell_present(name: str, dtype: pl.DataType | None) -> pl.Expr:
     return column.is_not_null() & (value.is_null() | value.is_finite())
 
 
-def _number_key(number: pl.Expr) -> pl.Expr:
+def number_key(number: pl.Expr) -> pl.Expr:
     """The canonical text of a finite number: a whole number below 2^53 without a decimal
     point, any other its shortest round-trip form; null for null."""
     whole = (number == number.floor()) & (number.abs() < 2.0**53)
-    return pl.when(whole).then(number.cast(pl.Int64).cast(pl.String)).otherwise(number.cast(pl.String))
+    return (
+        pl.when(whole)
+        .then(number.cast(pl.Int64, strict=False).cast(pl.String))
+        .otherwise(number.cast(pl.String))
+    )
 
 
 def text_key(text: pl.Expr) -> pl.Expr:
@@ -130,7 +134,7 @@ def text_key(text: pl.Expr) -> pl.Expr:
     canonical text (``3`` for 3, 3.0, 03; a whole number below 2^53 without a decimal point),
     any other text itself, NaN and infinities missing."""
     value = text_value(text)
-    return pl.when(value.is_null()).then(text).when(value.is_finite()).then(_number_key(value))
+    return pl.when(value.is_null()).then(text).when(value.is_finite()).then(number_key(value))
 
 
 def cell_key(name: str, dtype: pl.DataType | None) -> pl.Expr:
@@ -138,7 +142,7 @@ def cell_key(name: str, dtype: pl.DataType | None) -> pl.Expr:
     (the same keys: a number's key is computed from the number)."""
     column = pl.col(name)
     if dtype == pl.Boolean or (dtype is not None and dtype.is_numeric()):
-        return _number_key(cell_number(name, dtype))
+        return number_key(cell_number(name, dtype))
     if dtype == pl.Date:
         return column.cast(pl.String)
     return text_key(column.cast(pl.String))

@@ -81,3 +81,12 @@ def test_true_and_false_in_a_numeric_column_read_as_one_and_zero(tmp_path: Path)
     path = _csv(tmp_path / "mixed.csv", "x", [*(str(i % 7) for i in range(100)), "true", " FALSE ", "inf"])
     column = load_dataset(path).frame["x"].to_list()
     assert column[-3:] == [1.0, 0.0, None]
+
+
+def test_a_number_past_the_integers_has_a_key() -> None:
+    """A private key selection's key of a number too large for a 64-bit integer (issue 43: the
+    whole number's integer cast was evaluated for every cell and raised on 1e20)."""
+    from dpexplorer.data.cells import text_key
+
+    keys = pl.select(text_key(pl.lit(pl.Series(["1e20", "3.0", " 3", "abc", "-0"])))).to_series()
+    assert keys.to_list() == ["1e+20", "3", "3", "abc", "0"]

@@ -198,17 +198,3 @@ def test_the_cache_drops_the_oldest_arrays_past_its_byte_budget(small, recorded,
     assert len(recorded.asked) == 2  # the second is still cached ...
     aggregates.aggregate(small, first)
     assert len(recorded.asked) == 3  # ... the first was dropped to make room for it
-
-
-def test_text_categories_get_the_cells_of_the_query_axis_streaming_or_not():
-    """The engine's Enum cast puts every value where Axis.index_expr does: a category's index,
-    anything else (other text, the empty string when not declared, missing) the "other" cell."""
-    rng = np.random.default_rng(0)
-    values = [None if rng.random() < 0.1 else v for v in rng.choice(["a", "b", "", "c d", "zz", "A"], 500)]
-    frame = pl.DataFrame({"t": values})
-    for cats in (("a", "b"), ("", "c d", "A"), ("q",), ("a", "b", "", "c d", "zz", "A")):
-        axis = Axis("t", categories=cats)
-        expected = frame.select(axis.index_expr().alias("i"))["i"].to_list()
-        assert frame.select(polars_engine._axis_index(axis).alias("i"))["i"].to_list() == expected
-        lazy = frame.lazy().select(polars_engine._axis_index(axis).alias("i")).collect(engine="streaming")
-        assert lazy["i"].to_list() == expected

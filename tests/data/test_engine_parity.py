@@ -659,3 +659,73 @@ def test_a_text_cell_reads_as_the_same_number_on_spark(tmp_path, spark):
         assert (got.n, got.total) == (want.n, pytest.approx(want.total))
     moments = engine_of(load_dataset(path)).aggregate(load_dataset(path), request)
     assert moments.total == pytest.approx(30 * (3 + 4.5 + 1 + 0 + 10 + 5 * 5))
+
+
+def _number_text(path: Path, columns: tuple[str, ...] = ("t", "u", "k", "x")) -> Path:
+    """3,000 rows: ``t`` text, mostly numbers 0..599 spelt several ways (3, 3.0, " 3", 03) with
+    words, days and missing cells (numbers to the loader, the rest kept as text); ``u`` the same
+    with a fifth words (text to the loader); ``k`` the numbers as integers; ``x`` multiples of
+    1/4. Only ``columns`` are written."""
+    rng = np.random.default_rng(43)
+    n = 3_000
+    k = rng.integers(0, 600, n)
+    spelt = [(str(v), f"{v}.0", f" {v}", f"0{v}")[i % 4] for i, v in enumerate(k)]
+    for i in np.flatnonzero(rng.random(n) < 0.05):
+        spelt[i] = ("x", "2021-03-01", "", None)[i % 4]
+    words = [c if i % 5 else "w" for i, c in enumerate(spelt)]  # a fifth words: a text column
+    pl.DataFrame(
+        {
+            "t": pl.Series(spelt, dtype=pl.String),
+            "u": pl.Series(words, dtype=pl.String),
+            "k": k,
+            "x": rng.integers(-40, 40, n) / 4.0,
+        }
+    ).select(columns).write_parquet(path)
+    return path
+
+
+NUMBERS = tuple(str(i) for i in range(500))
+NUMBER_CATEGORIES = [  # (query, the columns written: without t, which the loader reads as
+    # numbers, a Parquet file is scanned as it is written and grouped by its dictionary codes)
+    (Histogram(Axis("t", categories=NUMBERS)), ("t",)),
+    (Histogram(Axis("k", categories=NUMBERS)), ("k",)),
+    (Histogram(Axis("t", categories=(*range(300), 0.25, "x", "2021-03-01", ""))), ("t",)),
+    (GroupBy((Axis("u", categories=("1", "2", "3", "w")),), "mean", "x", -2, 3.5), ("u", "x")),
+    (GroupBy((Axis("t", categories=NUMBERS[:300]),), "sum", "x", -2, 3.5), ("t", "x")),
+    (Histogram(Axis("x", edges=tuple(i / 8 - 10 for i in range(161)))), ("x",)),
+]
+
+
+@pytest.mark.parametrize(
+    ("query", "columns"),
+    NUMBER_CATEGORIES,
+    ids=[f"{q.kind}-{i}" for i, (q, _) in enumerate(NUMBER_CATEGORIES)],
+)
+def test_categories_that_spell_numbers_match_alike_on_every_engine(tmp_path, spark, query, columns):
+    """Issue 43: hundreds of categories that spell numbers (and 160 bins) are looked up, not
+    tested one by one, with the same cells on polars eager, streaming (and its Parquet
+    dictionary path, which read "3" as the text 3 only) and Spark (which joins)."""
+    from dpexplorer.data.engine.spark_engine import open_spark
+
+    path = _number_text(tmp_path / "numbers.parquet", columns)
+    eager, lazy, remote = load_dataset(path, lazy=False), load_dataset(path, lazy=True), open_spark(path)
+    reference = _fields(query_input(eager, query, "add_remove"))
+    for other in (lazy, remote):
+        fields = _fields(query_input(other, query, "add_remove"))
+        assert not [k for k in reference if not _same(reference[k], fields[k])]
+
+
+def test_spark_joins_categories_that_spell_numbers(tmp_path, spark):
+    """The cell column's plan does not grow with the categories: 20 and 2,000 number categories
+    make plans with as many tests (a chain of one test per category made a plan too deep)."""
+    from dpexplorer.data.engine.spark_columns import with_cell
+    from dpexplorer.data.engine.spark_engine import open_spark
+
+    frame = open_spark(_number_text(tmp_path / "numbers.parquet")).frame
+
+    def tests(n: int) -> int:
+        axis = Axis("t", categories=tuple(str(i) for i in range(n)))
+        plan = with_cell(frame, (axis,), "cell")._jdf.queryExecution().logical().toString()
+        return plan.count("CASE WHEN")
+
+    assert tests(20) == tests(2_000)

@@ -69,9 +69,12 @@ def _applies(dataset: Any, request: GroupedCentredSums, steps: tuple[RowStep, ..
     if steps or request.exact or not dataset.lazy or dataset.format != "parquet" or not request.axes:
         return False
     schema = dataset.schema
+    # a dictionary value is looked up as it is written: right for text and days (a day cell is
+    # exactly its ISO text), not for a number ("3" also matches "3.0" and " 3")
     text_axes = all(
         a.categories is not None
         and all(isinstance(c, str) for c in a.categories)
+        and "number" not in a.kinds
         and schema.get(a.column) == pl.String
         for a in request.axes
     )

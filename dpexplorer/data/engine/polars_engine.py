@@ -7,7 +7,7 @@ except :class:`SortedClipped`, which sorts the one clipped column (order statist
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Final
@@ -72,33 +72,21 @@ def clipped_expr(
     )
 
 
-def _axis_index(axis: Axis) -> pl.Expr:
-    """The cell index of one axis: Axis.index_expr, or, for distinct text categories, a cast to
-    an Enum of them (the same cells: a value equal to a category gets its index, anything else,
-    missing included, becomes null, the "other" cell) instead of a chain of when/then (3x faster
-    at 14 categories) or a replace_strict (as fast, but not streaming: it held 6 GB on 100M
-    rows)."""
-    cats = axis.categories
-    if cats is None or not axis.text_match:  # Axis refuses repeated categories
-        return axis.index_expr()
-    return (
-        pl.col(axis.column)
-        .cast(pl.String)
-        .cast(pl.Enum([str(c) for c in cats]), strict=False)  # all text (above)
-        .to_physical()
-        .cast(pl.Int64)
-        .fill_null(len(cats))
-    )
-
-
-def cell_index_expr(axes: tuple[Axis, ...], shape: tuple[int, ...]) -> pl.Expr:
+def cell_index_expr(
+    axes: tuple[Axis, ...], shape: tuple[int, ...], schema: Mapping[str, pl.DataType] | None = None
+) -> pl.Expr:
     """Row-major cell index of each row over ``axes`` (0 for no axis: one cell of all rows, a
     column of zeros as long as the frame: a lone literal is one value in a ``select``, so its
-    ``value_counts`` counted 1 row)."""
+    ``value_counts`` counted 1 row), each axis's by :meth:`Axis.index_expr`, of a size independent
+    of its number of categories. ``schema``, the frame's column types when known, only picks how
+    cells are read (a numeric column's numbers without their text: 9x less CPU for 14 number
+    categories on 2M rows); the cells are the same without it."""
     if not axes:
         return pl.repeat(0, pl.len(), dtype=pl.Int64).alias("cell")
+    types = schema or {}
     strides = np.cumprod((1, *shape[:0:-1]))[::-1]
-    return sum((_axis_index(a) * int(s) for a, s in zip(axes, strides, strict=True)), pl.lit(0)).alias("cell")
+    parts = (a.index_expr(types.get(a.column)) * int(s) for a, s in zip(axes, strides, strict=True))
+    return sum(parts, pl.lit(0)).alias("cell")
 
 
 def empty_moments(request: CentredSums | GroupedCentredSums) -> CentredMoments:
@@ -230,7 +218,7 @@ class PolarsEngine(Engine):
         frame is then filtered by the kept row numbers (the other columns are never held)."""
         seeds = step.hash_seeds()
         frame = frame.filter(pl.col(step.unit).is_not_null())
-        cell = cell_index_expr(step.keys, step.shape).alias("__cell")
+        cell = cell_index_expr(step.keys, step.shape, frame.collect_schema()).alias("__cell")
         # a random 64-bit key per (person, group); its ties are broken by the group's cell index
         # (as on Spark), never by truncating the key: a cell index is private with private keys,
         # and a key shortened to make room for it would tie often enough to show
@@ -272,7 +260,7 @@ class PolarsEngine(Engine):
             frame.filter(pl.col(request.unit).is_not_null())
             .group_by(
                 pl.col(request.unit).cast(pl.String).alias("__id"),
-                cell_index_expr(request.axes, request.shape),
+                cell_index_expr(request.axes, request.shape, dataset.schema),
             )
             .agg(pl.len().alias("n"), y.sum().alias("s"))
         )
@@ -315,7 +303,7 @@ class PolarsEngine(Engine):
             answers = [centred_moments(row, request) for row in coded]
             return by_cell(request, [row["cell"] for row in coded], answers, empty_moments(request))
         frame = self._rows(dataset, steps).with_columns(
-            cell_index_expr(request.axes, request.shape), *value_columns(request)
+            cell_index_expr(request.axes, request.shape, dataset.schema), *value_columns(request)
         )
         rows = _collect(dataset, frame.group_by("cell").agg(*centred_exprs(request)))
         answers = [centred_moments(row, request) for row in rows.iter_rows(named=True)]
@@ -326,7 +314,7 @@ class PolarsEngine(Engine):
     ) -> tuple[np.ndarray, ...]:
         """One hash aggregation over the cell index, each cell's clipped values sorted there."""
         frame = self._rows(dataset, steps)
-        grouped = frame.group_by(cell_index_expr(request.axes, request.shape)).agg(
+        grouped = frame.group_by(cell_index_expr(request.axes, request.shape, dataset.schema)).agg(
             clipped_expr(request).sort()
         )
         rows = _collect(dataset, grouped)
@@ -378,7 +366,8 @@ class PolarsEngine(Engine):
 
     def _cells(self, dataset: Dataset, request: CellCounts, steps: tuple[RowStep, ...]) -> np.ndarray:
         """Counted by ``value_counts`` (a hash aggregation, no sort): one row per non-empty cell."""
-        counts = self._select(dataset, steps, cell_index_expr(request.axes, request.shape).value_counts())
+        cell = cell_index_expr(request.axes, request.shape, dataset.schema)
+        counts = self._select(dataset, steps, cell.value_counts())
         cells = counts["cell"].struct.unnest()
         return by_cell(request, cells["cell"].to_numpy(), cells["count"].to_list(), 0.0)
 

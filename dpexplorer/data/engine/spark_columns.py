@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import reduce
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -14,7 +15,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dpexplorer.data.conditions import ORDERED, Reading, ValueKind, combine, reading
+from dpexplorer.data.conditions import ORDERED, Reading, ValueKind, combine
 from dpexplorer.data.engine.base import (
     CentredSums,
     ClippedMoments,
@@ -139,17 +140,17 @@ def polars_schema(frame: DataFrame) -> pl.Schema:
 
 
 def axis_column(axis: Axis, dtype: pl.DataType | None = None) -> Column:
-    """The cell index of each row on ``axis`` (as :meth:`Axis.index_expr`: text categories
-    that spell no number are matched against the cells' text, as the polars engine does, so a
-    date column's days are matched by their ISO text; others by the per-cell rule)."""
+    """The cell index of each row on ``axis`` by a chain of one test per category or bin (as
+    :meth:`Axis.index_expr`: a category by the per-cell rule, a privately resolved key by the
+    cell's text); for at most :data:`JOIN_ABOVE` of them (:func:`with_cell` joins more)."""
     c = literal_col(axis.column)
     if axis.categories is not None:
         out: Column = F.lit(len(axis.categories))
         for i, cat in reversed(list(enumerate(axis.categories))):
-            if axis.text_match:
+            if axis.exact_text:
                 hit = F.coalesce(c.cast("string") == F.lit(str(cat)), F.lit(False))
             else:
-                hit = _equal_to(axis.column, dtype, (reading(cat),))
+                hit = _equal_to(axis.column, dtype, (axis.readings[i],))
             out = F.when(hit, F.lit(i)).otherwise(out)
         return out.cast("long")
     edges = axis.edges or ()
@@ -160,34 +161,57 @@ def axis_column(axis: Axis, dtype: pl.DataType | None = None) -> Column:
 
 
 JOIN_ABOVE = 16
-"""An axis of more text categories than this is matched by a join (:func:`with_cell`)."""
+"""An axis of more categories than this is matched by joins (:func:`with_cell`)."""
+_KEY_TYPES = {"number": "double", "day": "date", "text": "string"}
+
+
+def _lookups(axis: Axis, dtype: pl.DataType | None) -> list[tuple[Column, str, list[tuple[Any, int]]]]:
+    """(the cell's key, its Spark type, the (key, category index) table) per kind of value the
+    categories of ``axis`` hold: as :meth:`Axis.index_expr`, a cell equals at most one category
+    by the per-cell rule, the one of its value read as that kind (a number with -0 as 0)."""
+    if axis.exact_text:
+        keys = [(str(c), i) for i, c in enumerate(axis.categories or ())]
+        return [(literal_col(axis.column).cast("string"), "string", keys)]
+    out = []
+    for kind in axis.kinds:
+        cell = _cell(kind, axis.column, dtype)
+        if kind == "number":
+            cell = F.when(cell == F.lit(0.0), F.lit(0.0)).otherwise(cell)
+        pairs: list[tuple[Any, int]] = [
+            (v + 0.0 if isinstance(v, float) else v, i)  # -0 as 0
+            for i, (k, v) in enumerate(axis.readings)
+            if k == kind
+        ]
+        out.append((cell, _KEY_TYPES[kind], pairs))
+    return out
 
 
 def with_cell(frame: DataFrame, axes: tuple[Axis, ...], name: str) -> DataFrame:
     """``frame`` with the row-major cell index over ``axes`` (0 for no axis: one cell of all
     rows; as polars_engine.cell_index_expr) in column ``name``. An axis of more than JOIN_ABOVE
-    text categories is matched by a left join with a table of (category, index), each category
-    once, so every row stays once: a chain of one test per category (:func:`axis_column`) made
-    a plan too deep for Spark at a few hundred categories, and privately selected keys have as
-    many as the values that occur (a private number, so it must not decide whether a query
-    runs)."""
+    categories is matched by a left join per kind of value they hold with a table of (key,
+    index), each key once, so every row stays once (:func:`_lookups`): a chain of one test per
+    category (:func:`axis_column`) made a plan too deep for Spark at a few hundred categories,
+    and privately selected keys have as many as the values that occur (a private number, so it
+    must not decide whether a query runs)."""
     shape = tuple(len(a.labels) for a in axes)
     strides = np.cumprod((1, *shape[:0:-1]))[::-1] if shape else ()
     cell: Column = F.lit(0).cast("long")
     joined: list[str] = []
     for j, (axis, stride) in enumerate(zip(axes, strides, strict=True)):
         cats = axis.categories
-        if cats is None or len(cats) <= JOIN_ABOVE or not axis.text_match:
-            part = axis_column(axis, polars_schema(frame).get(axis.column))
-        else:
-            key, index = f"__key{j}", f"__index{j}"
-            table = frame.sparkSession.createDataFrame(
-                list(zip(cats, range(len(cats)), strict=True)), f"`{key}` string, `{index}` long"
-            )
-            on = literal_col(axis.column).cast("string") == F.col(key)
-            frame = frame.join(table, on, "left").drop(key)  # Spark broadcasts a small table
-            part, joined = F.coalesce(F.col(index), F.lit(len(cats)).cast("long")), [*joined, index]
-        cell = cell + part * int(stride)
+        dtype = polars_schema(frame).get(axis.column)
+        if cats is None or len(cats) <= JOIN_ABOVE:
+            cell = cell + axis_column(axis, dtype) * int(stride)
+            continue
+        found = []
+        for n, (key, kind, pairs) in enumerate(_lookups(axis, dtype)):
+            k, index = f"__key{j}_{n}", f"__index{j}_{n}"
+            table = frame.sparkSession.createDataFrame(pairs, f"`{k}` {kind}, `{index}` long")
+            frame = frame.join(table, key == F.col(k), "left").drop(k)  # Spark broadcasts a small table
+            found.append(F.col(index))
+            joined.append(index)
+        cell = cell + F.coalesce(*found, F.lit(len(cats)).cast("long")) * int(stride)
     return frame.withColumn(name, cell).drop(*joined)
 
 
