@@ -19,13 +19,18 @@ from typing import Any
 
 import polars as pl
 
+from dpexplorer.core.checks import check_flag, check_whole, instances, items
 from dpexplorer.data.cells import cell_date, cell_number, cell_text, number_key
 from dpexplorer.data.conditions import Compare, Reading, ValueKind
 from dpexplorer.data.conditions import readings as read_values
 from dpexplorer.data.validation import (
+    QUERY,
     Scalar,
     check_edges,
+    column_name,
     column_type,
+    declared_categories,
+    declared_edges,
     fmt,
     listed,
     require,
@@ -106,21 +111,23 @@ class Axis:
     """Each category under the per-cell rule (none with ``exact_text`` or bins): read once."""
 
     def __post_init__(self) -> None:
+        column_name(self.column, "an axis's column")
+        check_flag(self.exact_text, "exact_text", QUERY)
         require(
             (self.categories is None) != (self.edges is None),
             f"give {self.column!r} either categories or bin edges (exactly one)",
         )
         if self.categories is not None:
-            object.__setattr__(self, "categories", tuple(self.categories))
+            object.__setattr__(self, "categories", declared_categories(self.column, self.categories))
             read = check_categories(self.column, self.categories, self.exact_text)
             object.__setattr__(self, "readings", read)
         else:
+            object.__setattr__(self, "edges", declared_edges(self.column, self.edges))
             require(
                 len(self.edges) <= MAX_CELLS,  # type: ignore[arg-type]
                 f"{self.column!r} declares {len(self.edges):,} bin edges (limit {MAX_CELLS:,}): "  # type: ignore[arg-type]
                 "declare fewer",
             )
-            object.__setattr__(self, "edges", tuple(float(e) for e in self.edges))  # type: ignore[union-attr]
             check_edges(self.column, self.edges)  # type: ignore[arg-type]
 
     @cached_property
@@ -233,7 +240,8 @@ class ArgMax:
     kind = "argmax"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "categories", tuple(self.categories))
+        column_name(self.column, "ArgMax's column")
+        object.__setattr__(self, "categories", declared_categories(self.column, self.categories))
         check_categories(self.column, self.categories)
 
     @property
@@ -260,12 +268,10 @@ class TopK:
     kind = "top_k"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "categories", tuple(self.categories))
+        column_name(self.column, "TopK's column")
+        object.__setattr__(self, "categories", declared_categories(self.column, self.categories))
         check_categories(self.column, self.categories)
-        require(
-            isinstance(self.k, int) and 1 <= self.k <= len(self.categories),
-            f"k must be between 1 and the {len(self.categories)} categories, got {self.k}",
-        )
+        check_whole(self.k, f"k (of the {len(self.categories)} categories)", 1, len(self.categories), QUERY)
 
     def check(self, schema: Mapping[str, pl.DataType]) -> None:
         column_type(schema, self.column)
@@ -303,8 +309,8 @@ class Workload:
     max_cells = 100_000
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "axes", tuple(self.axes))
-        object.__setattr__(self, "queries", tuple(self.queries))
+        object.__setattr__(self, "axes", instances(self.axes, Axis, "a workload's axes", QUERY))
+        object.__setattr__(self, "queries", instances(self.queries, CellQuery, "a workload's queries", QUERY))
         require(len(self.axes) >= 1, "a workload needs at least one column")
         require(len({a.column for a in self.axes}) == len(self.axes), "a workload lists a column twice")
         require(len(self.queries) >= 1, "a workload needs at least one query")
@@ -360,10 +366,10 @@ class Workload:
 def marginal_workload(axes: Sequence[Axis], ways: Sequence[int] = (1, 2)) -> Workload:
     """Every cell of every ``ways``-way marginal of ``axes`` as a counting query (default: all
     1- and 2-way marginals)."""
-    axes = tuple(axes)
+    axes = instances(axes, Axis, "the marginals' axes", QUERY)
     queries = []
-    for w in ways:
-        require(1 <= w <= len(axes), f"a {w}-way marginal needs at least {w} columns")
+    for w in items(ways, "ways", QUERY):
+        check_whole(w, f"the size of a marginal of the {len(axes)} axes", 1, len(axes), QUERY)
         for combo in itertools.combinations(range(len(axes)), w):
             for cells in itertools.product(*(range(len(axes[a].labels)) for a in combo)):
                 label = ", ".join(

@@ -91,7 +91,7 @@ def test_descriptions_read_as_english():
         (lambda: Axis("age"), "either categories or bin edges"),
         (lambda: Axis("age", edges=(3, 2)), "increase"),
         (lambda: Axis("sex", categories=("a", "a")), "repeat"),
-        (lambda: TopK("sex", ("a", "b"), 3), "k must be"),
+        (lambda: TopK("sex", ("a", "b"), 3), r"k \(of the 2 categories\) must be"),
         (lambda: And(()), "at least one"),
         (lambda: Workload((SEX,), (CellQuery("bad", ((0, (7,)),)),)), "outside"),
         (lambda: query_from_dict({"type": "mean", "column": "age"}), "malformed"),
