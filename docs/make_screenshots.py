@@ -250,9 +250,7 @@ def main() -> None:
         "synthetic": synthetic_shots,
         "teaching": teaching_shot,
         "codebook": codebook_shots,
-    }.get(
-        os.environ.get("DPEXPLORER_SHOTS", "")
-    )
+    }.get(os.environ.get("DPEXPLORER_SHOTS", ""))
     if only is not None:  # only the tour's pictures, or only the synthetic-data view's
         only(window, out)
         window.close()

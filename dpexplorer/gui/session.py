@@ -174,6 +174,13 @@ def _check_controls(controls: object) -> None:
             raise _fail(f"{name}.{key}", "must be a finite number")
     if controls["relation"] not in RELATIONS:
         raise _fail(f"{name}.relation", f"must be one of {', '.join(RELATIONS)}")
+    if "codebook" in controls:  # the dataset's codebook (sessions from before issue 40 have none)
+        from dpexplorer.data.codebook import codebook_from_dict
+
+        try:
+            codebook_from_dict(controls["codebook"])
+        except DPExplorerError as exc:
+            raise _fail(f"{name}.codebook", str(exc)) from None
     for i, row in enumerate(controls["conditions"]):
         ok = isinstance(row, list) and len(row) == 4 and isinstance(row[0], bool)
         if not ok or not all(isinstance(v, str) for v in row[1:]):

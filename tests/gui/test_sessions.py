@@ -98,3 +98,14 @@ def test_a_wrong_field_is_refused_by_name_and_nothing_changes(qtbot, window, tmp
     assert window.last_error is not None and f"“{named}”" in window.last_error
     wait_idle(qtbot, window)
     assert window.current_session() == before
+
+
+def test_a_session_whose_codebook_is_malformed_is_refused_by_name(qtbot, window, tmp_path):
+    """The session keeps the dataset's codebook (issue 40); a bad one is named, never applied."""
+    payload = _saved(window, tmp_path)
+    assert payload["query_controls"]["codebook"]["columns"]["age"]["bounds"]["origin"] == "shipped"
+    payload["query_controls"]["codebook"]["columns"]["age"]["bounds"]["value"] = [90, 17]
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(payload))
+    with pytest.raises(DPExplorerError, match=r"“query_controls\.codebook”.*bounds are inverted"):
+        load_session(path)
