@@ -43,7 +43,7 @@ METHOD_LABELS = {
 """How each accountant is named to a user."""
 
 SMALLEST_EPSILON = 1e-6
-"""The smallest epsilon the solvers search (the declared ranges are open at 0)."""
+"""The smallest epsilon the solvers search (above the declared floor, MIN_EPSILON)."""
 
 
 @dataclass(frozen=True)

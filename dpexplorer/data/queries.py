@@ -35,7 +35,9 @@ from dpexplorer.core.checks import (
     items,
     shown,
 )
+from dpexplorer.core.marginals import candidate_cliques
 from dpexplorer.data.axes import (
+    MAX_CELLS,
     MISSING,
     OTHER,
     ArgMax,
@@ -433,8 +435,13 @@ class GroupBy:
 
 # ---------------------------------------------------------------- synthetic data over marginals
 MAX_COLUMNS = 16
-MAX_MARGINAL_CELLS = 1_000_000
-"""Largest marginal (cells) a workload may name: its counts are held in memory."""
+MAX_MARGINAL_CELLS = MAX_CELLS
+"""Largest marginal (cells) MST or AIM may measure: its counts are held in memory, and its noise
+and score computed cell by cell."""
+MAX_COUNTED_CELLS = 10 * MAX_MARGINAL_CELLS
+"""The most cells all the marginals MST and AIM may measure (:func:`candidate_cliques`: every
+column, every pair, the workload's marginals and theirs) hold together: each is counted and held
+(80 MB of counts), and MST scores every pair in each of its rounds."""
 
 
 @dataclass(frozen=True)
@@ -470,15 +477,32 @@ class Marginals:
             require(len(set(clique)) == len(clique), f"the marginal {clique} repeats a column")
             for c in clique:
                 require(c in names, f"the workload names {c!r}, which is not among the chosen columns")
-        for chosen in self.cliques():
-            cells = math.prod(self.sizes[i] for i in chosen)
-            require(
-                cells <= MAX_MARGINAL_CELLS,
-                f"the marginal {' × '.join(names[i] for i in chosen)} has {cells:,} cells "
-                f"(limit {MAX_MARGINAL_CELLS:,}): use fewer bins or categories",
-            )
+        self._check_size()
         if self.unit is not None:
             require(self.unit.column not in names, "the privacy unit cannot also be a synthetic column")
+
+    def _check_size(self) -> None:
+        """DataError unless every marginal MST or AIM may measure (:func:`candidate_cliques`: the
+        workload's, every column's and every pair's, all counted before either runs) has at most
+        :data:`MAX_MARGINAL_CELLS` cells and all at most :data:`MAX_COUNTED_CELLS` together:
+        decided from the declared domain alone, before anything is counted."""
+        names, sizes, workload = self.columns, self.sizes, set(self.cliques())
+        total = 0
+        for clique in candidate_cliques(len(names), sorted(workload)):
+            cells = math.prod(sizes[i] for i in clique)
+            which = "marginal" if clique in workload else "marginal (every column and pair is counted)"
+            require(
+                cells <= MAX_MARGINAL_CELLS,
+                f"the {which} {' × '.join(names[i] for i in clique)} has {cells:,} cells "
+                f"(limit {MAX_MARGINAL_CELLS:,}): use fewer bins or categories",
+            )
+            total += cells
+        require(
+            total <= MAX_COUNTED_CELLS,
+            f"the marginals MST and AIM may measure (every column, every pair and the workload's) "
+            f"have {total:,} cells together (limit {MAX_COUNTED_CELLS:,}): use fewer columns, bins "
+            "or categories",
+        )
 
     @property
     def columns(self) -> tuple[str, ...]:

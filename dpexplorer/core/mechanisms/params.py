@@ -190,10 +190,18 @@ def choice(name: str, label: str, *, default: str, choices: tuple[str, ...], hel
 
 
 # Parameters shared by many mechanisms, declared once.
+MIN_EPSILON = 1e-10
+"""The smallest ε any mechanism takes (the one rule, in :data:`EPSILON`, that every mechanism
+declares, MST and AIM included). Below it the noise is more than 10^10 times one person's
+contribution, more people than are alive: a release would say nothing. Smaller values also left
+the exact samplers unrepresentable (Laplace's scale overflowed below about 5e-17) or never
+refused (MST and AIM's search for ρ never ended at 1e-300)."""
+
 EPSILON = log_float(
     "epsilon",
     "ε (epsilon)",
     default=1.0,
+    low=MIN_EPSILON,
     high=20.0,
     slider=(0.01, 10.0),
     help=(
