@@ -199,8 +199,11 @@ def test_a_released_result_reads_as_the_cli_line(people: Path, tmp_path: Path) -
     assert count.integral == (True,) and mean.integral == (False,)
     for result in (count, mean):
         value, interval = result.values[0], result.confidence_intervals[0]
-        shown = show(value, interval, result.ci_level, integral=result.integral[0])
-        assert result.text() == f"{result.labels[0]} = {shown} (95 % intervals)"
+        kind = result.interval_kinds[0]
+        shown = show(value, interval, result.ci_level, integral=result.integral[0], kind=kind)
+        # an interval that is the declared range says so (issue 41: words that match the numbers)
+        said = " (declared range)" if kind == "range" else ""
+        assert result.text() == f"{result.labels[0]} = {shown}{said} (95 % intervals)"
 
 
 def test_star_import_brings_the_api_when_asked_for() -> None:
