@@ -37,6 +37,7 @@ from dpexplorer.core.checks import (
 )
 from dpexplorer.data.conditions import MAX_DEPTH
 from dpexplorer.data.errors import DataError, DataTypeError
+from dpexplorer.data.json_files import read_json_file
 from dpexplorer.data.validation import QUERY, column_name, fmt, require
 
 Origin: TypeAlias = Literal["declared", "estimated", "shipped"]
@@ -445,20 +446,7 @@ def load_codebook(path: str | os.PathLike[str]) -> Codebook:
     """The codebook in the JSON file ``path``; DataError naming the file and what is wrong."""
     path = check_path(path, "path", QUERY)
     where = f"the codebook {path}"
-    try:
-        if Path(path).stat().st_size > MAX_CODEBOOK_BYTES:
-            raise DataError(f"{where} is larger than {MAX_CODEBOOK_BYTES >> 20} MiB")
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise DataError(f"cannot read {where}: {exc.strerror or exc}") from None
-    try:
-        parsed = json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{where} is not UTF-8 text (byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{where} is not valid JSON: {exc}") from None
-    except (RecursionError, ValueError) as exc:
-        raise DataError(f"{where} cannot be read: {str(exc)[:80] or 'nested too deeply'}") from None
+    data, parsed = read_json_file(path, "codebook", MAX_CODEBOOK_BYTES, DataError)
     try:
         book = codebook_from_dict(parsed)
     except DataError as exc:

@@ -11,13 +11,12 @@ whoever calls."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from dpexplorer.core.errors import DPExplorerError
+from dpexplorer.data.json_files import read_json_file
 
 MAX_PLAN_BYTES = 64 << 20
 """A plan larger than this is refused before it is parsed."""
@@ -40,22 +39,7 @@ def read_plan_file(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], 
     claim that the data are a secret Poisson sample of rate Q of a population. Each entry comes
     back with ``query`` (dict), ``mechanism`` (str) and ``parameters`` (dict); PlanError says
     which entry is wrong and how."""
-    try:
-        if Path(path).stat().st_size > MAX_PLAN_BYTES:
-            raise PlanError(f"the plan {path} is larger than {MAX_PLAN_BYTES >> 20} MiB")
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise PlanError(f"cannot read the plan {path}: {exc.strerror or exc}") from None
-    try:
-        plan = json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise PlanError(f"the plan {path} is not UTF-8 text (byte {exc.start}): save it as UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise PlanError(f"the plan {path} is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise PlanError(f"the plan {path} is nested too deeply to be a plan") from None
-    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
-        raise PlanError(f"the plan {path} cannot be read: {str(exc)[:80]}") from None
+    _, plan = read_json_file(path, "plan", MAX_PLAN_BYTES, PlanError, ": save it as UTF-8")
     return plan_entries(plan)
 
 
