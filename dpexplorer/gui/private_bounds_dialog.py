@@ -9,19 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (
-    QDialog,
-    QDialogButtonBox,
-    QDoubleSpinBox,
-    QFormLayout,
-    QLabel,
-    QSpinBox,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QDoubleSpinBox, QFormLayout, QLabel, QSpinBox, QWidget
 
-from dpexplorer.gui import palette
 from dpexplorer.gui.compute import ComputeService
+from dpexplorer.gui.private_estimate import PrivateEstimateDialog
 
 JOB = "private-bounds"
 
@@ -53,10 +44,11 @@ def _spin(low: float, high: float, value: float, decimals: int = 4) -> QDoubleSp
     return box
 
 
-class PrivateBoundsDialog(QDialog):
+class PrivateBoundsDialog(PrivateEstimateDialog):
     """Declared range, ε, grid, quantiles; Release; then Use these bounds."""
 
     bounds_chosen = Signal(float, float)
+    job = JOB
 
     def __init__(
         self,
@@ -69,18 +61,16 @@ class PrivateBoundsDialog(QDialog):
         out_dir: Path,
         parent: QWidget | None = None,
     ) -> None:
-        super().__init__(parent)
+        super().__init__(
+            compute, dataset=dataset, column=column, ledger_path=ledger_path, out_dir=out_dir, parent=parent
+        )
         self.setWindowTitle(f"Estimate the bounds of {column} privately")
-        self.compute, self.dataset, self.column = compute, dataset, column
-        self.ledger_path, self.out_dir = ledger_path, out_dir
-        self.result: Any = None
         intro = QLabel(
             f"Releases the low and high quantiles of <b>{column}</b> with differential privacy "
             "(exponential mechanism over a grid of the range you declare; Smith 2011), charged to "
             "this dataset's budget like any release. Declare a generous range from what you know "
             "about the column, not from the data."
         )
-        intro.setWordWrap(True)
         self.low = _spin(-1e12, 1e12, declared[0])
         self.high = _spin(-1e12, 1e12, declared[1])
         self.epsilon = _spin(0.001, 10.0, 0.1, 3)
@@ -96,30 +86,11 @@ class PrivateBoundsDialog(QDialog):
         form.addRow("Grid steps over the range", self.bins)
         form.addRow("Low quantile", self.q_low)
         form.addRow("High quantile", self.q_high)
-        self.message = QLabel()
-        self.message.setWordWrap(True)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        self.release_button = self.buttons.addButton("Release bounds", QDialogButtonBox.ButtonRole.ActionRole)
-        self.use_button = self.buttons.addButton("Use these bounds", QDialogButtonBox.ButtonRole.AcceptRole)
-        self.use_button.setEnabled(False)
-        self.release_button.clicked.connect(self.release)
-        self.use_button.clicked.connect(self._use)
-        self.buttons.rejected.connect(self.reject)
-        compute.finished.connect(self._on_result)
-        compute.failed.connect(self._on_failure)
-        layout = QVBoxLayout(self)
-        layout.addWidget(intro)
-        layout.addLayout(form)
-        layout.addWidget(self.message)
-        layout.addWidget(self.buttons)
+        self._lay_out(intro, form, "bounds")
 
     def release(self) -> None:
-        self.release_button.setEnabled(False)
-        self.message.setStyleSheet("")
-        self.message.setText("Charging the ledger and drawing the two quantiles…")
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        self.compute.submit(
-            JOB,
+        self._submit(
+            "Charging the ledger and drawing the two quantiles…",
             release_private_bounds,
             self.dataset,
             self.column,
@@ -127,33 +98,17 @@ class PrivateBoundsDialog(QDialog):
             self.epsilon.value(),
             self.bins.value(),
             (self.q_low.value(), self.q_high.value()),
-            str(self.ledger_path),
-            str(self.out_dir),
         )
 
-    def _on_result(self, view: str, generation: int, result: object) -> None:
-        if view != JOB:
-            return
-        self.result = result
-        rows = ", ".join(str(r.row_id) for _, r in result.releases)  # type: ignore[attr-defined]
+    def _show_result(self, result: Any) -> None:
+        rows = ", ".join(str(r.row_id) for _, r in result.releases)
         self.message.setText(
-            f"Released: <b>[{result.lower:g}, {result.upper:g}]</b> (ledger rows {rows}, "  # type: ignore[attr-defined]
-            f"ε = {result.epsilon:g} charged). These bounds are DP outputs: using them costs nothing more."  # type: ignore[attr-defined]
+            f"Released: <b>[{result.lower:g}, {result.upper:g}]</b> (ledger rows {rows}, "
+            f"ε = {result.epsilon:g} charged). These bounds are DP outputs: using them costs nothing more."
         )
         self.use_button.setEnabled(True)
-
-    def _on_failure(self, view: str, generation: int, message: str) -> None:
-        if view == JOB:
-            self.message.setStyleSheet(f"color: {palette.css(palette.ERROR_TEXT)};")
-            self.message.setText(message)
-            self.release_button.setEnabled(True)
 
     def _use(self) -> None:
         if self.result is not None:
             self.bounds_chosen.emit(float(self.result.lower), float(self.result.upper))
             self.accept()
-
-    def done(self, result: int) -> None:
-        self.compute.finished.disconnect(self._on_result)
-        self.compute.failed.disconnect(self._on_failure)
-        super().done(result)
