@@ -260,7 +260,10 @@ class MainWindow(WindowMenus, WindowFiles, WindowRelease, WindowCodebook, Window
 
     def cancel_jobs(self) -> None:
         """Esc / Cancel: stop every view's computation. Never a release's: once it charges the
-        ledger its outcome must reach the dialog (the dialog has its own Cancel, before that)."""
+        ledger its outcome must reach the dialog (the dialog has its own Cancel, before that).
+        A throttled submission still waiting for its frame is dropped too: else it would start
+        the job again a frame after Esc."""
+        self._stop_pending_submissions()
         for view in self.compute.pending_views():
             if not view.startswith("release-") and view != IDENTITY_VIEW:
                 self.compute.cancel(view)
@@ -413,6 +416,14 @@ class MainWindow(WindowMenus, WindowFiles, WindowRelease, WindowCodebook, Window
         if state is not None:
             self.restoreState(state)
 
+    def _stop_pending_submissions(self) -> None:
+        """Drop every view group's throttled submission that waits for its frame."""
+        self.explorer.stop()
+        self.theory_views.stop()
+        self.attack_views.stop()
+        if self.workspace is not None:
+            self.workspace.stop()
+
     def closeEvent(self, event: QCloseEvent) -> None:
         store = settings.settings()
         store.setValue("window/geometry", self.saveGeometry())
@@ -420,10 +431,6 @@ class MainWindow(WindowMenus, WindowFiles, WindowRelease, WindowCodebook, Window
         from dpexplorer.gui.views.base import View
 
         View.explanations_shown = True  # teaching mode ends with its window
-        self.explorer.stop()
-        self.theory_views.stop()
-        self.attack_views.stop()
-        if self.workspace is not None:
-            self.workspace.stop()
+        self._stop_pending_submissions()
         self.compute.shutdown()
         super().closeEvent(event)

@@ -146,3 +146,27 @@ def test_closing_the_window_never_waits_for_a_worker(qtbot, held_at_checkpoint, 
     window.close()
     _stopped(qtbot, held_at_checkpoint, job_states, running)
     assert window.compute.wait_for_workers(HANG_S)
+
+
+def test_escape_drops_a_throttled_submission_waiting_for_its_frame(qtbot, window):
+    """A parameter change inside the throttle's frame waits as a trailing call; Esc must drop
+    it, or it would start the job again a frame after Esc (CI once saw MWEM restart at 1,000
+    rounds this way and outlast the hang guard)."""
+    panel, explorer = window.mechanism_panel, window.explorer
+    panel.select("laplace")
+    wait_idle(qtbot, window)
+    panel.set_values({"epsilon": 0.5})
+    panel.set_values({"epsilon": 0.25})  # inside the frame: becomes the trailing call
+    assert explorer.pending, "the second change did not wait for the throttle's frame"
+    QTest.keyClick(window, Qt.Key.Key_Escape)
+    assert not explorer.pending
+    submitted: list[str] = []
+    real_submit = window.compute.submit
+
+    def record(view: str, *a: object, **k: object) -> int:
+        submitted.append(view)
+        return real_submit(view, *a, **k)
+
+    window.compute.submit = record  # type: ignore[method-assign]
+    qtbot.wait(100)  # several throttle frames
+    assert submitted == [] and not window.compute.busy
