@@ -139,11 +139,26 @@ def _targets(node: ast.Import | ast.ImportFrom, module: str, is_package: bool, k
     return out
 
 
+def _import_module_target(node: ast.AST) -> str | None:
+    """The module an ``import_module("a.b")`` / ``importlib.import_module("a.b")`` call names by
+    a constant string (a name built at run time, e.g. an f-string over a registry, is the
+    registry's business and not read)."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func = node.func
+    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    first = node.args[0]
+    if called == "import_module" and isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return first.value
+    return None
+
+
 def import_graph(root: Path, package: str) -> dict[str, set[str]]:
     """module -> the modules of ``package`` it imports ANYWHERE in its text: at module level, in
     a function (a late import) or under ``if TYPE_CHECKING:``. All count: a late import hides a
     circle from the interpreter but not from the reader, and a type-only import still says the
-    module knows the other. Two exemptions, both for the package's root ``__init__`` (the public
+    module knows the other; so does ``import_module("pkg.mod")`` with a constant name. Two
+    exemptions, both for the package's root ``__init__`` (the public
     facade that re-exports the API lazily): an arrow INTO the root is dropped when it reads only
     ``__version__`` (checked by :func:`root_imports`), and so the root's own lazy imports close
     no circle."""
@@ -156,6 +171,8 @@ def import_graph(root: Path, package: str) -> dict[str, set[str]]:
         for node in ast.walk(tree):
             if isinstance(node, ast.Import | ast.ImportFrom):
                 targets.update(_targets(node, name, path.name == "__init__.py", known))
+            elif (dynamic := _import_module_target(node)) is not None:
+                targets.update(_targets(ast.Import(names=[ast.alias(dynamic)]), name, False, known))
         graph[name] = targets - {name, package}
     return graph
 
@@ -291,6 +308,8 @@ def test_the_checks_pass_a_clean_package(tmp_path: Path) -> None:
         "from . import answers\n",  # relative
         "def f():\n    from pkg.data.answers import x\n",  # a late import, in a function
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pkg.data.answers\n",
+        "import importlib\ndef f():\n    return importlib.import_module('pkg.data.answers')\n",
+        "from importlib import import_module\nKERNELS = import_module('pkg.data.answers')\n",
     ],
 )
 def test_the_check_catches_a_planted_circle(tmp_path: Path, back: str) -> None:

@@ -80,6 +80,26 @@ from types import ModuleType
 import numpy as np
 import polars as pl
 
+from dpexplorer.data.identity_scheme import (
+    BOOL,
+    CANONICAL_NAN,
+    DATE,
+    DATETIME,
+    DURATION,
+    FLOAT,
+    GOLDEN,
+    INT,
+    MASK64,
+    MISSING,
+    MIX_STEPS,
+    ROWS,
+    SEEDS,
+    TEXT,
+    TIME,
+    mix_int,
+    tag_seed,
+)
+
 SCHEME = "content-v2"
 KEY_HEX = 32
 """Hex digits of a content-v2 key (128 bits); older keys have 64."""
@@ -89,37 +109,8 @@ mmap threshold, so each step reuses heap memory instead of faulting in fresh pag
 took 1.5-2x the CPU time; 16,000 rows measured slower too, on the loaded machine)."""
 
 U64 = np.uint64
-MISSING, TEXT, INT, FLOAT, BOOL, DATE, DATETIME, DURATION, TIME = range(9)
-"""Tags of the canonical cells (the top byte of a seed)."""
-GOLDEN = 0x9E3779B97F4A7C15
-CANONICAL_NAN = 0x7FF8000000000000
-SEEDS = (0x243F6A8885A308D3, 0x13198A2E03707344)
-"""Lane seeds (digits of pi)."""
-ROWS = (0xA4093822299F31D0, 0x082EFA98EC4E6C89)
-MASK64 = (1 << 64) - 1
+_MIX = MIX_STEPS
 _WORD_MASKS = np.array([0, *((1 << (8 * i)) - 1 for i in range(1, 8)), MASK64], dtype=U64)
-
-
-def mix_int(lane: int, x: int) -> int:
-    """``mix_L`` on a Python int (the reference the numpy version must equal)."""
-    x &= MASK64
-    if lane == 0:  # MurmurHash3 fmix64
-        x ^= x >> 33
-        x = (x * 0xFF51AFD7ED558CCD) & MASK64
-        x ^= x >> 33
-        x = (x * 0xC4CEB9FE1A85EC53) & MASK64
-        return x ^ (x >> 33)
-    x ^= x >> 30  # SplitMix64's finaliser
-    x = (x * 0xBF58476D1CE4E5B9) & MASK64
-    x ^= x >> 27
-    x = (x * 0x94D049BB133111EB) & MASK64
-    return x ^ (x >> 31)
-
-
-_MIX = (
-    ((33, 0xFF51AFD7ED558CCD), (33, 0xC4CEB9FE1A85EC53), (33, 0)),
-    ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB), (31, 0)),
-)
 
 
 def mix(lane: int, x: np.ndarray, tmp: np.ndarray | None = None) -> np.ndarray:
@@ -131,11 +122,6 @@ def mix(lane: int, x: np.ndarray, tmp: np.ndarray | None = None) -> np.ndarray:
         if mult:
             np.multiply(x, U64(mult), out=x)
     return x
-
-
-@functools.lru_cache(maxsize=64)
-def tag_seed(lane: int, tag: int) -> int:
-    return mix_int(lane, SEEDS[lane] ^ (tag << 56))
 
 
 @functools.lru_cache(maxsize=64)

@@ -39,13 +39,13 @@ import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 
-from dpexplorer.data.identity import (
-    _MIX,
+from dpexplorer.data.identity_scheme import (
     CANONICAL_NAN,
     FLOAT,
     GOLDEN,
     INT,
     MISSING,
+    MIX_STEPS,
     ROWS,
     SEEDS,
     TEXT,
@@ -77,7 +77,7 @@ class _Emit:
 
     def mix(self, lane: int, x: ir.Value) -> ir.Value:
         b = self.b
-        for shift, mult in _MIX[lane]:
+        for shift, mult in MIX_STEPS[lane]:
             x = b.xor(x, b.lshr(x, _c(shift)))
             if mult:
                 x = b.mul(x, _c(mult))
@@ -419,10 +419,11 @@ def _cache_paths(machine: object) -> list[Path]:
     """Where the machine code is cached: beside this module's bytecode (``__pycache__``, or under
     ``PYTHONPYCACHEPREFIX``), else in the user's cache directory (an installation the user
     cannot write), the file named by what the code depends on: this file and the key's
-    definition (identity.py), the processor and its features, and llvmlite's version."""
+    definition (identity.py, identity_scheme.py), the processor and its features, and
+    llvmlite's version."""
     here = Path(__file__)
     digest = hashlib.sha256()
-    for source in (here, here.with_name("identity.py")):
+    for source in (here, here.with_name("identity.py"), here.with_name("identity_scheme.py")):
         digest.update(source.read_bytes())
     cpu = f"{machine.triple}|{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}"  # type: ignore[attr-defined]
     digest.update(f"{cpu}|{llvmlite.__version__}|{llvm.llvm_version_info}".encode())
