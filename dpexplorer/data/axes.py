@@ -204,8 +204,8 @@ def axis_from_dict(d: Mapping[str, Any]) -> Axis:
     cats, edges = d.get("categories"), d.get("edges")
     return Axis(
         str(d["column"]),
-        tuple(cats) if cats is not None else None,
-        tuple(edges) if edges is not None else None,
+        items(cats, "an axis's categories", QUERY) if cats is not None else None,
+        items(edges, "an axis's bin edges", QUERY) if edges is not None else None,
     )
 
 

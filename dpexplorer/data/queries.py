@@ -601,9 +601,9 @@ def _from_dict(kind: Any, d: Mapping[str, Any]) -> Query:
     if kind == "histogram":
         return Histogram(axis_from_dict(d["axis"]))
     if kind == "argmax":
-        return ArgMax(d["column"], tuple(d["categories"]))
+        return ArgMax(d["column"], items(d["categories"], "the categories", QUERY))
     if kind == "top_k":
-        return TopK(d["column"], tuple(d["categories"]), d["k"])
+        return TopK(d["column"], items(d["categories"], "the categories", QUERY), d["k"])
     if kind == "workload":
         axes = tuple(axis_from_dict(a) for a in d["axes"])
         queries = tuple(
@@ -617,7 +617,7 @@ def _from_dict(kind: Any, d: Mapping[str, Any]) -> Query:
             unit = PrivacyUnit(str(unit["column"]), unit.get("max_groups", 1), unit.get("max_rows", 1))
         private = d.get("private_keys")
         if private is not None:
-            private = PrivateKeys(tuple(private["columns"]), private["epsilon"], private["delta"])
+            private = PrivateKeys(private["columns"], private["epsilon"], private["delta"])
         return GroupBy(
             keys,
             d.get("statistic", "count"),
