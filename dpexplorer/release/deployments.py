@@ -15,6 +15,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.resources import files
+from typing import Any
 
 MODELS = ("central", "local")
 
@@ -57,9 +58,9 @@ class ContextRow:
     approximate conversion)."""
 
 
-def _deployment(row: dict[str, object]) -> Deployment:
+def _deployment(row: dict[str, Any]) -> Deployment:
     try:
-        found = Deployment(**row)  # type: ignore[arg-type]
+        found = Deployment(**row)
     except TypeError as exc:
         raise DeploymentsFileError(f"deployments.json: a row has other fields ({exc})") from None
     if found.model not in MODELS:
@@ -74,7 +75,7 @@ def _deployment(row: dict[str, object]) -> Deployment:
 
 
 @functools.lru_cache(maxsize=1)
-def _file() -> dict[str, object]:
+def _file() -> dict[str, Any]:
     return json.loads(
         files("dpexplorer").joinpath("resources", "deployments.json").read_text(encoding="utf-8")
     )
@@ -82,7 +83,7 @@ def _file() -> dict[str, object]:
 
 def deployments() -> tuple[Deployment, ...]:
     """Every deployment of the shipped file, as stated there (checked: DeploymentsFileError)."""
-    return tuple(_deployment(row) for row in _file()["deployments"])  # type: ignore[union-attr]
+    return tuple(_deployment(row) for row in _file()["deployments"])
 
 
 def epsilon_text(row: ContextRow, number: Callable[[float], str]) -> str:

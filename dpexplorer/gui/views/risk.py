@@ -14,6 +14,7 @@ only draws."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlparse
@@ -142,8 +143,14 @@ def _plan(guarantees: Sequence[Guarantee], delta: float, prior: float) -> RiskCu
     return _curves("released + planned", guarantees, epsilon, delta, prior)
 
 
-def _released(guarantees: Sequence[Guarantee], delta: float) -> ReleasedRisk:
-    curve = tradeoff.tradeoff_of(list(guarantees), RELEASED_ALPHAS)
+@functools.lru_cache(maxsize=8)
+def _released_curve(guarantees: tuple[Guarantee, ...]) -> tradeoff.TradeOff:
+    """Cached: the prior and the plan change far more often than what the ledger holds."""
+    return tradeoff.tradeoff_of(list(guarantees), RELEASED_ALPHAS)
+
+
+def _released(guarantees: tuple[Guarantee, ...], delta: float) -> ReleasedRisk:
+    curve = _released_curve(guarantees)
     try:
         epsilon: float | None = planning.best_total(guarantees, delta)[1]
     except DPExplorerError:
@@ -366,9 +373,9 @@ class RiskView(View):
             shown * table.verticalHeader().defaultSectionSize()
         )
         table.setFixedHeight(height + 2 * table.frameWidth())
-        own = [i for i, row in enumerate(rows) if row.own]
-        if own:
-            table.scrollToItem(table.item(own[0], 0), QAbstractItemView.ScrollHint.PositionAtCenter)
+        first = next((table.item(i, 0) for i, row in enumerate(rows) if row.own), None)
+        if first is not None:
+            table.scrollToItem(first, QAbstractItemView.ScrollHint.PositionAtCenter)
 
     def _pairs(self, result: RiskResult) -> list[tuple[RiskCurves, tuple[int, int, int]]]:
         return [(c, colour) for c, colour in ((result.current, BLUE), (result.plan, ORANGE)) if c is not None]
