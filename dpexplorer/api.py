@@ -118,6 +118,7 @@ if TYPE_CHECKING:
     from dpexplorer.core.attacks import DifferencingResult, MembershipResult, Noise, ReconstructionResult
     from dpexplorer.core.mechanisms.base import AccuracyReport, CategoricalOutput, NumericOutput
     from dpexplorer.core.planning import BudgetReport
+    from dpexplorer.core.tradeoff import TradeOff
     from dpexplorer.release.charge import ReleaseFailedError
     from dpexplorer.release.export import ExportError
     from dpexplorer.release.ledger import BudgetExceededError, NoBudgetError
@@ -136,6 +137,7 @@ _LAZY = {
     "NumericOutput": "dpexplorer.core.mechanisms.base",
     "ReleaseFailedError": "dpexplorer.release.charge",
     "ReleaseResult": "dpexplorer.release.release",
+    "TradeOff": "dpexplorer.core.tradeoff",
 }
 """Public names defined in heavier modules (scipy, the samplers), imported on first use: the
 queries alone cost polars' import, the planner's scipy.optimize more than a second."""
@@ -194,6 +196,7 @@ __all__ = [
     "ReleaseResult",
     "Sum",
     "TopK",
+    "TradeOff",
     "TrimmedMean",
     "Unit",
     "Variance",
@@ -210,6 +213,7 @@ __all__ = [
     "plan_budget",
     "query_from_dict",
     "release_plan",
+    "released_risk",
     "remaining_budget",
     "save_codebook",
     "set_budget",
@@ -817,6 +821,26 @@ def remaining_budget(dataset: Any, *, ledger: LedgerLike = None, name: str | Non
     _optional_text(name, "name")
     with Ledger(_ledger(ledger)) as book:
         return float(book.remaining(dataset_key(dataset, book, name)))
+
+
+def released_risk(dataset: Any, *, ledger: LedgerLike = None, name: str | None = None) -> TradeOff:
+    """The risk of everything the ledger holds for the dataset, in an attacker's terms: every
+    release composed as one privacy-loss distribution and turned into the trade-off curve (f-DP,
+    Dong, Roth & Su 2022): `fnr[i]`, the smallest false-negative rate of any test for one person
+    at false-positive rate `fpr[i]` (every 0.001 up to 0.1, then every 0.01). `kind` says whether
+    the curve is `"exact"` or a lower bound on the attacker's error (sound for privacy), and
+    which; `gdp_mu` is a mu-GDP summary where one is proven (`gdp_kind` `"exact"` or
+    `"upper bound"`), else None with `gdp_note` saying why. What `dpexplorer account --ledger L
+    --dataset KEY --risk` prints; a dataset with nothing released gives random guessing."""
+    from dpexplorer.core.tradeoff import tradeoff_of
+    from dpexplorer.release.ledger import Ledger
+    from dpexplorer.release.release import dataset_key
+
+    _dataset(dataset)
+    _optional_text(name, "name")
+    with Ledger(_ledger(ledger)) as book:
+        held = [m.guarantee for m in book.measurements(dataset_key(dataset, book, name))]
+    return tradeoff_of(held)
 
 
 def release_plan(

@@ -159,6 +159,32 @@ def test_release_plan_charges_the_cli_s_ledger_with_the_cli_s_refusals(
     assert provenance["dataset_fingerprint"] == data.content_fingerprint
 
 
+def test_released_risk_is_the_clis_curve_of_the_ledgers_releases(
+    people: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 44: dpx.released_risk composes what the ledger holds for the dataset, as
+    `account --ledger L --dataset KEY --risk --json` does; nothing released is random guessing."""
+    from dpexplorer.release.ledger import Ledger
+
+    ledger = tmp_path / "ledger.sqlite"
+    data = dpexplorer.open_dataset(people)
+    nothing = dpexplorer.released_risk(data, ledger=ledger)
+    assert nothing.kind == "exact" and nothing.gdp_mu == 0.0 and list(nothing.fnr) == list(1 - nothing.fpr)
+    dpexplorer.set_budget(data, 2.0, ledger=ledger)
+    plan = dpexplorer.Plan([dpexplorer.Measurement(dpexplorer.Count(), "laplace", {"epsilon": 0.5})] * 2)
+    dpexplorer.release_plan(data, plan, out=tmp_path / "out", ledger=ledger)
+    risk = dpexplorer.released_risk(data, ledger=ledger)
+    assert isinstance(risk, dpexplorer.TradeOff)
+    with Ledger(ledger) as book:
+        (key,) = {m.fingerprint for m in book.measurements(data.content_fingerprint)}
+    capsys.readouterr()
+    assert main(["account", "--risk", "--json", "--ledger", str(ledger), "--dataset", key]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["releases"] == 2 and out["tradeoff_kind"] == risk.kind
+    assert [p["fnr"] for p in out["tradeoff"]] == list(risk.fnr)
+    assert out["gdp_mu"] == risk.gdp_mu and risk.fnr_at(0.01) < nothing.fnr_at(0.01)
+
+
 def test_a_plan_s_mistakes_are_named() -> None:
     with pytest.raises(dpexplorer.PlanError, match=r"plan entry 1: unknown key query\.colum"):
         dpexplorer.Plan.from_json([{"query": {"type": "count", "colum": "x"}, "mechanism": "laplace"}])

@@ -413,6 +413,12 @@ def _cases() -> list[Case]:
             {"dataset": "any", "ledger": "any", "name": "text?"},
         ),
         Case(
+            "released_risk",
+            dpx.released_risk,
+            lambda w: {"dataset": w.dataset, "ledger": w.ledger, "name": "people"},
+            {"dataset": "any", "ledger": "any", "name": "text?"},
+        ),
+        Case(
             "release_plan",
             dpx.release_plan,
             lambda w: {
@@ -747,6 +753,7 @@ NOT_FUZZED = {
     "DifferencingResult",
     "MembershipResult",
     "ReconstructionResult",
+    "TradeOff",
     # the abstract base of the queries (each query has its case)
     "Query",
 }

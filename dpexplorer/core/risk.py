@@ -59,7 +59,11 @@ def _pairs_from_pld(guarantees: Sequence[Guarantee]) -> list[tuple[float, float]
     return list(zip(epsilons.tolist(), pld.deltas(epsilons).tolist(), strict=True))
 
 
-def _pairs_from_methods(guarantees: Sequence[Guarantee]) -> list[tuple[float, float]]:
+def method_profile_pairs(
+    guarantees: Sequence[Guarantee | tuple[Guarantee, int]],
+) -> list[tuple[float, float]]:
+    """(epsilon, delta) pairs of the tightest accountant other than the PLD (and advanced) at
+    PROFILE_POINTS deltas: each pair holds (an upper bound on epsilon at its delta)."""
     deltas = np.geomspace(1e-12, 0.5, PROFILE_POINTS)
     methods = [m for m in METHODS if m not in ("pld", "advanced")]
     profiles = np.vstack([privacy_profile(guarantees, m, deltas) for m in methods])
@@ -80,7 +84,7 @@ def tradeoff_curve_profile(guarantees: Sequence[Guarantee], alphas: np.ndarray) 
     if not counts:
         return np.maximum(1.0 - values, 0.0)
     use_pld = not_applicable_reason(counts) is None
-    pairs = _pairs_from_pld(guarantees) if use_pld else _pairs_from_methods(guarantees)
+    pairs = _pairs_from_pld(guarantees) if use_pld else method_profile_pairs(guarantees)
     curve = np.zeros_like(values)
     for epsilon, delta in pairs:
         if delta < 1:
@@ -118,6 +122,7 @@ def posterior_bound(
 
 
 __all__ = [
+    "method_profile_pairs",
     "posterior_bound",
     "tradeoff_curve_epsilon_delta",
     "tradeoff_curve_profile",

@@ -69,6 +69,7 @@ class Workspace(QObject):
     def _wire(self) -> None:
         self.budget_view.job_requested.connect(lambda req: self.compute.submit(BUDGET_JOB, budget_job, req))
         self.budget_view.plan_total_changed.connect(self.risk_view.set_plan)
+        self.budget_view.released_changed.connect(self.risk_view.set_released)
         self.risk_view.job_requested.connect(lambda req: self.compute.submit(RISK_JOB, risk_job, req))
         for job in RUN_JOBS:
             view = self._runner(job)

@@ -24,12 +24,13 @@ from typing import Any
 
 from dpexplorer.core.accounting.guarantees import ZCDP, ApproxDP, Guarantee, LaplaceNoise, PureDP
 from dpexplorer.release.costs import cost_words
+from dpexplorer.release.deployments import caveat, epsilon_text
 from dpexplorer.release.export import atomic_write
 from dpexplorer.release.ledger import guarantee_to_dict
 from dpexplorer.release.presentation import BOTTOM, level_text, privacy_number, show
 from dpexplorer.release.published import HELPER_SUFFIX
 from dpexplorer.release.report_model import SYNTHETIC, BudgetLine, Report, ReportItem
-from dpexplorer.release.report_plots import PDF_PLOT_WIDTH, WIDTH, plot_height, plot_name, plots
+from dpexplorer.release.report_plots import PDF_PLOT_WIDTH, RISK_PLOT, WIDTH, plot_height, plot_name, plots
 
 STATISTICS_PER_PAGE = 3
 """At most this many statistics on one PDF page (each has two tables and a plot)."""
@@ -209,6 +210,76 @@ def _budget_section(report: Report) -> str:
         "statistic below shows its charge). Other accountants' totals, for comparison only, are in "
         "the appendix.</p>"
         + _table(["accountant", "ε before", "ε after", "ε left", "note"], rows, numeric=(1, 2, 3))
+    )
+
+
+RISK_READ_AT = (0.001, 0.01, 0.1)
+"""False-positive rates at which the budget page reads the attacker's trade-off curve."""
+
+
+def _risk_words(report: Report) -> str:
+    """The trade-off curve in words: what it is (exact or a bound), its reading at low
+    false-positive rates, and the mu-GDP summary."""
+    risk = report.risk
+    if risk is None or risk.tradeoff is None:
+        return f"<p>{html.escape(risk.note if risk else 'No risk was computed for this report.')}</p>"
+    t = risk.tradeoff
+    kind = "exact" if t.kind == "exact" else f"a {t.kind} (the attacker's true error is never below it)"
+    rows = [[privacy_number(a, 2), f"{t.fnr_at(a):.3f}"] for a in RISK_READ_AT]
+    gdp = (
+        f"As one number: the releases are μ-GDP with μ = {_num(t.gdp_mu)} ({html.escape(t.gdp_kind or '')}"
+        f"{'' if t.gdp_kind == 'exact' else ': a sound summary, the true μ may be smaller'}); the "
+        "dashed curve is that Gaussian one."
+        if t.gdp_mu is not None
+        else f"No μ-GDP summary: {html.escape(t.gdp_note)}."
+    )
+    return (
+        f"<p>An attacker who sees all {risk.releases} release(s) of this dataset and tests whether "
+        "one person, say Alice, is in the data either says she is in when she is not (a false "
+        "positive) or misses her (a false negative). The curve is the smallest false-negative rate "
+        f"any test can reach at each false-positive rate: {kind}. {gdp}</p>"
+        + _table(["false-positive rate", "false-negative rate at least"], rows, numeric=(0, 1))
+    )
+
+
+def _context_table(report: Report) -> str:
+    """The dataset's total among published deployments, sorted by ε, its own row in bold; each
+    source numbered once and listed under the table."""
+    risk = report.risk
+    if risk is None or not risk.context:
+        return ""
+    sources: dict[str, tuple[int, str]] = {}
+    rows = []
+    for row in risk.context:
+        eps = epsilon_text(row, _num)
+        if row.url:
+            number = sources.setdefault(row.url, (len(sources) + 1, row.source))[0]
+            cited = f"[{number}]"
+        else:
+            cited = html.escape(row.source)
+        cells = [html.escape(row.label), eps, row.model, html.escape(row.unit), cited]
+        rows.append([f"<b>{c}</b>" for c in cells] if row.own else cells)
+    listed = "".join(
+        f'<li>{html.escape(source)}: <a href="{html.escape(url)}">{html.escape(url)}</a></li>'
+        for url, (_, source) in sources.items()
+    )
+    return (
+        "<h3>ε in context: published deployments</h3>"
+        + _table(["deployment", "ε (as published)", "DP model", "privacy unit", "source"], rows, numeric=(1,))
+        + f'<p class="note">{html.escape(caveat())}</p><ol class="note">{listed}</ol>'
+    )
+
+
+def _risk_section(report: Report, plot: str) -> str:
+    """The budget page's risk: the trade-off curve of everything released, in words and as a
+    plot (``plot``: inline SVG or an image tag), and the total among published deployments."""
+    if report.risk is None:
+        return ""
+    return (
+        "<h3>Risk of everything released from this dataset</h3>"
+        + _risk_words(report)
+        + (plot if report.risk.tradeoff is not None else "")
+        + _context_table(report)
     )
 
 
@@ -569,6 +640,9 @@ def render_html(report: Report, *, pdf: bool = False, per_page: int = STATISTICS
         + '<h2 style="page-break-before: always">Dataset</h2>'
         + _dataset_section(report).removeprefix("<h2>Dataset</h2>")
         + _budget_section(report)
+        + _risk_section(
+            report, f'<img src="{RISK_PLOT}" width="{PDF_PLOT_WIDTH}"/>' if pdf else drawn.get(RISK_PLOT, "")
+        )
         + '<h2 style="page-break-before: always">Statistics</h2>'
         + "".join(sections)
         + _accountants_appendix(report)

@@ -21,6 +21,7 @@ from typing import Any
 import dpexplorer
 from dpexplorer.core.accounting.guarantees import Guarantee
 from dpexplorer.core.errors import DPExplorerError
+from dpexplorer.release.deployments import ContextRow, in_context
 from dpexplorer.release.ledger import METHODS, Budget, Ledger, total_epsilon
 from dpexplorer.release.presentation import EMPTY, Shown, show
 from dpexplorer.release.published import HELPER_SUFFIX, integral_flags
@@ -119,6 +120,19 @@ class BudgetLine:
     note: str
 
 
+@dataclass(frozen=True, eq=False)
+class ReleasedRisk:
+    """The risk of everything the ledger holds for the dataset after the run: the attacker's
+    trade-off curve of the composition and its mu-GDP summary (``tradeoff``, a
+    :class:`~dpexplorer.core.tradeoff.TradeOff`; None with ``note`` when it cannot be computed),
+    and the total epsilon at the budget's delta among published deployments (``context``)."""
+
+    tradeoff: Any
+    releases: int
+    note: str = ""
+    context: tuple[ContextRow, ...] = ()
+
+
 @dataclass(frozen=True)
 class Report:
     """Everything the report shows (all public: declared facts and DP outputs)."""
@@ -130,6 +144,8 @@ class Report:
     budget_lines: tuple[BudgetLine, ...]
     plan: list[dict[str, Any]]
     ledger_path: str
+    risk: ReleasedRisk | None = None
+    """Everything released from the dataset, in an attacker's terms (:func:`released_risk`)."""
     software: str = field(default_factory=lambda: f"dpexplorer {dpexplorer.__version__}")
     time: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
@@ -281,6 +297,25 @@ def budget_lines(
     return tuple(lines)
 
 
+def released_risk(
+    after: Sequence[Guarantee], budget: Budget | None, lines: Sequence[BudgetLine]
+) -> ReleasedRisk:
+    """The trade-off curve of ``after`` (every guarantee the ledger holds for the dataset) and,
+    with a budget, its total under the ledger's accountant (``lines``' first) among the
+    published deployments. A composition that cannot be computed is a note, never a failure."""
+    from dpexplorer.core.tradeoff import tradeoff_of  # numpy and scipy
+
+    try:
+        tradeoff = tradeoff_of(list(after))
+    except DPExplorerError as exc:
+        return ReleasedRisk(None, len(after), f"the trade-off curve cannot be computed: {exc}")
+    own = []
+    ledger_line = next((line for line in lines if budget is not None and line.method == budget.method), None)
+    if budget is not None and ledger_line is not None and ledger_line.after is not None:
+        own.append(("everything released from this dataset", ledger_line.after, budget.delta))
+    return ReleasedRisk(tradeoff, len(after), context=in_context(own, "as under Dataset above"))
+
+
 def build_report(
     *,
     dataset: str,
@@ -297,12 +332,14 @@ def build_report(
     items = with_costs(tuple(report_item(p, r) for p, r in released), budget, before)
     if plan is None:
         plan = [{"query": i.query, "mechanism": i.mechanism, "parameters": i.parameters} for i in items]
+    lines = budget_lines(budget, before, after)
     return Report(
         dataset=dataset,
         fingerprint=fingerprint,
         items=items,
         budget=budget,
-        budget_lines=budget_lines(budget, before, after),
+        budget_lines=lines,
         plan=plan,
         ledger_path=str(ledger.path),
+        risk=released_risk(after, budget, lines),
     )

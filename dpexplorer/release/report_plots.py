@@ -250,10 +250,96 @@ def plot_name(item: ReportItem) -> str:
 
 
 def plots(report: Report) -> dict[str, str]:
-    """SVG text of each statistic's plot by name (``plot-<row id>.svg``)."""
-    return {plot_name(item): svg_plot(item) for item in report.items}
+    """SVG text of each statistic's plot by name (``plot-<row id>.svg``), and the budget page's
+    trade-off plot (:data:`RISK_PLOT`) when the report carries the risk."""
+    drawn = {plot_name(item): svg_plot(item) for item in report.items}
+    if report.risk is not None:
+        drawn[RISK_PLOT] = svg_tradeoff(report)
+    return drawn
 
 
 def plot_height(item: ReportItem) -> int:
     """Height of the item's SVG plot, in SVG units."""
     return int(re.search(r'height="(\d+)"', svg_plot(item)).group(1))  # type: ignore[union-attr]
+
+
+RISK_PLOT = "risk.svg"
+"""Name of the budget page's trade-off plot among :func:`plots`."""
+_RISK_HEIGHT = 336
+_RISK_BOX = (70, 20, 330, 280)
+"""The plotting square (left, top, right, bottom): the legend goes to its right."""
+
+
+def _risk_path(
+    fpr: list[float], fnr: list[float], x: Callable[[float], float], y: Callable[[float], float]
+) -> str:
+    return " ".join(
+        f"{'M' if i == 0 else 'L'}{x(a):.1f},{y(b):.1f}"
+        for i, (a, b) in enumerate(zip(fpr, fnr, strict=True))
+    )
+
+
+def svg_tradeoff(report: Report) -> str:
+    """The attacker's trade-off curve of everything released from the dataset (fnr against fpr,
+    both from 0 to 1), the mu-GDP summary dashed below it where there is one, and random
+    guessing (the diagonal) for reference; the legend beside the square, never over a curve."""
+    risk = report.risk
+    tradeoff = risk.tradeoff if risk is not None else None
+    left, top, right, bottom = _RISK_BOX
+    height = _RISK_HEIGHT
+
+    def x(v: float) -> float:
+        return left + v * (right - left)
+
+    def y(v: float) -> float:
+        return bottom - v * (bottom - top)
+
+    body = []
+    for tick in nice_ticks(0.0, 1.0):
+        label = privacy_number(tick, 2)
+        body.append(
+            f'<line x1="{x(tick):.1f}" y1="{top}" x2="{x(tick):.1f}" y2="{bottom}" stroke="#eeeeee"/>'
+        )
+        body.append(
+            f'<line x1="{left}" y1="{y(tick):.1f}" x2="{right}" y2="{y(tick):.1f}" stroke="#eeeeee"/>'
+        )
+        body.append(f'<text x="{x(tick):.1f}" y="{bottom + 16}" text-anchor="middle">{label}</text>')
+        body.append(f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{label}</text>')
+    frame = f'width="{right - left}" height="{bottom - top}" fill="none" stroke="{_INK}"'
+    body.append(f'<rect x="{left}" y="{top}" {frame}/>')
+    body.append(
+        f'<text x="{(left + right) / 2}" y="{bottom + 34}" text-anchor="middle">'
+        "false-positive rate (says Alice is in when she is not)</text>"
+    )
+    body.append(
+        f'<text x="18" y="{(top + bottom) / 2}" text-anchor="middle" '
+        f'transform="rotate(-90 18 {(top + bottom) / 2})">false-negative rate (misses Alice)</text>'
+    )
+    body.append(
+        f'<line x1="{x(0)}" y1="{y(1)}" x2="{x(1)}" y2="{y(0)}" stroke="{_MUTED}" stroke-dasharray="2,3"/>'
+    )
+    legend = [("2,3", _MUTED, "random guessing (nothing learnt)")]
+    if tradeoff is not None:
+        fpr = [float(a) for a in tradeoff.fpr]
+        body.append(
+            f'<path d="{_risk_path(fpr, [float(b) for b in tradeoff.fnr], x, y)}" fill="none" '
+            f'stroke="{_ACCENT}" stroke-width="2.5"/>'
+        )
+        shown = "exact" if tradeoff.kind == "exact" else "lower bound"
+        legend.insert(0, ("", _ACCENT, f"all releases ({shown})"))
+        gdp = tradeoff.gdp_curve()
+        if gdp is not None:
+            body.append(
+                f'<path d="{_risk_path(fpr, [float(b) for b in gdp], x, y)}" fill="none" stroke="{_INK}" '
+                'stroke-width="1.2" stroke-dasharray="6,4"/>'
+            )
+            legend.insert(1, ("6,4", _INK, f"μ-GDP summary, μ = {privacy_number(tradeoff.gdp_mu, 3)}"))
+    for i, (dash, colour, text) in enumerate(legend):
+        ly = top + 14 + 22 * i
+        dashed = f' stroke-dasharray="{dash}"' if dash else ""
+        stroke = f'stroke="{colour}" stroke-width="2"{dashed}'
+        body.append(f'<line x1="{right + 16}" y1="{ly}" x2="{right + 46}" y2="{ly}" {stroke}/>')
+        body.append(f'<text x="{right + 52}" y="{ly + 4}">{html.escape(text)}</text>')
+    note = "no test can reach below the blue curve"
+    body.append(f'<text x="{right + 16}" y="{top + 14 + 22 * len(legend) + 8}" fill="{_MUTED}">{note}</text>')
+    return _svg(height, body, "The attacker's trade-off: everything released from this dataset")

@@ -31,6 +31,7 @@ from dpexplorer.release.report_model import (
     Report,
     ReportItem,
     budget_lines,
+    released_risk,
     report_item,
     with_costs,
 )
@@ -247,12 +248,14 @@ def report_of_run(ledger: Ledger, row_id: int) -> Report:
     claim = rows[0].provenance.get("sampling_claim")
     if isinstance(claim, Mapping) and "poisson_rate" in claim:
         plan = [{"sampling": {"rate": claim["poisson_rate"]}}, *plan]
+    lines = budget_lines(budget, before, after)
     return Report(
         dataset=str(run.get("dataset") or f"dataset {fingerprint[:12]}"),
         fingerprint=fingerprint,
         items=items,
         budget=budget,
-        budget_lines=budget_lines(budget, before, after),
+        budget_lines=lines,
         plan=plan,
         ledger_path=os.path.abspath(ledger.path),
+        risk=released_risk(after, budget, lines),
     )

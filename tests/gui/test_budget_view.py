@@ -228,3 +228,23 @@ def test_the_claim_does_not_amplify_under_replacement() -> None:
     result = budget_job(BudgetRequest((item,), (), 2.0, 1e-6, sampling_rate=0.05))
     assert result.guarantees == (release_charge(item, None),)  # the release's own, not amplified
     assert not isinstance(result.guarantees[0], Subsampled)
+
+
+def test_the_ledgers_releases_go_to_the_risk_view_and_leave_with_another_dataset(
+    view: BudgetView, tmp_path: Path, qtbot
+) -> None:  # type: ignore[no-untyped-def]
+    """Issue 44: reading the ledger sends the dataset's released guarantees on (the Risk tab
+    composes them); while another dataset's identity is computed, they are not this one's."""
+    from dpexplorer.release.ledger import Ledger
+
+    sent: list[tuple] = []
+    view.released_changed.connect(sent.append)
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        ledger.set_budget("f" * 64, 2.0, 1e-6, "pld")
+        ledger.charge(
+            "f" * 64, query={"kind": "count"}, mechanism="laplace", parameters={}, guarantee=LaplaceNoise(2.0)
+        )
+        view.load_ledger(ledger, "f" * 64)
+    assert sent[-1] == (LaplaceNoise(2.0),)
+    view.set_identity_note("computing the new file's identity")
+    assert sent[-1] == () and view.table.rowCount() == len(view.plan)

@@ -8,6 +8,7 @@ import json
 import math
 import re
 import xml.etree.ElementTree as ET
+from html import escape as html_escape
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -124,7 +125,7 @@ def test_every_statistic_value_and_epsilon_appears(released: dict) -> None:
     report: Report = released["report"]
     text, svgs = _text(render_html(report))
     numbers = _numbers(text)
-    assert svgs == len(PLAN)
+    assert svgs == len(PLAN) + 1  # and the budget page's trade-off curve
     for item, (prepared, result) in zip(report.items, released["pairs"], strict=True):
         assert item.description[1:] in text  # the heading capitalises the first letter
         for index, label in enumerate(result.labels):  # rounded by the one rule, with intervals
@@ -208,14 +209,17 @@ def test_cli_release_report(tmp_path: Path, qapp: object) -> None:
     token = pdf.name.removeprefix("report-").removesuffix(".pdf")
     assert len(list(out.glob(f"release-*-{token}-*.provenance.json"))) == 2
     text, svgs = _text(pdf.with_suffix(".html").read_text(encoding="utf-8"))
-    assert svgs == 2 and "The sum of income" in text
+    assert svgs == 2 + 1 and "The sum of income" in text  # + the budget page's trade-off curve
 
 
 def test_write_html_is_atomic_and_self_contained(released: dict, tmp_path: Path) -> None:
     path = write_html(released["report"], tmp_path)
     page = path.read_text(encoding="utf-8")
     assert not list(tmp_path.glob(".*tmp*"))
-    assert "http" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    page = page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    # nothing is fetched: the only addresses are the deployments' sources, as links to follow
+    assert not re.search(r"(src|url)\W{0,3}http|<link|<script", page)
+    assert re.sub(r'<a href="https://[^"]*">https://[^<]*</a>', "", page).count("http") == 0
 
 
 def test_group_by_report_shows_the_unit_and_intervals(tmp_path: Path) -> None:
@@ -255,7 +259,8 @@ def test_group_by_report_shows_the_unit_and_intervals(tmp_path: Path) -> None:
     for full, (low, high) in zip(values["values"], intervals, strict=True):
         shown = show(full["value"], (low, high), integral=full["label"].endswith("count (noisy)"))
         assert shown.interval in text  # rounded by the one rule
-    svg = ET.fromstring(page[page.index("<svg") : page.index("</svg>") + 6])
+    start = page.index("<svg", page.index("Statistics</h2>"))  # the budget page has its own plot
+    svg = ET.fromstring(page[start : page.index("</svg>", start) + 6])
     labels = [e.text for e in svg.iter() if e.tag.endswith("text") and e.text and "department" in e.text]
     assert labels == ["department = GP", "department = Cardiology", "department = other"]
 
@@ -308,3 +313,116 @@ def test_group_by_values_are_a_dot_plot_and_helpers_go_to_an_appendix() -> None:
     appendix, _ = _text(_helpers_appendix(report))
     assert "count (noisy)" in appendix and "[110, 130]" in appendix and "[-200, 800]" in appendix
     assert "<circle" in svg_plot(means) and "empty" in svg_plot(means)
+
+
+def _budget_page(page: str) -> str:
+    return page[page.index("<h2>Budget</h2>") : page.index("Statistics</h2>")]
+
+
+def test_the_budget_page_carries_the_risk_of_everything_released(released: dict) -> None:
+    """Issue 44: the trade-off curve of every release the ledger holds for the dataset (as
+    core.tradeoff composes them), its kind, its reading at low false-positive rates and its
+    mu-GDP summary, drawn on the budget page; the plot's curve is the computed one."""
+    from dpexplorer.core.tradeoff import tradeoff_of
+    from dpexplorer.release.report_plots import RISK_PLOT, plots
+
+    report: Report = released["report"]
+    with Ledger(released["root"] / "ledger.sqlite") as ledger:
+        held = [m.guarantee for m in ledger.measurements(report.fingerprint)]
+    expected = tradeoff_of(held)
+    risk = report.risk
+    assert risk is not None and risk.releases == len(PLAN) == len(held)
+    # the discrete Gaussian mean is charged as zCDP, which has no PLD: the other accountants'
+    # profiles bound the curve, and no mu-GDP is claimed
+    assert risk.tradeoff.kind == expected.kind == "lower bound from the accountants' profiles"
+    np.testing.assert_allclose(risk.tradeoff.fnr, expected.fnr, atol=1e-12)
+    assert risk.tradeoff.gdp_mu is None is expected.gdp_mu
+    budget = _budget_page(render_html(report))
+    text, svgs = _text(budget)
+    assert svgs == 1 and "Risk of everything released from this dataset" in text
+    assert f"all {len(PLAN)} release(s)" in text and expected.kind in text
+    for fpr in (0.001, 0.01, 0.1):
+        assert f"{expected.fnr_at(fpr):.3f}" in text
+    assert "No μ-GDP summary" in text
+    # the blue path, mapped back to rates, is the curve (to the drawing's 0.1 px)
+    svg = ET.fromstring(plots(report)[RISK_PLOT])
+    (path,) = [e for e in svg.iter() if e.tag.endswith("path") and e.get("stroke-width") == "2.5"]
+    points = np.array([[float(v) for v in p[1:].split(",")] for p in path.get("d").split()])
+    left, top, right, bottom = 70, 20, 330, 280
+    np.testing.assert_allclose((points[:, 0] - left) / (right - left), expected.fpr, atol=0.1 / 260)
+    np.testing.assert_allclose((bottom - points[:, 1]) / (bottom - top), expected.fnr, atol=0.1 / 260)
+    labels = [e.text for e in svg.iter() if e.tag.endswith("text")]
+    assert "all releases (lower bound)" in labels and "random guessing (nothing learnt)" in labels
+
+
+def test_a_report_of_laplace_releases_gives_their_mu_gdp(released: dict, tmp_path: Path) -> None:
+    """Pure-DP releases compose in the PLD: the budget page gives the sound mu-GDP summary and
+    draws its Gaussian curve (dashed, below the curve)."""
+    from dpexplorer.core.accounting.guarantees import PureDP
+    from dpexplorer.core.tradeoff import tradeoff_of
+
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(PLAN[:2]))
+    argv = [
+        "release",
+        str(plan),
+        "--data",
+        str(released["root"] / "people.csv"),
+        "--out",
+        str(tmp_path / "out"),
+    ]
+    assert main([*argv, "--ledger", str(tmp_path / "l.sqlite"), "--budget-epsilon", "1", "--report"]) == 0
+    (page,) = (tmp_path / "out").glob("report-*.html")
+    text, _ = _text(_budget_page(page.read_text(encoding="utf-8")))
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        (key,) = _keys(ledger)
+        held = [m.guarantee for m in ledger.measurements(key)]
+    assert all(isinstance(g, PureDP) for g in held)
+    expected = tradeoff_of(held)
+    assert expected.gdp_mu is not None and expected.gdp_kind == "upper bound"
+    assert f"μ-GDP with μ = {privacy_number(expected.gdp_mu)} (upper bound" in text
+
+
+def _keys(ledger: Ledger) -> list[str]:
+    import sqlite3
+
+    with sqlite3.connect(ledger.path) as db:
+        return [row[0] for row in db.execute("SELECT DISTINCT fingerprint FROM measurements")]
+
+
+def test_the_budget_page_puts_the_total_among_published_deployments(released: dict) -> None:
+    """Issue 44: every deployment of the shipped file with its source, local and central said,
+    and the dataset's own total (the ledger's accountant, at the budget's delta) in bold."""
+    from dpexplorer.release.deployments import deployments
+
+    report: Report = released["report"]
+    budget = _budget_page(render_html(report))
+    total = report.budget_lines[0].after
+    assert report.budget is not None and total is not None
+    own = f"<b>{privacy_number(total)}, δ = {privacy_number(report.budget.delta)}</b>"
+    assert own in budget and "<b>everything released from this dataset</b>" in budget
+    for d in deployments():
+        assert html_escape(d.name) in budget and f'href="{d.url}"' in budget
+    assert ">local<" in budget and ">central<" in budget and "Units differ" in budget
+    context = budget[budget.index("ε in context") :]
+    rows = re.findall(r'<td class="num" align="right">(?:<b>)?(?:ρ = [\d.]+ \(≈ ε )?([\d.]+)', context)
+    assert len(rows) == len(deployments()) + 1
+    assert [float(r) for r in rows] == sorted(float(r) for r in rows)  # sorted by epsilon
+
+
+def test_the_pdf_budget_page_draws_the_curve(released: dict, qapp: object) -> None:
+    """The PDF draws the trade-off plot as one more image, on the page that says it."""
+    import pypdfium2.raw as raw
+
+    from dpexplorer.report_pdf import write_pdf
+
+    pdf = pdfium.PdfDocument(str(write_pdf(released["report"], released["root"] / "risk.pdf")))
+    pages = [pdf[i] for i in range(len(pdf))]
+    images = [sum(o.type == raw.FPDF_PAGEOBJ_IMAGE for o in page.get_objects()) for page in pages]
+    assert sum(images) == len(PLAN) + 1
+    said = next(
+        i
+        for i, page in enumerate(pages)
+        if "Risk of everything released" in page.get_textpage().get_text_range()
+    )
+    assert images[said] + (images[said + 1] if said + 1 < len(pages) else 0) >= 1

@@ -305,6 +305,21 @@ def configure_plot(plot: pg.PlotItem, x_label: str, y_label: str, *, live: bool 
     return plot
 
 
+def legend_below(plot: pg.PlotWidget, columns: int = 1) -> pg.LegendItem:
+    """Move the plot's legend out of its view box into a row under the bottom axis: it can
+    never cover a curve (row 4 of the PlotItem's layout is free: title, top axis, view, bottom
+    axis take rows 0-3). One column by default: two were wider than a plot at 1280 px with
+    the clipping view's labels."""
+    item = plot.getPlotItem()
+    old = item.legend
+    if old is not None and old.scene() is not None:
+        old.scene().removeItem(old)  # from its view box too (LegendItem.setParentItem(None) raises)
+    legend = pg.LegendItem(colCount=columns)
+    item.layout.addItem(legend, 4, 1)
+    item.legend = legend
+    return legend
+
+
 def set_axis_label(plot: pg.PlotWidget | pg.PlotItem, side: str, text: str) -> None:
     """``plot.setLabel(side, text)`` unless the axis already says it: a new label makes the axis
     lay out and repaint its ticks (1-1.5 ms a frame while a slider moves). The label is then

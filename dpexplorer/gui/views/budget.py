@@ -90,6 +90,8 @@ class BudgetView(View):
     """The plan (a tuple of PlannedMeasurement) after every change, e.g. for sessions."""
     plan_total_changed = Signal(object, float)
     """The guarantees of everything released and planned, and the budget's delta (risk view)."""
+    released_changed = Signal(object)
+    """The guarantees of everything the ledger holds for the dataset (risk view), when read."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("Privacy budget: what is released, what is planned, what is left", parent)
@@ -226,6 +228,7 @@ class BudgetView(View):
 
     def set_released(self, released: Sequence[ReleasedMeasurement]) -> None:
         self._released = tuple(released)
+        self.released_changed.emit(tuple(item.guarantee for item in self._released))
         self._changed()
 
     def set_budget(self, epsilon: float, delta: float, ledger_method: str | None = None) -> None:
@@ -255,6 +258,8 @@ class BudgetView(View):
         there, is being computed or failed; None once it is known (the window then loads it)."""
         self._identity_note = note
         self._show_source()
+        if note is not None and self._released:  # another dataset's releases: not this one's
+            self.set_released(())
 
     def _show_source(self) -> None:
         if self._identity_note is not None:
@@ -279,6 +284,7 @@ class BudgetView(View):
         """Read the dataset's budget and released measurements from a ``release.ledger.Ledger``."""
         budget = ledger.budget(fingerprint)  # type: ignore[attr-defined]
         self._released = released_from_ledger(ledger, fingerprint)
+        self.released_changed.emit(tuple(item.guarantee for item in self._released))
         if budget is not None:
             self.set_budget(budget.epsilon, budget.delta, budget.method)
         else:

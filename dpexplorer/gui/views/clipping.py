@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
@@ -22,7 +21,7 @@ from superqt import QLabeledDoubleRangeSlider
 from dpexplorer.core.clipping import ClippingTradeOff, NoiseModel, trade_off
 from dpexplorer.gui import palette
 from dpexplorer.gui.compute import ComputeService
-from dpexplorer.gui.views.base import BLUE, GREEN, GREY, ORANGE, View, dashed_line, new_plot
+from dpexplorer.gui.views.base import BLUE, GREEN, GREY, ORANGE, View, dashed_line, legend_below, new_plot
 
 JOB = "clipping"
 CLIPPED_KINDS = frozenset({"sum", "mean", "quantile", "trimmed_mean"})
@@ -90,20 +89,6 @@ def job(
         model=model, value=float(values.mean()),
     )  # fmt: skip
     return ClippingResult(tradeoff, statistic, query.column, epsilon, low, high, values.size)
-
-
-def legend_below(plot: pg.PlotWidget) -> pg.LegendItem:
-    """Move the plot's legend out of its view box into a row under the bottom axis: it can
-    never cover a curve (row 4 of the PlotItem's layout is free: title, top axis, view, bottom
-    axis take rows 0-3)."""
-    item = plot.getPlotItem()
-    old = item.legend
-    if old is not None and old.scene() is not None:
-        old.scene().removeItem(old)  # from its view box too (LegendItem.setParentItem(None) raises)
-    legend = pg.LegendItem(colCount=1)  # two columns were wider than a plot at 1280 px
-    item.layout.addItem(legend, 4, 1)
-    item.legend = legend
-    return legend
 
 
 def _positive(values: np.ndarray) -> np.ndarray:
