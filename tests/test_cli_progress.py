@@ -73,9 +73,12 @@ def test_without_a_terminal_each_stage_is_one_line(release, capsys) -> None:
     assert "synthetic records = 100" in captured.out  # stdout as before
 
 
-def test_a_terminal_shows_a_bar_for_each_stage(release, monkeypatch) -> None:
+@pytest.mark.parametrize("size", [(24, 120), (0, 0)], ids=["sized", "unsized"])
+def test_a_terminal_shows_a_bar_for_each_stage(release, monkeypatch, size: tuple[int, int]) -> None:
+    """Sized as a terminal window is, and unsized (0 x 0, as ``script`` makes one when its own
+    input is no terminal: tqdm then hid every bar)."""
     master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", *size, 0, 0))
     received: list[bytes] = []
 
     def drain() -> None:  # a full pty would block the writer

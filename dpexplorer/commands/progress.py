@@ -28,6 +28,8 @@ MEASURED_BAR = "{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}"
 """A stage that reports its share: the share, the bar, the time spent and the time left."""
 TIMED_BAR = "{desc}: {elapsed}"
 """A stage that reports no share: the time spent."""
+UNSIZED = (100, 24)
+"""The columns and rows assumed of a terminal that gives no size."""
 
 
 def delay_s() -> float:
@@ -38,6 +40,14 @@ def delay_s() -> float:
     except ValueError:
         return DELAY_S
     return chosen if chosen >= 0 else DELAY_S
+
+
+def _width(stream: TextIO) -> int:
+    """The terminal's width in columns (0 when it says none)."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        return 0
 
 
 def is_terminal(stream: TextIO) -> bool:
@@ -113,14 +123,16 @@ class _Shown:
             return
         from tqdm import tqdm  # a terminal only: a line needs no library
 
-        shape = MEASURED_BAR if self.measured else TIMED_BAR
+        sized = _width(stream) > 0  # a pseudo-terminal nobody sized says 0 x 0: tqdm drew nothing
         self.bar = tqdm(
             total=STEPS if self.measured else None,
             initial=self.steps,
             desc=self.name,
             file=stream,
-            bar_format=shape,
-            dynamic_ncols=True,
+            bar_format=MEASURED_BAR if self.measured else TIMED_BAR,
+            dynamic_ncols=sized,
+            ncols=None if sized else UNSIZED[0],
+            nrows=None if sized else UNSIZED[1],  # tqdm hides a bar below a screen of 0 rows
             leave=None,  # the outermost stage's bar stays, inner ones go when done
             mininterval=0,
         )
