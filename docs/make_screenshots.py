@@ -125,7 +125,7 @@ def release_card_shots(window: MainWindow, out: Path) -> None:
 
     window.resize(1280, 720)
     panel = window.query_panel
-    panel.select_kind("group_mean", "age")  # by sex: Female, Male and the empty group 'other'
+    panel.select_kind("group_mean", "age")  # by sex: Female, Male and the empty group '(any other)'
     panel.group1.setCurrentText("sex")
     panel.emit_query()
     wait(window)

@@ -16,6 +16,10 @@ _SANDBOX = tempfile.mkdtemp(prefix="dpexplorer-tests-")
 os.environ["XDG_CONFIG_HOME"] = os.path.join(_SANDBOX, "config")
 os.environ["XDG_DATA_HOME"] = os.path.join(_SANDBOX, "data")
 os.environ.setdefault("MPLBACKEND", "Agg")
+# The command line's progress (dpexplorer/commands/progress.py) shows a stage that runs over 2 s:
+# on a loaded machine any could, and the tests that read stderr line by line would see it. Off
+# here and in the CLI's child processes; tests/test_cli_progress.py turns it on.
+os.environ["DPEXPLORER_PROGRESS_DELAY"] = "inf"
 
 import pytest  # noqa: E402
 

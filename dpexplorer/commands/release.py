@@ -13,9 +13,11 @@ it, or uses a fact neither declares, is refused before the data are opened.
 The whole plan is validated first (file, every query, mechanism and parameter, an exact release
 path for each, the output directory, and the plan's total against the remaining budget);
 nothing is charged unless all of it passes. Then each entry is charged, drawn and written, with
-one line per entry on stdout as it goes. Exit codes (:mod:`dpexplorer.commands.errors`): 0 done,
-2 bad input, 3 refused by the budget, 4 an entry was charged but not released, 130
-interrupted; errors are one line on stderr."""
+one line per entry on stdout as it goes. A step that runs longer than about two seconds (reading
+the file, the plan's answers, a synthetic table's fits, PMW, Spark) shows its progress on stderr:
+a bar on a terminal, one line a stage otherwise (:mod:`dpexplorer.commands.progress`). Exit
+codes (:mod:`dpexplorer.commands.errors`): 0 done, 2 bad input, 3 refused by the budget, 4 an
+entry was charged but not released, 130 interrupted; errors are one line on stderr."""
 
 from __future__ import annotations
 
@@ -35,7 +37,9 @@ from dpexplorer.commands.errors import (
     EXIT_REFUSED,
     fail,
 )
+from dpexplorer.commands.progress import CommandProgress
 from dpexplorer.core.errors import DPExplorerError
+from dpexplorer.core.stages import reporting, stage
 from dpexplorer.release.plan_run import (  # the release layer's: the API and the window read plans too
     PlanError,
     read_plan_file,
@@ -158,16 +162,23 @@ def _prepare_all(
     entries, rate = plan
     ci_level = _number("ci-level", args.ci_level)
     assert ci_level is not None  # the option has a default
-    return prepare_plan(
-        dataset,
-        entries,
-        rate,
-        ledger,
-        ci_level=ci_level,
-        dataset_name=args.dataset,
-        on_prepared=_Progress(),
-        codebook=codebook,
-    )
+    lines = _Progress()
+    with stage("checking the plan and computing its answers (nothing charged yet)") as report:
+
+        def prepared(number: int, total: int) -> None:
+            lines(number, total)
+            report(number / total)
+
+        return prepare_plan(
+            dataset,
+            entries,
+            rate,
+            ledger,
+            ci_level=ci_level,
+            dataset_name=args.dataset,
+            on_prepared=prepared,
+            codebook=codebook,
+        )
 
 
 class _Progress:
@@ -249,11 +260,13 @@ def _release_all(
         import dpexplorer.data.engine
         import dpexplorer.release.release  # noqa: F401
 
-        dataset = opening.result()
+        with stage(f"reading {Path(args.data).name}", measured=False):
+            dataset = opening.result()
     else:
         from dpexplorer.data.engine import open_dataset
 
-        dataset = open_dataset(args.data, args.engine, spark_master=args.spark_master)
+        with stage(f"starting Spark and opening {args.data}", measured=False):
+            dataset = open_dataset(args.data, args.engine, spark_master=args.spark_master)
     for warning in getattr(dataset, "warnings", ()):
         print(
             f"dpexplorer release: note: {Path(args.data).name}: {' '.join(warning.split())}", file=sys.stderr
@@ -379,7 +392,8 @@ def run(args: argparse.Namespace) -> int:
 
     progress: dict[str, Any] = {"total": 0, "released": 0}
     try:
-        return _release_all(args, plan, progress, opening, codebook)
+        with reporting(CommandProgress("dpexplorer release")):
+            return _release_all(args, plan, progress, opening, codebook)
     except ReleaseFailedError as exc:
         done = f"{progress['released']} of {progress['total']} entries were released before it"
         code = EXIT_INTERRUPTED if exc.interrupted else EXIT_NOT_RELEASED

@@ -58,7 +58,7 @@ DENSE_LIMIT = 1 << 16
 class MarginalInput:
     """The marginals of a table over a public, discretised domain (one per candidate clique).
 
-    ``labels[i]`` are column i's public cells (declared categories plus "other", or declared bins
+    ``labels[i]`` are column i's public cells (declared categories plus "(any other)", or declared bins
     plus "missing"); ``marginals_d[clique]`` the integer counts of D over the clique's cells,
     row-major in the order of its columns, for every clique MST and AIM may measure
     (:func:`candidate_cliques`). ``sensitivity_l1`` and ``sensitivity_l2_squared`` are the

@@ -158,7 +158,7 @@ def cell_counts(dataset: Any, axes: tuple[Axis, ...]) -> np.ndarray:
 
 
 def _category_counts(dataset: Any, query: ArgMax | TopK) -> np.ndarray:
-    """Rows per declared category (the histogram over them without its "other" cell)."""
+    """Rows per declared category (the histogram over them without its "(any other)" cell)."""
     return cell_counts(dataset, (Axis(query.column, categories=query.categories),))[:-1]
 
 

@@ -37,10 +37,15 @@ from dpexplorer.data.validation import (
     require_int64,
 )
 
-OTHER = "other"
+OTHER = "(any other)"
+"""The catch-all cell of declared categories: every value none of them matches, missing values
+included. Named in parentheses so that it cannot be read as a category of the data (Adult's
+race has its own "Other"); until issue 41 it was "other" (:data:`OLD_OTHER`)."""
+OLD_OTHER = "other"
+"""The catch-all cell's name before issue 41, as released files written then spell it."""
 MISSING = "missing"
 MAX_CELLS = 1_000_000
-"""The most cells one axis may have (its categories and "other", or its bins and "missing"),
+"""The most cells one axis may have (its categories and "(any other)", or its bins and "missing"),
 and one histogram or marginal: each cell's count, noise and label are held in memory. Checked on
 the number declared, before any category is read."""
 
@@ -50,8 +55,9 @@ def check_categories(
 ) -> tuple[Reading, ...]:
     """The categories' readings under the per-cell rule (:func:`~dpexplorer.data.conditions.reading`;
     none with ``exact_text``); DataError unless there are 1 to ``MAX_CELLS - 1`` of them (refused
-    on their number alone, before any is read) and no two match the same cells (the same value,
-    or, unless ``exact_text``, the same reading: ``3`` and ``"3.0"``). Time linear in their number."""
+    on their number alone, before any is read), no two match the same cells (the same value,
+    or, unless ``exact_text``, the same reading: ``3`` and ``"3.0"``) and, unless ``exact_text``,
+    none is :data:`OTHER` (its label would be the catch-all's). Time linear in their number."""
     require(len(categories) >= 1, f"declare at least one category of {column!r}")
     require(
         len(categories) < MAX_CELLS,
@@ -62,6 +68,11 @@ def check_categories(
     require(len(set(categories)) == len(categories), f"the categories of {column!r} repeat a value")
     if exact_text:
         return ()
+    require(
+        OTHER not in categories,
+        f"{column!r} declares the category {OTHER!r}, the name of the cell that holds every value "
+        "no declared category matches: leave it out (its rows are counted there)",
+    )
     read = read_values(categories, f"the category of {column!r}")
     require(
         len(set(read)) == len(read),
@@ -96,8 +107,8 @@ def _category_keys(read: Sequence[Reading]) -> list[str]:
 
 @dataclass(frozen=True)
 class Axis:
-    """A discretised column: declared ``categories`` (plus "other", which also holds missing
-    values) or numeric bin ``edges`` [e0, e1), ..., [e_{k-1}, e_k] (values outside are put in the
+    """A discretised column: declared ``categories`` (plus :data:`OTHER`, which also holds
+    missing values) or numeric bin ``edges`` [e0, e1), ..., [e_{k-1}, e_k] (values outside are put in the
     first/last bin; missing values in a "missing" cell). A cell falls in the first category it
     equals by the per-cell rule (module docstring), or, with ``exact_text``, the category that is
     exactly its text as loaded (the keys a private key selection resolved from the values that
@@ -170,7 +181,7 @@ class Axis:
         ``replace_strict`` held the column). A cell equals at most one category by the per-cell
         rule, the one whose key it has (a number spells no day and a text category no number), so
         this is the cell of :func:`~dpexplorer.data.conditions.equal_to`, category by category;
-        no match, missing included, is "other". With ``exact_text``: the cell's text itself."""
+        no match, missing included, is :data:`OTHER`. With ``exact_text``: the cell's text itself."""
         c = pl.col(self.column)
         if self.categories is not None:
             if self.exact_text:
@@ -188,7 +199,7 @@ class Axis:
 
     def describe(self) -> str:
         if self.categories is not None:
-            return f"{self.column} in {{{listed(self.categories)}, other}}"
+            return f"{self.column} in {{{listed(self.categories)}, {OTHER}}}"
         e = self.edges or (0.0,)
         return f"{self.column} in {len(e) - 1} bins from {fmt(e[0])} to {fmt(e[-1])}"
 
@@ -211,7 +222,7 @@ def axis_from_dict(d: Mapping[str, Any]) -> Axis:
 
 @dataclass(frozen=True)
 class Histogram:
-    """Counts of a categorical column over declared categories plus "other", or of a numeric
+    """Counts of a categorical column over declared categories plus "(any other)", or of a numeric
     column over bins (see :class:`Axis`). Vector-valued: one count per cell."""
 
     axis: Axis

@@ -1,7 +1,7 @@
 """The query of synthetic data over marginals (MST, AIM): chosen columns on a public domain, a
 workload of marginals, an optional privacy unit; and its input, counted through the engine.
 
-Every column is an :class:`~dpexplorer.data.queries.Axis`: declared categories (plus "other",
+Every column is an :class:`~dpexplorer.data.queries.Axis`: declared categories (plus "(any other)",
 which holds missing values) or declared numeric bins (plus "missing"). The domain is then
 public, like the categories of a histogram. The engine counts each marginal as a
 :class:`~dpexplorer.data.engine.CellCounts` request (after the privacy unit's

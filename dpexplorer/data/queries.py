@@ -13,7 +13,7 @@ data); conditions are in :mod:`~dpexplorer.data.conditions`, categories and bins
 
 Missing values: a comparison is false on a missing value; numeric statistics count a missing
 value as the midpoint (lower + upper) / 2 of the declared bounds (a fixed in-range value, so every
-sensitivity below stays exact); a categorical histogram counts it under "other"."""
+sensitivity below stays exact); a categorical histogram counts it under "(any other)"."""
 
 from __future__ import annotations
 
@@ -312,7 +312,7 @@ class PrivateKeys:
 class GroupBy:
     """A statistic (``count``, or ``sum`` / ``mean`` / ``quantile`` of ``column`` clipped to
     [lower, upper]) in every group of up to two declared key axes (:class:`Axis`: categories plus
-    "other", or bins; no axis: one group of all rows). The keys are declared, so public: every
+    "(any other)", or bins; no axis: one group of all rows). The keys are declared, so public: every
     group is released, empty or not. One row lies in exactly one group, so the groups compose in
     parallel (McSherry 2009, Theorem 4). With a :class:`PrivacyUnit`, each person's rows are
     bounded first."""

@@ -52,6 +52,7 @@ class AttackViews(QObject):
             if page in self._pending:
                 view.set_settings(self._pending.pop(page))
         rec = self.views["reconstruction"]
+        rec.run.bind(window.compute, JOB_PREFIX + "reconstruction")  # type: ignore[attr-defined]
         rec.run_requested.connect(lambda: self._changed("reconstruction"))  # type: ignore[attr-defined]
         rec.cancel_requested.connect(lambda: window.compute.cancel(JOB_PREFIX + "reconstruction"))  # type: ignore[attr-defined]
         window.tabs.insertTab(window.tabs.indexOf(window.dataset_view), self.tab, "Attacks")
@@ -61,8 +62,6 @@ class AttackViews(QObject):
         self.tab.currentChanged.connect(lambda _i: self.submit_visible())
         window.compute.finished.connect(self._on_result)
         window.compute.failed.connect(self._on_failure)
-        window.compute.progress.connect(self._on_progress)
-        window.compute.cancelled.connect(self._on_cancelled)
         self.submit_visible()
 
     def page_view(self, page: str) -> AttackView | None:
@@ -129,13 +128,3 @@ class AttackViews(QObject):
         view = self._view(job)
         if view is not None:
             view.show_error(message)
-
-    def _on_progress(self, job: str, fraction: float) -> None:
-        view = self._view(job)
-        if view is not None and hasattr(view, "set_progress"):
-            view.set_progress(fraction)
-
-    def _on_cancelled(self, job: str) -> None:
-        view = self._view(job)
-        if view is not None and hasattr(view, "run"):
-            view.run.idle(view.run.cancelled)

@@ -14,7 +14,8 @@ from PySide6.QtWidgets import QDoubleSpinBox, QFormLayout, QLabel, QSpinBox, QWi
 from dpexplorer.gui.compute import ComputeService
 from dpexplorer.gui.private_estimate import PrivateEstimateDialog
 
-JOB = "private-bounds"
+JOB = "release-private-bounds"
+"""A release (it charges the ledger): the window's Esc never cancels it (MainWindow.cancel_jobs)."""
 
 
 def release_private_bounds(

@@ -15,7 +15,8 @@ from dpexplorer.gui.compute import ComputeService
 from dpexplorer.gui.private_estimate import PrivateEstimateDialog
 from dpexplorer.gui.query_groups import KEY_DELTAS
 
-JOB = "private-categories"
+JOB = "release-private-categories"
+"""A release (it charges the ledger): the window's Esc never cancels it (MainWindow.cancel_jobs)."""
 
 
 def release_private_categories(

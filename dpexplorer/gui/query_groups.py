@@ -70,7 +70,7 @@ class GroupControls:
             "never taken from the data (while none are declared the views explore with its most "
             "common values, observed: not public, and Release is refused)."
         )
-        self.group2.setToolTip("A second key (optional): its categories in the codebook, plus 'other'")
+        self.group2.setToolTip("A second key (optional): its categories in the codebook, plus '(any other)'")
         self.unit = shortened(QComboBox())
         self.unit.setToolTip(
             "The privacy unit: the column that identifies a person (or household, patient...). "

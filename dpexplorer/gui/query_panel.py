@@ -607,7 +607,7 @@ class QueryPanel(GroupControls, DeclaredFacts, QGroupBox):
         """A synthetic table's column on its domain in the codebook: a number column on its
         declared edges, else on its declared categories (coded values), else on ``bins`` equal
         bins over its declared bounds; another column on its declared categories (each with
-        its "other" and "missing" cells). Where the codebook has none, the data's own range or
+        its "(any other)" and "missing" cells). Where the codebook has none, the data's own range or
         commonest values, for exploration only (recorded in :attr:`observed`)."""
         if self.kinds.get(column) == "numeric":
             if edges_of(self.codebook, column) is None and categories_of(self.codebook, column) is not None:

@@ -73,9 +73,9 @@ class Workspace(QObject):
         self.risk_view.job_requested.connect(lambda req: self.compute.submit(RISK_JOB, risk_job, req))
         for job in RUN_JOBS:
             view = self._runner(job)
+            view.controls.bind(self.compute, job)  # progress, and idle when anyone cancels it
             view.run_requested.connect(lambda job=job: self._run(job))
             view.cancel_requested.connect(lambda job=job: self.compute.cancel(job))
-        self.compute.progress.connect(self._on_progress)
         self.compute.finished.connect(self._on_result)
         self.compute.failed.connect(self._on_failure)
 
@@ -83,9 +83,7 @@ class Workspace(QObject):
     def update(self, mechanism: Mechanism, params: dict[str, Any], query: QueryInput, seed: int) -> None:
         """The explorer's mechanism, parameters or query changed: refresh what depends on it."""
         for job in RUN_JOBS:
-            if job in self.compute.pending_views():
-                self.compute.cancel(job)
-                self._runner(job).run_cancelled()
+            self.compute.cancel(job)  # its controls go to rest (bound in _wire)
         self.current = (mechanism, params, query, seed)
         self._show_specific(mechanism.name)
         self.compute.cancel(SPECIFIC_JOB)
@@ -138,10 +136,6 @@ class Workspace(QObject):
             self.compute.cancel(job)
 
     # ------------------------------------------------------------------ results
-    def _on_progress(self, view: str, fraction: float) -> None:
-        if view in RUN_JOBS:
-            self._runner(view).set_progress(fraction)
-
     def _delivered_to(self, view: str) -> View | None:
         """The view a job's result or failure goes to (a long run's view excepted: see
         :meth:`_runner`); None when no view takes it now."""

@@ -240,7 +240,7 @@ def _bounds_words(query: Mapping[str, Any], quote: Quote, facts: Sequence[Mappin
         elif axis.get("categories") is not None:
             parts.append(
                 f"{quote.code(axis['column'])} has {len(axis['categories'])} declared categories "
-                f"(every one released, with 'other' for the rest), "
+                f"(every one released, with '(any other)' for the rest), "
                 f"{_origin_words(facts, axis['column'], 'categories', quote)}"
             )
     private = query.get("private_keys")

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from dpexplorer.core.errors import DPExplorerError
+from dpexplorer.core.stages import stage, within
 from dpexplorer.data.json_files import read_json_file
 
 MAX_PLAN_BYTES = 64 << 20
@@ -301,7 +302,9 @@ def release_prepared(
     for number, item in enumerate(prepared, start=1):
         if isinstance(item, PreparedRelease):  # not a synthetic table (entry kind "synthetic")
             item = with_released_total(item, released)
-        result = execute(item, ledger=ledger, out_dir=out_dir, directory_checked=True)
+        drawing = stage(f"{item.mechanism} (charged): drawing and writing", measured=False)
+        with within(f"entry {number} of {len(prepared)}"), drawing:
+            result = execute(item, ledger=ledger, out_dir=out_dir, directory_checked=True)
         released.append((item, result))
         if on_release is not None:
             on_release(number, item, result)

@@ -26,13 +26,15 @@ the true (clipped) answer satisfies every constraint imposed:
 
 * ``clamp_to_range`` (default true): a statistic with a declared range (a mean, a quantile, a
   trimmed mean, a variance, by group too; PMW's and MWEM's fractions of rows: [0, 1]) is
-  clamped to it, and its interval intersected with it
-  (the true clipped answer lies in the range, so the interval covers exactly when it did); an
-  interval the intersection leaves equal to the whole range is of kind "range" (issue 41: no
-  estimate better than the declared range, and said so);
+  clamped to it, and its interval moved with the value onto the range and intersected with it
+  (:func:`clamped`: it holds the interval's own intersection with the range, and the true
+  clipped answer lies in the range, so it covers at least when the interval did); an interval
+  that ends equal to the whole range is of kind "range" (issue 41: no estimate better than the
+  declared range, and said so);
 * ``non_negative`` (default true): a count (a count, a histogram's bins, a count by group, a
   noisy mean's noisy count, MST's and AIM's noisy marginal counts) below zero is published as
-  zero, its interval cut at zero;
+  zero, its interval moved with it and cut at zero (:func:`clamped`: a Laplace count at ε = 1
+  drawn at -7 reads 0 [0, 3], never 0 [0, 0], which no draw of the noise supports);
 * ``integer`` (default false): counts rounded to whole numbers, intervals outward to whole
   numbers (a true count is whole);
 * ``empty_groups`` (default true): by group, with a noisy count per group (noisy_mean,
@@ -217,6 +219,23 @@ def _cut(interval: tuple[float, float], low: float, high: float) -> tuple[float,
     return a, b
 
 
+def clamped(
+    value: float, interval: tuple[float, float] | None, low: float, high: float
+) -> tuple[float, tuple[float, float] | None]:
+    """``value`` clamped to [low, high] and its interval: the interval moved with the value
+    (the same distances below and above it), joined with the interval itself, then cut to
+    [low, high]. Guaranteed: it contains ``interval`` cut to [low, high], so it covers the true
+    (clipped) answer, which lies in [low, high], whenever ``interval`` did (a plain cut would
+    cover as often, but a noisy count far below zero made it [0, 0]: certainty the noise never
+    gives). A value inside [low, high] keeps its interval's cut unchanged."""
+    v = min(max(value, low), high)
+    if interval is None:
+        return v, None
+    shift = v - value
+    moved = (min(interval[0], interval[0] + shift), max(interval[1], interval[1] + shift))
+    return v, _cut(moved, low, high)
+
+
 def publish(
     drawn: Drawn,
     *,
@@ -247,15 +266,13 @@ def publish(
         ranged = span is not None and not _is_helper(labels[i])
         acted["clamp_to_range"] = acted.get("clamp_to_range", False) or ranged
         if chosen["clamp_to_range"] and span is not None and ranged:
-            v = min(max(v, span[0]), span[1])
-            ci = None if ci is None else _cut(ci, *span)
+            v, ci = clamped(v, ci, *span)
             if ci == span and kinds[i] == "noise":  # the clamp filled the range: no estimate in it
                 kinds[i] = "range"
         if _is_count(labels[i], statistic):
             acted["non_negative"] = acted["integer"] = True
             if chosen["non_negative"]:
-                v = max(v, 0.0)
-                ci = None if ci is None else _cut(ci, 0.0, math.inf)
+                v, ci = clamped(v, ci, 0.0, math.inf)
             if chosen["integer"]:
                 v = float(round(v))
                 ci = None if ci is None else (float(math.floor(ci[0])), float(math.ceil(ci[1])))

@@ -34,8 +34,10 @@ from typing import Any
 
 import numpy as np
 
+from dpexplorer.core.cancel import ProgressFn
 from dpexplorer.core.mechanisms.base import WorkloadInput
 from dpexplorer.core.mechanisms.pmw import dense_workload
+from dpexplorer.core.stages import stage
 from dpexplorer.release import samplers
 from dpexplorer.release.exact import (
     BOTTOM,
@@ -174,7 +176,8 @@ def pmw_release(query: WorkloadInput, params: Mapping[str, Any]) -> ExactRelease
             answer_noise_scale_grid_units=answer_noise.describe(),
         )
         noises = (tests.rho, tests.nu, answer_noise)
-        return _pmw_transcript(workload, tests.grid, noises, tests.threshold, eta, limit, bits)
+        with stage("PMW: answering the workload's queries") as report:
+            return _pmw_transcript(workload, tests.grid, noises, tests.threshold, eta, limit, bits, report)
 
     sampler = "PMW (NumericSparse) with discrete Laplace noises (CKS 2020 Algorithm 2) on a grid"
     return _over_workload(epsilon, query, rows, sampler, draw, facts)
@@ -188,8 +191,10 @@ def _pmw_transcript(
     eta: float,
     limit: int,
     bits: BitSource,
+    progress: ProgressFn | None = None,
 ) -> list[Value]:
-    """One PMW run on the grid (the multiplicative update is post-processing, floats allowed)."""
+    """One PMW run on the grid (the multiplicative update is post-processing, floats allowed);
+    ``progress`` hears the share of the queries answered."""
     rho, nu, answer_noise = noises
     spacing = float(grid.spacing)
     distribution = np.full(workload.shape[1], 1.0 / workload.shape[1])
@@ -198,7 +203,10 @@ def _pmw_transcript(
     tests = nu(bits, len(grid.centres)).tolist()
     out: list[Value] = []
     updates, noisy = 0, next(thresholds)
+    every = max(1, len(grid.centres) // 200)
     for i, centre in enumerate(grid.centres):
+        if progress is not None and i % every == 0:
+            progress(i / len(grid.centres))
         if updates >= limit:
             out.append(BOTTOM)
             continue

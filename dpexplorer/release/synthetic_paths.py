@@ -47,6 +47,7 @@ from dpexplorer.core.mechanisms.base import Mechanism, WorkloadInput
 from dpexplorer.core.mechanisms.blr import BLR, ErrorLevels
 from dpexplorer.core.mechanisms.mwem import mw_update
 from dpexplorer.core.mechanisms.pmw import workload_answers
+from dpexplorer.core.stages import stage
 from dpexplorer.release import samplers
 from dpexplorer.release.exact import ExactRelease, discrete_scale, finite_fractions
 from dpexplorer.release.lazy import Bounds, fraction_bounds, pick_index, rational
@@ -107,7 +108,11 @@ def blr_release(
     levels = ErrorLevels(query, m)
     epsilon = float(params["epsilon"])
     c = levels.exponent(epsilon)
-    counts = cache(levels.counts)  # one pass, shared by repeated draws of this release
+
+    @cache
+    def counts() -> dict[int, int]:  # one pass, shared by repeated draws of this release
+        with stage("BLR: scoring every candidate synthetic dataset") as report:
+            return levels.counts(progress=report)
 
     def draw(bits: BitSource) -> np.ndarray:
         by_level = counts()
@@ -212,11 +217,13 @@ def mwem_release(
         current, total = np.full(cells, 1.0 / cells), np.zeros(cells)
         selected: list[int] = []
         measured: list[float] = []
-        for _ in range(rounds):
-            selected.append(steps.select(workload_answers(query.workload, current), bits))
-            measured.append(float(steps.measure(selected[-1], bits)))
-            current = mw_update(query.workload, current, np.array(selected), np.array(measured))
-            total += current
+        with stage("MWEM: selecting and measuring queries, round by round") as report:
+            for r in range(rounds):
+                report(r / rounds)
+                selected.append(steps.select(workload_answers(query.workload, current), bits))
+                measured.append(float(steps.measure(selected[-1], bits)))
+                current = mw_update(query.workload, current, np.array(selected), np.array(measured))
+                total += current
         return total / rounds
 
     provenance = {

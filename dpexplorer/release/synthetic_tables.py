@@ -51,6 +51,8 @@ from dpexplorer.core.marginals import MarginalInput, Transcript, choose_estimato
 from dpexplorer.core.mechanisms import registry
 from dpexplorer.core.mechanisms.base import Mechanism
 from dpexplorer.core.mechanisms.mst import MarginalMechanism, check_input
+from dpexplorer.core.mechanisms.runs import Job
+from dpexplorer.core.stages import stage
 from dpexplorer.release import samplers
 from dpexplorer.release.charge import Charged, check_provenance, execute, provenance
 from dpexplorer.release.exact import ExactRelease, Value
@@ -131,7 +133,8 @@ def marginal_release(
     facts: dict[str, Any] = {}
 
     def draw(bits: BitSource) -> list[Value]:
-        transcript = chosen.steps(params, query, ExactSteps(bits))
+        with stage(f"{chosen.name.upper()}: choosing and measuring the marginals") as report:
+            transcript = chosen.steps(params, query, ExactSteps(bits), Job(None, report))
         facts.clear()
         facts.update(transcript.describe(query))
         facts["labels"] = [
@@ -359,7 +362,8 @@ def _run_and_write(
     source = bits if bits is not None else default_bit_source()
     query, params = prepared.input, prepared.parameters
     mechanism = _checked(registry.get(prepared.mechanism), params, query)
-    transcript: Transcript = mechanism.steps(params, query, ExactSteps(source))
+    with stage(f"{mechanism.name.upper()}: choosing and measuring the marginals") as report:
+        transcript: Transcript = mechanism.steps(params, query, ExactSteps(source), Job(None, report))
     prepared.exact.dp_outputs.clear()
     prepared.exact.dp_outputs.update(transcript.describe(query))
     prepared.exact.dp_outputs["selected"] = [  # chosen by the exponential mechanism
@@ -368,7 +372,8 @@ def _run_and_write(
     seed = int.from_bytes(np.asarray(source.words(4), dtype=np.uint64).tobytes(), "little")
     rng = np.random.Generator(np.random.PCG64(seed))
     fit = fitter(query, str(params["estimator"]), int(params["iterations"]))
-    result = synthesise(query, transcript, fit, int(params["rows"]), rng)
+    with stage(f"{mechanism.name.upper()}: fitting the model and drawing the records", measured=False):
+        result = synthesise(query, transcript, fit, int(params["rows"]), rng)
     table = pl.DataFrame(result.table(query))
     records: dict[str, str | bytes] = {}
     if "csv" in prepared.formats:

@@ -84,7 +84,7 @@ def test_median_input_carries_sorted_values(adult):
 
 def test_histogram_selection_and_workload(adult):
     h = query_input(adult, Histogram(Axis("sex", categories=("Male", "Female"))), "replace")
-    assert h.labels == ("Male", "Female", "other") and h.value_d.sum() == 48_842
+    assert h.labels == ("Male", "Female", "(any other)") and h.value_d.sum() == 48_842
     assert np.abs(h.value_d - h.value_d_prime).sum() == h.sensitivity_l1 == 2.0
     s = query_input(adult, ArgMax("occupation", OCCUPATIONS), "replace")
     assert isinstance(s, SelectionInput) and not s.monotone and s.sensitivity == 1.0

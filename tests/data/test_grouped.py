@@ -107,7 +107,7 @@ def test_answers_and_neighbour_match_a_direct_computation(statistic: str, tmp_pa
     for relation in ("add_remove", "replace"):
         inp = query_input(dataset, query, relation)
         assert np.allclose(inp.value_d, expected)
-        assert inp.labels == ("g = a", "g = b", "g = other")
+        assert inp.labels == ("g = a", "g = b", "g = (any other)")
         changed = np.flatnonzero(inp.value_d != inp.value_d_prime)
         assert 1 <= changed.size <= (1 if relation == "add_remove" else 2)
         assert np.abs(inp.value_d - inp.value_d_prime).sum() <= inp.sensitivity_l1 + 1e-12

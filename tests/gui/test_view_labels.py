@@ -48,7 +48,7 @@ def _mean_by_sex(qtbot, window):
 def test_group_by_point_masses_stand_at_the_bounds_and_no_label_overlaps(qtbot, window):
     view = _mean_by_sex(qtbot, window)
     masses = view.result.output.point_masses
-    assert {m.at for m in masses} == {17.0, 90.0}, "the empty group 'other': both clamps carry mass"
+    assert {m.at for m in masses} == {17.0, 90.0}, "the empty group '(any other)': both clamps carry mass"
     stems = [s for s in view._pools["stem"] if s.isVisible()]
     xs = sorted(float(s.opts["x"][0]) for s in stems)
     left, right = view.outputs.getViewBox().viewRange()[0]

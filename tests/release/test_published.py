@@ -290,3 +290,65 @@ def test_an_interval_the_clamp_fills_is_of_kind_declared_range() -> None:
 
     assert publish(drawn((-30.0, 178.0))).kinds == ("range",)
     assert publish(drawn((60.0, 120.0))).kinds == ("noise",)
+
+
+def test_a_count_drawn_below_zero_keeps_the_noise_width_not_a_point() -> None:
+    """Issue 41: a Laplace count at ε = 1 (95 % half-width ln 20 ≈ 3.0) drawn at -7 was
+    published 0 [0, 0], a certainty no draw of the noise gives; now 0 [0, 3]: the interval
+    moved with the value to zero, cut at zero. A count drawn at -1 keeps its reach above too
+    ([0, 3], not [0, 2]); one drawn at 5 is unchanged."""
+    half = math.log(20.0)
+    facts = {"statistic": "count", "output_range": [0.0, None]}
+
+    def published(value: float) -> tuple[float, tuple[float, float]]:
+        drawn = Drawn(
+            "laplace",
+            facts,
+            provenance={},
+            dp_outputs={},
+            labels=("count",),
+            values=[value],
+            noise=[(value - half, value + half)],
+        )
+        result = publish(drawn)
+        return result.values[0], result.intervals[0]  # type: ignore[return-value]
+
+    assert published(-7.0) == (0.0, (0.0, pytest.approx(half)))
+    assert published(-1.0) == (0.0, (0.0, pytest.approx(half)))
+    assert published(5.0) == (5.0, (5.0 - half, 5.0 + half))
+
+
+def test_a_mean_clamped_to_its_range_keeps_the_noise_width_inside_it() -> None:
+    """A mean drawn at 120 above its range [17, 90] with ±16 of noise: 90 [74, 90], not 90 [90, 90];
+    one whose moved interval reaches past the whole range is of kind "range"."""
+    facts = {"statistic": "mean", "output_range": [17.0, 90.0]}
+
+    def drawn(value: float, half: float) -> Drawn:
+        return Drawn(
+            "laplace",
+            facts,
+            provenance={},
+            dp_outputs={},
+            labels=("mean",),
+            values=[value],
+            noise=[(value - half, value + half)],
+        )
+
+    result = publish(drawn(120.0, 16.0))
+    assert result.values == (90.0,) and result.intervals == ((74.0, 90.0),) and result.kinds == ("noise",)
+    assert publish(drawn(200.0, 80.0)).kinds == ("range",)
+
+
+def test_clamped_intervals_cover_at_least_as_often_as_the_cut() -> None:
+    """The moved interval holds the plain cut (so it covers whenever the cut did) and the value,
+    and is never narrower than the noise's half-width: 500 random counts around zero."""
+    from dpexplorer.release.published import _cut, clamped
+
+    rng = np.random.default_rng(5)
+    for value in rng.normal(0.0, 5.0, 500):
+        half = float(rng.uniform(0.1, 6.0))
+        interval = (value - half, value + half)
+        v, ci = clamped(float(value), interval, 0.0, math.inf)
+        cut = _cut(interval, 0.0, math.inf)
+        assert ci is not None and ci[0] <= cut[0] and cut[1] <= ci[1] and ci[0] <= v <= ci[1]
+        assert ci[1] - ci[0] >= half * (1 - 1e-12)  # never a point at zero

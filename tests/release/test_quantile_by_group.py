@@ -179,7 +179,7 @@ def test_quantile_by_group_from_the_cli(tmp_path) -> None:
     (csv,) = out.glob("*.csv")
     header, *rows = [line.split(",") for line in csv.read_text().splitlines()]
     assert header[:3] == ["race", "label", "value"]
-    assert [r[0] for r in rows] == [*races, "other"]
+    assert [r[0] for r in rows] == [*races, "(any other)"]
     released = np.array([float(r[2]) for r in rows])  # rounded to the declared range's unit
     assert (
         np.allclose(released, np.round(released), atol=1e-9) and ((released >= 17) & (released <= 90)).all()

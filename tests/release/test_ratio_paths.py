@@ -154,7 +154,7 @@ def test_group_mean_with_a_privacy_unit_from_the_cli(tmp_path) -> None:
     header, *rows = [line.split(",") for line in csv.read_text().splitlines()]
     assert header == ["department", "label", "value", "ci_low", "ci_high", "interval"]
     means = [r for r in rows if r[1] == "mean"]
-    assert [r[0] for r in means] == ["GP", "Cardiology", "Orthopaedics", "Dermatology", "other"]
+    assert [r[0] for r in means] == ["GP", "Cardiology", "Orthopaedics", "Dermatology", "(any other)"]
     for key, _label, value, low, high, _kind in means:
         if value == "empty":  # the group's noisy count fell below one row (empty_groups, the default)
             assert (low, high) == ("", ""), key

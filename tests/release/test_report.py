@@ -262,7 +262,7 @@ def test_group_by_report_shows_the_unit_and_intervals(tmp_path: Path) -> None:
     start = page.index("<svg", page.index("Statistics</h2>"))  # the budget page has its own plot
     svg = ET.fromstring(page[start : page.index("</svg>", start) + 6])
     labels = [e.text for e in svg.iter() if e.tag.endswith("text") and e.text and "department" in e.text]
-    assert labels == ["department = GP", "department = Cardiology", "department = other"]
+    assert labels == ["department = GP", "department = Cardiology", "department = (any other)"]
 
 
 def test_a_mean_plots_only_the_mean_not_its_helper_sums_and_counts() -> None:

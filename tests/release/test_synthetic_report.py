@@ -185,7 +185,7 @@ def test_the_provenance_lists_domain_workload_selection_estimator_and_seed_polic
         result = execute(prepared, ledger=ledger, out_dir=tmp_path / "out", bits=SeededBitSource(6))
     sidecar = json.loads(result.files["provenance"].read_text(encoding="utf-8"))
     grid = sidecar["discretisation"]
-    assert grid["cells"]["x"] == ["[0, 5)", "[5, 10)", "missing"] and grid["cells"]["c"][-1] == "other"
+    assert grid["cells"]["x"] == ["[0, 5)", "[5, 10)", "missing"] and grid["cells"]["c"][-1] == "(any other)"
     assert [b["column"] for b in grid["bins"]] == ["c", "x", "k"]
     assert grid["workload"] == [["c", "x"], ["x", "k"]] and grid["rho"] == sidecar["rho"]
     assert grid["rows_per_person"] == 2 and grid["marginal_sensitivity_l2_squared"] == 4

@@ -144,7 +144,7 @@ def test_the_table_is_charged_before_anything_is_drawn_or_written(
     assert rows[0].guarantee == ZCDP(rho) and result.guarantee == ZCDP(rho)
     table = pl.read_csv(result.files["csv"])
     assert table.columns == ["c", "x", "k"] and len(table) == result.rows > 0
-    assert set(table["c"].to_list()) <= {"a", "b", "c", "other"}
+    assert set(table["c"].to_list()) <= {"a", "b", "c", "(any other)"}
     sidecar = json.loads(result.files["provenance"].read_text(encoding="utf-8"))
     assert sidecar["rho"] == rho and sidecar["guarantee_charged"]["rho"] == rho
     assert sidecar["epsilon"] == pytest.approx(zcdp_to_epsilon(rho, 1e-9)) and sidecar["epsilon"] <= 2.0

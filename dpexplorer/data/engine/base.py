@@ -326,7 +326,7 @@ class GroupedSortedClipped(_ByCell):
 @dataclass(frozen=True)
 class CellCounts:
     """Rows per cell of the universe of ``axes`` (row-major over their label counts; an
-    :class:`~dpexplorer.data.queries.Axis` has an "other"/"missing" cell, so every row lands in
+    :class:`~dpexplorer.data.queries.Axis` has an "(any other)"/"missing" cell, so every row lands in
     exactly one cell). Returns a float64 array of length prod(shape)."""
 
     axes: tuple[Axis, ...]

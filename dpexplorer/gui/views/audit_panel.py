@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QWidget
 
 from dpexplorer.core.audit import AuditResult, audit_mechanism
 from dpexplorer.core.cancel import CancelToken, ProgressFn
 from dpexplorer.core.mechanisms.base import Mechanism, NumericInput, QueryInput
 from dpexplorer.gui import palette
 from dpexplorer.gui.compute import ComputeService
+from dpexplorer.gui.views.run_controls import RunControls
 
 JOB = "audit"
 DEFAULT_DRAWS = 1_000_000
@@ -118,7 +119,11 @@ def describe(report: AuditReport) -> str:
 
 
 class AuditPanel(QWidget):
-    """A row under the neighbours plot: Audit, Cancel, a progress bar, the result."""
+    """A row under the neighbours plot: Audit, Cancel, a progress bar, the result; its Run /
+    Cancel / progress row is a :class:`~dpexplorer.gui.views.run_controls.RunControls` bound to
+    the job (so Esc returns it to rest as it does every panel's)."""
+
+    IDLE = "Audit: check the claimed ε empirically on these neighbours."
 
     def __init__(self, compute: ComputeService, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -126,78 +131,60 @@ class AuditPanel(QWidget):
         self.inputs: tuple[Mechanism, dict[str, Any], QueryInput] | None = None
         self.report: AuditReport | None = None
         self.n_draws = DEFAULT_DRAWS
-        self.button = QPushButton("Audit ε")
-        self.button.setToolTip(
+        self.controls = RunControls(
+            "Audit ε",
             "Simulate the mechanism a million times on D and on D' and compute a lower confidence "
-            "bound on its real ε (Ding et al. 2018): above the claim means a bug."
+            "bound on its real ε (Ding et al. 2018): above the claim means a bug.",
+            "Stop the audit",
+            "%p%",
+            cancelled="Audit cancelled.",
+            status_beside=True,
         )
-        self.button.clicked.connect(self.run)
-        self.cancel_button = QPushButton("Cancel audit")
-        self.cancel_button.clicked.connect(self.cancel)
-        self.cancel_button.hide()
-        self.bar = QProgressBar()
-        self.bar.setRange(0, 100)
-        self.bar.setMaximumWidth(160)
-        self.bar.hide()
-        self.label = QLabel("Audit: check the claimed ε empirically on these neighbours.")
-        self.label.setWordWrap(True)
+        self.controls.cancel_button.setText("Cancel audit")
+        self.controls.progress.setMaximumWidth(160)
+        self.button, self.cancel_button = self.controls.run_button, self.controls.cancel_button
+        self.bar, self.label = self.controls.progress, self.controls.status
+        self.controls.bind(compute, JOB)
+        self.controls.run_requested.connect(self._submit)
+        self.controls.cancel_requested.connect(lambda: compute.cancel(JOB))
+        self.controls.idle(self.IDLE)
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(self.button)
-        row.addWidget(self.cancel_button)
-        row.addWidget(self.bar)
-        row.addWidget(self.label, 1)
+        row.addWidget(self.controls)
         compute.finished.connect(self._on_result)
         compute.failed.connect(self._on_failure)
-        compute.progress.connect(self._on_progress)
-        compute.cancelled.connect(self._on_cancelled)
 
     def set_inputs(self, mechanism: Mechanism, params: dict[str, Any], query: QueryInput, *_: object) -> None:
         """The mechanism on screen changed: a running audit is for the old one, so stop it."""
         self.inputs = (mechanism, dict(params), query)
-        if JOB in self.compute.pending_views():
-            self.cancel()
+        self.compute.cancel(JOB)
         self.report = None
-        self.label.setText("Audit: check the claimed ε empirically on these neighbours.")
+        self.controls.set_ready(True)
+        self.controls.idle(self.IDLE)
 
     def run(self) -> None:
+        """Press Audit."""
+        self.controls.press_run()
+
+    def _submit(self) -> None:
         if self.inputs is None:
+            self.controls.idle(self.IDLE)
             return
         self.report = None
-        self.bar.setValue(0)
-        self.bar.show()
-        self.cancel_button.show()
-        self.button.setEnabled(False)
-        self.label.setText(f"Auditing: simulating {self.n_draws:,} outputs on each side…")
+        self.controls.busy = f"Auditing: simulating {self.n_draws:,} outputs on each side…"
+        self.controls.started(self.controls.busy)
         self.compute.submit(JOB, run_audit, *self.inputs, self.n_draws)
 
     def cancel(self) -> None:
+        """Stop the audit (the controls return to rest when the job is cancelled)."""
         self.compute.cancel(JOB)
-        self._idle()
-        self.label.setText("Audit cancelled.")
-
-    def _idle(self) -> None:
-        self.bar.hide()
-        self.cancel_button.hide()
-        self.button.setEnabled(True)
-
-    def _on_cancelled(self, view: str) -> None:
-        """Esc (the window cancels every view's job) or the panel's own Cancel: back to rest."""
-        if view == JOB:
-            self._idle()
-            self.label.setText("Audit cancelled.")
-
-    def _on_progress(self, view: str, fraction: float) -> None:
-        if view == JOB:
-            self.bar.setValue(round(100 * fraction))
+        self.controls.idle(self.controls.cancelled)
 
     def _on_result(self, view: str, generation: int, result: object) -> None:
         if view == JOB and isinstance(result, AuditReport):
             self.report = result
-            self._idle()
-            self.label.setText(describe(result))
+            self.controls.idle(describe(result))
 
     def _on_failure(self, view: str, generation: int, message: str) -> None:
         if view == JOB:
-            self._idle()
-            self.label.setText(f"Audit failed: {message}")
+            self.controls.idle(f"Audit failed: {message}")

@@ -6,7 +6,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -26,6 +26,9 @@ from dpexplorer.core.mechanisms.base import Curve
 from dpexplorer.gui import palette
 from dpexplorer.gui.plot_export import SAVE_FILTER, Column, save_plot
 from dpexplorer.gui.views.live_text import LiveText
+
+if TYPE_CHECKING:
+    from dpexplorer.gui.views.run_controls import RunControls
 
 pg.setConfigOptions(
     antialias=True,
@@ -191,14 +194,18 @@ class RunnerView(ResultView):
     """A result view that also runs a long job on request (gui/workspace.py's ``RUN_JOBS``).
 
     It emits :attr:`run_requested` when the user presses Run and :attr:`cancel_requested` on
-    Cancel (already back to idle: a cancelled job reports nothing). The workspace answers with
-    :meth:`run_started` (busy), :meth:`set_progress` (0 to 1), then the job's result to
-    ``show_result`` or its failure to :meth:`run_failed` (the message shown as it is, back to
-    idle); :meth:`run_cancelled` (idle, nothing new shown) when it cancels the run itself.
-    Subclasses implement the four."""
+    Cancel (already back to idle: a cancelled job reports nothing). The workspace binds its
+    :attr:`controls` to the job (:meth:`~dpexplorer.gui.views.run_controls.RunControls.bind`:
+    the job's progress and its cancellation by anyone, Esc included, reach them there) and
+    answers with :meth:`run_started` (busy), then the job's result to ``show_result`` or its
+    failure to :meth:`run_failed` (the message shown as it is, back to idle);
+    :meth:`set_progress` (0 to 1) and :meth:`run_cancelled` (idle, nothing new shown) are for a
+    caller that runs the job without binding. Subclasses implement the four and set
+    :attr:`controls`."""
 
     run_requested = Signal()
     cancel_requested = Signal()
+    controls: RunControls
     run_started: Callable[[], None]
     run_cancelled: Callable[[], None]
     run_failed: Callable[[str], None]

@@ -150,6 +150,7 @@ class MarginalErrorView(RunnerView):
             "total-variation distance", "True against synthetic 2-way marginals", "marginal"
         )
         self.curve_page = CurvePage()
+        self.controls = self.curve_page.controls
         self.rounds_page = RoundsPage()
         self.picker_page = PickerPage()
         self.pages = QTabWidget()
