@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from dpexplorer.data.fingerprints import KERNEL_CELLS
-from dpexplorer.data.identity import MASK64, Sums, batch_sums, digest
+from dpexplorer.data.identity import Sums, batch_sums, digest
+from dpexplorer.data.identity_scheme import MASK64
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
