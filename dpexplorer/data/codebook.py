@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Literal, TypeAlias, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast, get_args
 
 from dpexplorer.core.checks import (
     check_choice,
@@ -36,13 +36,20 @@ from dpexplorer.core.checks import (
     shown,
 )
 from dpexplorer.data.conditions import MAX_DEPTH
+from dpexplorer.data.days import check_format
 from dpexplorer.data.errors import DataError, DataTypeError
 from dpexplorer.data.json_files import read_json_file
 from dpexplorer.data.validation import QUERY, column_name, fmt, require
 
+if TYPE_CHECKING:
+    from dpexplorer.data.load import Declared
+
 Origin: TypeAlias = Literal["declared", "estimated", "shipped"]
 ORIGINS: tuple[str, ...] = get_args(Origin)
 KINDS = ("number", "category", "day", "text", "identifier")
+TEXT_KINDS = ("category", "text", "identifier")
+"""The kinds of column that hold text whatever their cells spell: a text file's column of one
+of them is read as written (leading zeros and all), never as numbers or days."""
 FORMAT_VERSION = 1
 """The ``codebook`` field of a file this version writes and reads."""
 
@@ -154,7 +161,7 @@ def _categories_value(value: Any) -> tuple[str, ...]:
 
 def _date_format_value(value: Any) -> str:
     require(isinstance(value, str) and value.strip() != "", "date_format must be non-empty text")
-    return str(value)
+    return check_format(value, "date_format")
 
 
 def _rows_value(value: Any) -> int:
@@ -700,6 +707,19 @@ def missing(query: Mapping[str, Any], codebook: Codebook) -> list[str]:
     return [fact.describe() for fact in facts_used(query, codebook) if not fact.held]
 
 
+# ---------------------------------------------------------------- reading a file
+def declared_types(codebook: Codebook | None, formats: Mapping[str, str] | None = None) -> Declared:
+    """What a file is read with (:class:`dpexplorer.data.load.Declared`): the columns the
+    codebook calls a category, text or an identifier, as text; each day column's declared
+    ``date_format``, and each of ``formats`` (column -> format: a command line's, which wins)."""
+    from dpexplorer.data.load import Declared
+
+    columns = codebook.columns if codebook is not None else {}
+    text = frozenset(name for name, facts in columns.items() if facts.kind in TEXT_KINDS)
+    days = {name: f.date_format.value for name, f in columns.items() if f.date_format is not None}
+    return Declared(text, tuple({**days, **(formats or {})}.items()))
+
+
 # ---------------------------------------------------------------- filling a query in
 def complete_query(query: Mapping[str, Any], codebook: Codebook) -> dict[str, Any]:
     """A copy of ``query`` (a dict as :func:`dpexplorer.data.queries.query_from_dict` reads)
@@ -841,6 +861,7 @@ __all__ = [
     "EMPTY",
     "KINDS",
     "ORIGINS",
+    "TEXT_KINDS",
     "Codebook",
     "ColumnFacts",
     "Fact",
@@ -849,6 +870,7 @@ __all__ = [
     "UsedFact",
     "codebook_from_dict",
     "complete_query",
+    "declared_types",
     "facts_used",
     "load_codebook",
     "missing",
