@@ -19,7 +19,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
@@ -731,7 +731,8 @@ def complete_query(query: Mapping[str, Any], codebook: Codebook) -> dict[str, An
     the query contradicts the codebook:
 
     * bounds reaching outside the declared bounds (clipping within them is the query's choice);
-    * a category not in the codebook's complete list of categories;
+    * a category not in the codebook's complete list of categories, or a condition's value
+      compared with such a column (``==``, ``!=``, ``in``) that is not in it;
     * a privacy unit on another column than the declared one, or a query that cannot bound a
       person's rows when the codebook's unit lets a person hold several."""
     out = _copied(query)
@@ -740,6 +741,8 @@ def complete_query(query: Mapping[str, Any], codebook: Codebook) -> dict[str, An
         _fill_bounds(out, measured, codebook.fact(measured, "bounds"))
     if out.get("type") in CATEGORICAL:
         _fill_categories(out, str(out.get("column")), codebook.fact(str(out.get("column")), "categories"))
+    if out.get("type") == "predicate_count":
+        _check_conditions(out.get("predicate"), codebook)
     for axis in _axes(out):
         if isinstance(axis, dict):
             _fill_axis(axis, codebook)
@@ -798,17 +801,51 @@ def _fill_categories(where: dict[str, Any], column: str, declared: Fact | None) 
         where["categories"] = list(declared.value)
         return
     given = _listed_value(where["categories"])
-    if not declared.complete or not isinstance(given, tuple):
-        return  # an incomplete list allows any; a malformed one is query_from_dict's to refuse
+    if isinstance(given, tuple):  # a malformed one is query_from_dict's to refuse
+        _in_domain(given, declared, lambda v: f"the category {v!r} of {column!r} contradicts the codebook")
+
+
+def _in_domain(given: Sequence[Any], declared: Fact, what: Callable[[Any], str]) -> None:
+    """DataError naming the first of ``given`` no cell can hold under a column's complete list
+    of categories (``declared``; an incomplete list allows any): ``what`` of the value, then
+    the list."""
+    if not declared.complete:
+        return
     from dpexplorer.data.conditions import reading
 
     known = {reading(c) for c in declared.value}
     for category in given:
         if isinstance(category, str | int | float) and reading(category) not in known:
-            raise DataError(
-                f"the category {category!r} of {column!r} contradicts the codebook, whose complete list "
-                f"is {_listed(declared.value)}"
-            )
+            raise DataError(f"{what(category)}, whose complete list is {_listed(declared.value)}")
+
+
+def _compared_with(column: str) -> Callable[[Any], str]:
+    """The start of a refusal of a value compared with ``column`` (:func:`_in_domain`)."""
+    return lambda value: f"the value {value!r} compared with {column!r} cannot occur under the codebook"
+
+
+def _check_conditions(predicate: Any, codebook: Codebook) -> None:
+    """DataError where a comparison (``==``, ``!=``, ``in``) of a predicate count's condition
+    compares a column with a value that cannot occur under the codebook's complete list of its
+    categories (:func:`_in_domain`): its count would be a silent empty set. Walked without
+    recursion (a condition nests up to MAX_DEPTH levels)."""
+    stack = [predicate]
+    while stack:
+        term = stack.pop()
+        if not isinstance(term, Mapping):
+            continue  # a malformed condition is predicate_from_dict's to refuse
+        if "compare" in term:
+            column, values = term.get("column"), term.get("value")
+            declared = codebook.fact(column, "categories") if isinstance(column, str) else None
+            if declared is not None and term["compare"] in ("==", "!=", "in"):
+                values = values if isinstance(values, list | tuple) else [values]
+                _in_domain(values, declared, _compared_with(str(column)))
+            continue
+        for key in ("and", "or"):
+            if isinstance(term.get(key), list):
+                stack.extend(term[key])
+        if "not" in term:
+            stack.append(term["not"])
 
 
 def _listed(values: Sequence[str], limit: int = 6) -> str:

@@ -762,7 +762,7 @@ def _days(
             days = pl.select(text_day(pl.lit(values)).is_not_null().mean()).item()
             if days >= NUMERIC_SHARE:
                 candidates.append(name)
-            elif values.str.contains(AMBIGUOUS).mean() >= NUMERIC_SHARE:
+            elif pl.select(pl.lit(values).str.contains(AMBIGUOUS).mean()).item() >= NUMERIC_SHARE:
                 notes.append(
                     f"column {name!r} looks like days written with the day and the month first "
                     "(NN/NN/YYYY), which reads as either; it is read as text: declare its format "
@@ -944,9 +944,7 @@ def load_dataset(
     the wrong number of fields (set aside), text in a numeric column and NaN/infinity (the value
     becomes missing), all-missing columns (kept, flagged). Schema: see :func:`kind_of_dtype`."""
     try:
-        return _load(
-            Path(path), lazy, layout, missing_text, None if legacy else declared or Declared(), legacy
-        )
+        return _load(Path(path), lazy, layout, missing_text, None if legacy else declared or Declared())
     except DataError:
         raise
     except (
@@ -967,8 +965,8 @@ def _load(
     layout: TextLayout | None,
     missing_text: list[str] | None,
     declared: Declared | None,
-    legacy: bool,
 ) -> Dataset:
+    """:func:`load_dataset`; ``declared`` None: by the rules of before (``legacy``)."""
     if not path.exists():
         raise DataError(f"{path} does not exist: check the path")
     if not path.is_file():

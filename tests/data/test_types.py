@@ -226,3 +226,18 @@ def test_the_cli_reads_a_declared_date_format(tmp_path) -> None:
     assert main(args) == 2  # text: refused before the charge
     assert main([*args, "--date-format", "visited=%d/%m/%Y"]) == 0
     assert main([*args, "--date-format", "visited"]) == 2
+
+
+def test_a_value_outside_the_codebooks_complete_categories_is_refused() -> None:
+    """A comparison with a category that cannot occur under the declared domain is refused
+    before anything is read: its count would be a silent empty set."""
+    from dpexplorer.data.codebook import complete_query
+
+    codebook = codebook_from_dict(
+        {"codebook": 1, "columns": {"weather": {"kind": "category", "categories": {"value": list(WEATHER)}}}}
+    )
+    inside = {"compare": "in", "column": "weather", "value": ["rain", "sun"]}
+    complete_query({"type": "predicate_count", "predicate": inside}, codebook)
+    outside = {"not": {"and": [inside, {"compare": "==", "column": "weather", "value": "sunny"}]}}
+    with pytest.raises(DataError, match="the value 'sunny' compared with 'weather' cannot occur"):
+        complete_query({"type": "predicate_count", "predicate": outside}, codebook)
