@@ -121,6 +121,7 @@ SPARK_TESTS = (
     "tests/data/test_conditions.py::test_spark_evaluates_the_deepest_condition_as_polars",
     "tests/data/test_conditions.py::test_private_keys_stand_for_the_cells_alone",
     "tests/data/test_identity.py::test_spark_gives_the_polars_key_however_the_file_is_written",
+    "tests/data/test_types.py",
     "tests/gui/test_large_files.py::test_a_parquet_directory_opens_on_spark_from_the_window",
     "tests/test_api_spark.py",
 )

@@ -1,4 +1,5 @@
-"""`dpexplorer release PLAN.json --data PATH_OR_TABLE --out DIR [--codebook FILE] [--ledger PATH]
+"""`dpexplorer release PLAN.json --data PATH_OR_TABLE --out DIR [--codebook FILE]
+[--date-format COLUMN=FORMAT ...] [--ledger PATH]
 [--dataset NAME] [--tie-to DATASET | --distinct] [--budget-epsilon E --budget-delta D]
 [--engine polars|spark [--spark-master URL]]`: release
 every statistic of a plan through the exact samplers, charged to the dataset's budget in the
@@ -8,7 +9,10 @@ noise, accounting, ledger and export stay in this process. The plan format is do
 
 The codebook (``--codebook FILE``; the bundled Adult's shipped one when none is given,
 docs/guide/codebook.md) supplies the public facts an entry leaves out; a plan that contradicts
-it, or uses a fact neither declares, is refused before the data are opened.
+it, or uses a fact neither declares, is refused before the data are opened. It also says how
+the file's types are read (:func:`dpexplorer.data.codebook.declared_types`): a text file's
+category, identifier and text columns stay text, a day column is read in its ``date_format``;
+``--date-format COLUMN=FORMAT`` (e.g. ``date=%d/%m/%Y``) declares one on the command line.
 
 The whole plan is validated first (file, every query, mechanism and parameter, an exact release
 path for each, the output directory, and the plan's total against the remaining budget);
@@ -92,6 +96,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the dataset's codebook (JSON, docs/guide/codebook.md): public facts the plan leaves out; "
         "default: the shipped one for the bundled Adult, else none",
     )
+    parser.add_argument(
+        "--date-format",
+        action="append",
+        default=[],
+        metavar="COLUMN=FORMAT",
+        help="COLUMN holds days written in FORMAT (%%d, %%m and %%Y between separators, e.g. "
+        "date=%%d/%%m/%%Y); repeat for several columns; wins over the codebook's date_format",
+    )
     parser.add_argument("--ledger", metavar="PATH", help="budget ledger (default: per-user data dir)")
     parser.add_argument(
         "--dataset",
@@ -148,6 +160,21 @@ def read_codebook(args: argparse.Namespace) -> Any:
     if args.codebook is not None:
         return load_codebook(args.codebook)
     return shipped_codebook(args.data)
+
+
+def declared_types(args: argparse.Namespace, codebook: Any) -> Any:
+    """How the file's types are read: the codebook's declarations and each ``--date-format
+    COLUMN=FORMAT`` (:func:`dpexplorer.data.codebook.declared_types`); PlanError naming a
+    malformed option."""
+    from dpexplorer.data.codebook import declared_types as of_codebook
+
+    formats: dict[str, str] = {}
+    for option in args.date_format:
+        column, sep, fmt = option.partition("=")
+        if not sep or not column or not fmt:
+            raise PlanError(f"--date-format takes COLUMN=FORMAT, e.g. date=%d/%m/%Y; got {option!r}")
+        formats[column] = fmt
+    return of_codebook(codebook, formats)
 
 
 def _prepare_all(
@@ -208,7 +235,7 @@ def _set_budget(args: argparse.Namespace, ledger: Any, key: str) -> None:
     ledger.set_budget(key, epsilon, 0.0 if delta is None else delta, args.accountant)
 
 
-def _open_early(args: argparse.Namespace) -> Future[Any] | None:
+def _open_early(args: argparse.Namespace, declared: Any = None) -> Future[Any] | None:
     """The dataset opened on a daemon thread from the command's start (polars engine): once that
     thread has imported polars and the loader, polars reads the file outside the GIL while this
     thread imports the release layer and the engine (only then: two threads importing at once
@@ -228,7 +255,7 @@ def _open_early(args: argparse.Namespace) -> Future[Any] | None:
 
             imported.set()
             preload(args.data)
-            future.set_result(open_file(args.data))
+            future.set_result(open_file(args.data, declared=declared))
         except BaseException as exc:  # raised in the main thread by result()
             future.set_exception(exc)
         finally:
@@ -245,6 +272,7 @@ def _release_all(
     progress: dict[str, Any],
     opening: Future[Any] | None,
     codebook: Any = None,
+    declared: Any = None,
 ) -> int:
     from dpexplorer.release.ledger import Ledger
     from dpexplorer.release.plan_run import release_prepared
@@ -266,7 +294,7 @@ def _release_all(
         from dpexplorer.data.engine import open_dataset
 
         with stage(f"starting Spark and opening {args.data}", measured=False):
-            dataset = open_dataset(args.data, args.engine, spark_master=args.spark_master)
+            dataset = open_dataset(args.data, args.engine, spark_master=args.spark_master, declared=declared)
     for warning in getattr(dataset, "warnings", ()):
         print(
             f"dpexplorer release: note: {Path(args.data).name}: {' '.join(warning.split())}", file=sys.stderr
@@ -384,16 +412,17 @@ def run(args: argparse.Namespace) -> int:
         plan = read_plan_file(args.plan)
         codebook = read_codebook(args)
         check_codebook(plan[0], codebook)
+        declared = declared_types(args, codebook)
     except (DPExplorerError, OSError) as exc:
         return fail("release", str(exc), EXIT_BAD_INPUT)
-    opening = _open_early(args)
+    opening = _open_early(args, declared)
     from dpexplorer.release.charge import ReleaseFailedError
     from dpexplorer.release.ledger import BudgetExceededError
 
     progress: dict[str, Any] = {"total": 0, "released": 0}
     try:
         with reporting(CommandProgress("dpexplorer release")):
-            return _release_all(args, plan, progress, opening, codebook)
+            return _release_all(args, plan, progress, opening, codebook, declared)
     except ReleaseFailedError as exc:
         done = f"{progress['released']} of {progress['total']} entries were released before it"
         code = EXIT_INTERRUPTED if exc.interrupted else EXIT_NOT_RELEASED

@@ -35,6 +35,8 @@ from dpexplorer.core.sensitivity import (
     worst_case_quantile_neighbour,
 )
 from dpexplorer.data.aggregates import aggregate, aggregate_parts
+from dpexplorer.data.axes import as_written, visit_values
+from dpexplorer.data.conditions import Compare, unmatched
 from dpexplorer.data.engine import (
     CellCounts,
     CentredSums,
@@ -46,6 +48,7 @@ from dpexplorer.data.engine import (
     SortedClipped,
     Window,
 )
+from dpexplorer.data.engine.base import written_text
 from dpexplorer.data.errors import DataError
 from dpexplorer.data.group_by import group_answer, group_input
 from dpexplorer.data.queries import (
@@ -70,7 +73,22 @@ ClippedQuery = Sum | Mean | Quantile | TrimmedMean
 
 
 def _checked(dataset: Any, query: Query) -> None:
-    query.check(dataset.schema)
+    """DataError unless ``query`` fits ``dataset``'s columns and types, before anything is read
+    or charged: its text compared as written on declared text columns (as the engine reads it),
+    and on a file that declares its types, no text compared with a numeric column
+    (:func:`dpexplorer.data.conditions.unmatched`)."""
+    query = as_written(query, written_text(dataset))
+    schema = dataset.schema
+    query.check(schema)
+    if getattr(dataset, "types_declared", False):
+
+        def typed(value: object) -> None:
+            if isinstance(value, Compare):
+                why = unmatched(value, schema.get(value.column), typed=True)
+                if why is not None:
+                    raise DataError(why)
+
+        visit_values(query, typed)
 
 
 # ---------------------------------------------------------------- the data each query needs

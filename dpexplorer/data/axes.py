@@ -51,13 +51,18 @@ the number declared, before any category is read."""
 
 
 def check_categories(
-    column: str, categories: tuple[Scalar, ...], exact_text: bool = False
+    column: str,
+    categories: tuple[Scalar, ...],
+    exact_text: bool = False,
+    as_written: bool = False,
+    distinct: bool = True,
 ) -> tuple[Reading, ...]:
     """The categories' readings under the per-cell rule (:func:`~dpexplorer.data.conditions.reading`;
-    none with ``exact_text``); DataError unless there are 1 to ``MAX_CELLS - 1`` of them (refused
-    on their number alone, before any is read), no two match the same cells (the same value,
-    or, unless ``exact_text``, the same reading: ``3`` and ``"3.0"``) and, unless ``exact_text``,
-    none is :data:`OTHER` (its label would be the catch-all's). Time linear in their number."""
+    none with ``exact_text``; text as text ``as_written``); DataError unless there are 1 to
+    ``MAX_CELLS - 1`` of them (refused on their number alone, before any is read), no two
+    match the same cells (the same value, or, unless ``exact_text`` or without ``distinct``,
+    the same reading: ``3`` and ``"3.0"``) and, unless ``exact_text``, none is :data:`OTHER`
+    (its label would be the catch-all's). Time linear in their number."""
     require(len(categories) >= 1, f"declare at least one category of {column!r}")
     require(
         len(categories) < MAX_CELLS,
@@ -74,11 +79,19 @@ def check_categories(
         "no declared category matches: leave it out (its rows are counted there)",
     )
     read = read_values(categories, f"the category of {column!r}")
+    if as_written:  # a declared text column: "01" is not "1"
+        read = tuple(("text", c) if isinstance(c, str) else r for c, r in zip(categories, read, strict=True))
+    if distinct:
+        distinct_readings(column, read)
+    return read
+
+
+def distinct_readings(column: str, read: tuple[Reading, ...]) -> None:
+    """DataError if two of the categories' readings are the same (they match the same cells)."""
     require(
         len(set(read)) == len(read),
         f"two categories of {column!r} match the same cells (e.g. 3 and '3.0' are the same number)",
     )
-    return read
 
 
 _READERS: dict[ValueKind, Callable[[str, pl.DataType | None], pl.Expr]] = {
@@ -118,6 +131,9 @@ class Axis:
     categories: tuple[Scalar, ...] | None = None
     edges: tuple[float, ...] | None = None
     exact_text: bool = False
+    as_written: bool = False
+    """Text categories match a cell of exactly that text whatever they spell (a column of
+    declared text: set by the engine from the dataset, never by a query)."""
     readings: tuple[Reading, ...] = field(init=False, repr=False, compare=False, default=())
     """Each category under the per-cell rule (none with ``exact_text`` or bins): read once."""
 
@@ -130,7 +146,9 @@ class Axis:
         )
         if self.categories is not None:
             object.__setattr__(self, "categories", declared_categories(self.column, self.categories))
-            read = check_categories(self.column, self.categories, self.exact_text)
+            # two that read alike are refused by check(), when the column's type is known: on a
+            # column of declared text "01" and "1" are two categories
+            read = check_categories(self.column, self.categories, self.exact_text, self.as_written, False)
             object.__setattr__(self, "readings", read)
         else:
             object.__setattr__(self, "edges", declared_edges(self.column, self.edges))
@@ -149,7 +167,11 @@ class Axis:
         return (*(f"[{fmt(a)}, {fmt(b)})" for a, b in itertools.pairwise(e)), MISSING)
 
     def check(self, schema: Mapping[str, pl.DataType]) -> None:
+        """DataError if the column does not exist, or if two categories match the same cells
+        (:func:`distinct_readings`; read as written on a column of declared text)."""
         column_type(schema, self.column)  # binned: read as numbers (queries.measured_column)
+        if self.categories is not None and not self.exact_text:
+            distinct_readings(self.column, self.readings)
 
     @property
     def kinds(self) -> tuple[ValueKind, ...]:
@@ -406,24 +428,34 @@ def range_workload(axis: Axis) -> Workload:
     return Workload((axis,), tuple(queries))
 
 
+def visit_values(value: object, visit: Callable[[object], bool | None]) -> None:
+    """Call ``visit`` on ``value`` and on every value inside it (dataclasses searched field by
+    field, tuples and lists item by item; an :class:`Axis` is not searched), in order; a value
+    for which ``visit`` returns True is not searched. Without recursion: a condition nests
+    :data:`~dpexplorer.data.conditions.MAX_DEPTH` levels, a query a few more."""
+    stack = [value]
+    while stack:
+        current = stack.pop()
+        if visit(current):
+            continue
+        if isinstance(current, tuple | list):
+            stack.extend(reversed(current))
+        elif dataclasses.is_dataclass(current) and not isinstance(current, type | Axis):
+            stack.extend(reversed([getattr(current, f.name) for f in dataclasses.fields(current)]))
+
+
 def _found(values: tuple[object, ...], pick: Callable[[object], str | None]) -> list[str]:
-    """The columns ``pick`` names among the values inside ``values`` (dataclasses searched
-    field by field, tuples and lists item by item), each once, in order."""
+    """The columns ``pick`` names among the values inside ``values`` (:func:`visit_values`),
+    each once, in order."""
     found: list[str] = []
 
-    def visit(value: object) -> None:
+    def visit(value: object) -> bool:
         column = pick(value)
         if column is not None:
             found.append(column)
-        elif isinstance(value, tuple | list):
-            for item in value:
-                visit(item)
-        elif dataclasses.is_dataclass(value) and not isinstance(value, type | Axis):
-            for f in dataclasses.fields(value):
-                visit(getattr(value, f.name))
+        return column is not None
 
-    for value in values:
-        visit(value)
+    visit_values(values, visit)
     return list(dict.fromkeys(found))
 
 
@@ -448,3 +480,32 @@ def key_columns(*values: object) -> list[str]:
     """The columns of the privately resolved keys inside ``values`` (axes with ``exact_text``):
     an engine reads each as the key its cells stand for (:meth:`dpexplorer.data.load.Dataset.with_keys`)."""
     return _found(values, lambda v: v.column if isinstance(v, Axis) and v.exact_text else None)
+
+
+def as_written(value: Any, columns: frozenset[str]) -> Any:
+    """``value`` (a query, a request, its row steps; a tuple of them) with every comparison and
+    categorical axis on one of ``columns`` (declared text: the dataset's
+    :attr:`~dpexplorer.data.load.Dataset.written_text`) reading its text values as written
+    (``as_written``); the same object where nothing changes."""
+    if not columns:
+        return value
+    if isinstance(value, Compare):
+        if value.column in columns and not value.as_written and any(isinstance(v, str) for v in value.values):
+            return dataclasses.replace(value, as_written=True)
+        return value
+    if isinstance(value, Axis):
+        written = value.column in columns and value.categories is not None and not value.exact_text
+        return dataclasses.replace(value, as_written=True) if written and not value.as_written else value
+    if isinstance(value, tuple | list):
+        if all(isinstance(v, str | int | float | bool) for v in value):  # categories, edges
+            return value
+        items = [as_written(v, columns) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else type(value)(items)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changed = {
+            f.name: new
+            for f in dataclasses.fields(value)
+            if f.init and (new := as_written(getattr(value, f.name), columns)) is not getattr(value, f.name)
+        }
+        return dataclasses.replace(value, **changed) if changed else value
+    return value

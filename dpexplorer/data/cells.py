@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from dpexplorer.data.days import text_day
+
 
 def text_value(text: pl.Expr) -> pl.Expr:
     """The value each cell of the text expression ``text`` reads as, infinities and NaN kept:
@@ -49,9 +51,6 @@ def text_number(text: pl.Expr) -> pl.Expr:
 def finite(number: pl.Expr) -> pl.Expr:
     """``number`` with NaN and infinities made missing."""
     return pl.when(number.is_finite()).then(number).otherwise(pl.lit(None, dtype=pl.Float64))
-
-
-ISO_DAY = "%Y-%m-%d"
 
 
 def _read_as_text(dtype: pl.DataType | None) -> bool:
@@ -81,16 +80,28 @@ def cell_number(name: str, dtype: pl.DataType | None) -> pl.Expr:
 
 
 def cell_date(name: str, dtype: pl.DataType | None) -> pl.Expr:
-    """Column ``name`` as days (Date): a cell that is exactly a real ISO day (``2021-03-01``, as
-    the loader's date columns hold) is that day, anything else missing."""
+    """Column ``name`` as days (Date): a day cell is its day, a date-time its day, text that
+    spells a real day in an unambiguous spelling (:func:`dpexplorer.data.days.text_day`:
+    ``2021-03-01``, ``2021/03/01``, ``2021.03.01``, ISO with a time) that day, anything else
+    missing."""
     column = pl.col(name)
     if dtype == pl.Date:
         return column
+    if is_datetime(dtype):
+        return column.dt.date()
     if not _read_as_text(dtype):  # numbers and booleans spell no day
         return _none(name, pl.Date)
-    text = column.cast(pl.String)
-    day = text.str.to_date(ISO_DAY, strict=False)
-    return pl.when(day.cast(pl.String) == text).then(day)
+    return text_day(column.cast(pl.String))
+
+
+def is_datetime(dtype: pl.DataType | None) -> bool:
+    """Whether ``dtype`` is a date-time (of any unit and time zone)."""
+    return isinstance(dtype, pl.Datetime)
+
+
+def holds_days(dtype: pl.DataType | None) -> bool:
+    """Whether a column of ``dtype`` holds days: a date or a date-time column."""
+    return dtype == pl.Date or is_datetime(dtype)
 
 
 def cell_text(name: str, dtype: pl.DataType | None) -> pl.Expr:

@@ -19,11 +19,11 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Literal, TypeAlias, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast, get_args
 
 from dpexplorer.core.checks import (
     check_choice,
@@ -36,13 +36,20 @@ from dpexplorer.core.checks import (
     shown,
 )
 from dpexplorer.data.conditions import MAX_DEPTH
+from dpexplorer.data.days import check_format
 from dpexplorer.data.errors import DataError, DataTypeError
 from dpexplorer.data.json_files import read_json_file
 from dpexplorer.data.validation import QUERY, column_name, fmt, require
 
+if TYPE_CHECKING:
+    from dpexplorer.data.load import Declared
+
 Origin: TypeAlias = Literal["declared", "estimated", "shipped"]
 ORIGINS: tuple[str, ...] = get_args(Origin)
 KINDS = ("number", "category", "day", "text", "identifier")
+TEXT_KINDS = ("category", "text", "identifier")
+"""The kinds of column that hold text whatever their cells spell: a text file's column of one
+of them is read as written (leading zeros and all), never as numbers or days."""
 FORMAT_VERSION = 1
 """The ``codebook`` field of a file this version writes and reads."""
 
@@ -154,7 +161,7 @@ def _categories_value(value: Any) -> tuple[str, ...]:
 
 def _date_format_value(value: Any) -> str:
     require(isinstance(value, str) and value.strip() != "", "date_format must be non-empty text")
-    return str(value)
+    return check_format(value, "date_format")
 
 
 def _rows_value(value: Any) -> int:
@@ -700,6 +707,19 @@ def missing(query: Mapping[str, Any], codebook: Codebook) -> list[str]:
     return [fact.describe() for fact in facts_used(query, codebook) if not fact.held]
 
 
+# ---------------------------------------------------------------- reading a file
+def declared_types(codebook: Codebook | None, formats: Mapping[str, str] | None = None) -> Declared:
+    """What a file is read with (:class:`dpexplorer.data.load.Declared`): the columns the
+    codebook calls a category, text or an identifier, as text; each day column's declared
+    ``date_format``, and each of ``formats`` (column -> format: a command line's, which wins)."""
+    from dpexplorer.data.load import Declared
+
+    columns = codebook.columns if codebook is not None else {}
+    text = frozenset(name for name, facts in columns.items() if facts.kind in TEXT_KINDS)
+    days = {name: f.date_format.value for name, f in columns.items() if f.date_format is not None}
+    return Declared(text, tuple({**days, **(formats or {})}.items()))
+
+
 # ---------------------------------------------------------------- filling a query in
 def complete_query(query: Mapping[str, Any], codebook: Codebook) -> dict[str, Any]:
     """A copy of ``query`` (a dict as :func:`dpexplorer.data.queries.query_from_dict` reads)
@@ -711,7 +731,8 @@ def complete_query(query: Mapping[str, Any], codebook: Codebook) -> dict[str, An
     the query contradicts the codebook:
 
     * bounds reaching outside the declared bounds (clipping within them is the query's choice);
-    * a category not in the codebook's complete list of categories;
+    * a category not in the codebook's complete list of categories, or a condition's value
+      compared with such a column (``==``, ``!=``, ``in``) that is not in it;
     * a privacy unit on another column than the declared one, or a query that cannot bound a
       person's rows when the codebook's unit lets a person hold several."""
     out = _copied(query)
@@ -720,6 +741,8 @@ def complete_query(query: Mapping[str, Any], codebook: Codebook) -> dict[str, An
         _fill_bounds(out, measured, codebook.fact(measured, "bounds"))
     if out.get("type") in CATEGORICAL:
         _fill_categories(out, str(out.get("column")), codebook.fact(str(out.get("column")), "categories"))
+    if out.get("type") == "predicate_count":
+        _check_conditions(out.get("predicate"), codebook)
     for axis in _axes(out):
         if isinstance(axis, dict):
             _fill_axis(axis, codebook)
@@ -778,17 +801,51 @@ def _fill_categories(where: dict[str, Any], column: str, declared: Fact | None) 
         where["categories"] = list(declared.value)
         return
     given = _listed_value(where["categories"])
-    if not declared.complete or not isinstance(given, tuple):
-        return  # an incomplete list allows any; a malformed one is query_from_dict's to refuse
+    if isinstance(given, tuple):  # a malformed one is query_from_dict's to refuse
+        _in_domain(given, declared, lambda v: f"the category {v!r} of {column!r} contradicts the codebook")
+
+
+def _in_domain(given: Sequence[Any], declared: Fact, what: Callable[[Any], str]) -> None:
+    """DataError naming the first of ``given`` no cell can hold under a column's complete list
+    of categories (``declared``; an incomplete list allows any): ``what`` of the value, then
+    the list."""
+    if not declared.complete:
+        return
     from dpexplorer.data.conditions import reading
 
     known = {reading(c) for c in declared.value}
     for category in given:
         if isinstance(category, str | int | float) and reading(category) not in known:
-            raise DataError(
-                f"the category {category!r} of {column!r} contradicts the codebook, whose complete list "
-                f"is {_listed(declared.value)}"
-            )
+            raise DataError(f"{what(category)}, whose complete list is {_listed(declared.value)}")
+
+
+def _compared_with(column: str) -> Callable[[Any], str]:
+    """The start of a refusal of a value compared with ``column`` (:func:`_in_domain`)."""
+    return lambda value: f"the value {value!r} compared with {column!r} cannot occur under the codebook"
+
+
+def _check_conditions(predicate: Any, codebook: Codebook) -> None:
+    """DataError where a comparison (``==``, ``!=``, ``in``) of a predicate count's condition
+    compares a column with a value that cannot occur under the codebook's complete list of its
+    categories (:func:`_in_domain`): its count would be a silent empty set. Walked without
+    recursion (a condition nests up to MAX_DEPTH levels)."""
+    stack = [predicate]
+    while stack:
+        term = stack.pop()
+        if not isinstance(term, Mapping):
+            continue  # a malformed condition is predicate_from_dict's to refuse
+        if "compare" in term:
+            column, values = term.get("column"), term.get("value")
+            declared = codebook.fact(column, "categories") if isinstance(column, str) else None
+            if declared is not None and term["compare"] in ("==", "!=", "in"):
+                values = values if isinstance(values, list | tuple) else [values]
+                _in_domain(values, declared, _compared_with(str(column)))
+            continue
+        for key in ("and", "or"):
+            if isinstance(term.get(key), list):
+                stack.extend(term[key])
+        if "not" in term:
+            stack.append(term["not"])
 
 
 def _listed(values: Sequence[str], limit: int = 6) -> str:
@@ -841,6 +898,7 @@ __all__ = [
     "EMPTY",
     "KINDS",
     "ORIGINS",
+    "TEXT_KINDS",
     "Codebook",
     "ColumnFacts",
     "Fact",
@@ -849,6 +907,7 @@ __all__ = [
     "UsedFact",
     "codebook_from_dict",
     "complete_query",
+    "declared_types",
     "facts_used",
     "load_codebook",
     "missing",

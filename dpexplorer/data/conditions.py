@@ -10,23 +10,34 @@ first (:func:`reading`):
   NUMBER: ``==`` holds for a cell that spells the same number (``3``, ``3.0``, ``03``), and
   ``<``, ``<=``, ``>``, ``>=`` for a cell that spells a number satisfying it, by the rule of
   :mod:`dpexplorer.data.cells`;
-* text that is exactly a real ISO day (``"2021-03-01"``) is a DAY: ``==`` holds for a cell that is
-  that day, an ordered comparison for a cell that is a day satisfying it;
+* text that is a real day in an unambiguous spelling (``"2021-03-01"``, ``"2021/03/01"``,
+  ``"2021.03.01"``: :mod:`dpexplorer.data.days`) is a DAY: ``==`` holds for a cell that is that
+  day, an ordered comparison for a cell that is a day satisfying it;
 * any other text is TEXT: ``==`` holds for a cell of exactly that text.
+
+On a column whose text is compared AS WRITTEN (``as_written``: a Parquet file's text column, a
+text file's column the codebook calls a category, an identifier or text; public, set by the
+engine from the dataset's :attr:`~dpexplorer.data.load.Dataset.written_text`), ``==``, ``!=``
+and ``in`` read a text value as TEXT whatever it spells: ``"01"`` is not ``"1"``.
 
 ``!=`` holds for a cell that holds a value (not missing, not NaN or an infinity) that ``==``
 does not hold for; ``in`` for a cell equal to any of the values. Every comparison is false on a
-missing cell (``Not`` then makes it true). The only refusals are of the query itself: a value
-that is not finite, an ordered comparison with text that is neither a number nor a day, and a
-column that does not exist; neither the column's type (inferred, so private) nor a file schema
-type decides one.
+missing cell (``Not`` then makes it true).
+
+Refusals, before anything is charged (issue 41: never a silent empty set). Of the query
+itself: a value that is not finite, an ordered comparison with text that is neither a number nor
+a day, a column that does not exist. And of a comparison whose operand cannot match any cell of
+the column's TYPE (:meth:`Compare.check`): a day against a column that holds no days (text,
+numbers, true/false), a number or other text against a day column, text or a number other than
+1 / 0 against a true/false column. The type is a public fact (a file's schema, the codebook's
+declarations) or, for a text file, the loader's inference, which the schema shows the analyst
+anyway; a refusal never asks whether any row matches.
 """
 
 from __future__ import annotations
 
 import datetime
 import math
-import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -35,7 +46,8 @@ from typing import Any, ClassVar, Literal, TypeAlias
 import polars as pl
 
 from dpexplorer.core.checks import check_text, described, items, shown
-from dpexplorer.data.cells import cell_date, cell_number, cell_present, cell_text, text_value
+from dpexplorer.data.cells import cell_date, cell_number, cell_present, cell_text, holds_days, text_value
+from dpexplorer.data.days import day_of
 from dpexplorer.data.errors import DataError
 from dpexplorer.data.validation import QUERY, Scalar, column_name, column_type, fmt, require, require_int64
 
@@ -55,13 +67,11 @@ ValueKind = Literal["number", "day", "text"]
 Reading: TypeAlias = tuple[ValueKind, float | datetime.date | str]
 """What a compared value (or a declared category) is under the per-cell rule: ("number", a
 finite float), ("day", a date) or ("text", the text)."""
-ISO_DATE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
 MAX_DEPTH = 100
 """A condition nests at most this many levels (a comparison is one, each ``and``, ``or`` or
 ``not`` around it one more): deeper is refused when it is built or read (DataError), so that
 every depth accepted is evaluated, described and stored without exhausting Python's recursion
 limit (about 1,000 frames, a few per level in each of those walks) or Spark's, whoever builds it."""
-_ISO_DATE = re.compile(ISO_DATE)
 Schema: TypeAlias = Mapping[str, pl.DataType] | Collection[str]
 """The column types an expression is built for; a bare collection of names means types unknown."""
 
@@ -111,12 +121,8 @@ def _read(value: Scalar, number: float | None, what: str) -> Reading:
         if not math.isfinite(number):
             raise DataError(f"{what} {shown(value)} is not a finite number")
         return "number", number
-    if _ISO_DATE.fullmatch(value):
-        try:
-            return "day", datetime.date.fromisoformat(value)
-        except ValueError:
-            pass
-    return "text", value
+    day = day_of(value)
+    return ("text", value) if day is None else ("day", day)
 
 
 def equal_to(column: str, dtype: pl.DataType | None, readings: Sequence[Reading]) -> pl.Expr:
@@ -140,6 +146,9 @@ class Compare:
     column: str
     op: CompareOp
     value: Scalar | tuple[Scalar, ...]
+    as_written: bool = False
+    """``==``, ``!=`` and ``in`` read a text value as text whatever it spells (module
+    docstring): set by the engine for a column of declared text, never by a query."""
     depth: ClassVar[int] = 1
     """Levels of nesting (:data:`MAX_DEPTH`): a comparison is one."""
 
@@ -170,7 +179,10 @@ class Compare:
 
     @property
     def readings(self) -> tuple[Reading, ...]:
-        """Each compared value under the per-cell rule (:func:`reading`)."""
+        """Each compared value under the per-cell rule (:func:`reading`); a text value of an
+        equality ``as_written``, as text."""
+        if self.as_written and self.op not in ORDERED:
+            return tuple(("text", v) if isinstance(v, str) else reading(v) for v in self.values)
         return tuple(reading(v) for v in self.values)
 
     def expr(self, schema: Schema = ()) -> pl.Expr:
@@ -189,8 +201,12 @@ class Compare:
         return cell_present(self.column, dtype) & ~equal if self.op == "!=" else equal
 
     def check(self, schema: Mapping[str, pl.DataType]) -> None:
-        """DataError if the column does not exist; nothing else about the table is asked."""
-        column_type(schema, self.column)
+        """DataError if the column does not exist, or if an operand cannot match any cell of a
+        column of its type (:func:`unmatched`): one line naming the column and how it holds
+        its values. Nothing about the rows is asked."""
+        why = unmatched(self, column_type(schema, self.column))
+        if why is not None:
+            raise DataError(why)
 
     def describe(self) -> str:
         shown = ", ".join(fmt(v) for v in self.value) if isinstance(self.value, tuple) else fmt(self.value)
@@ -208,6 +224,66 @@ class Compare:
 
     def __invert__(self) -> Not:
         return Not(self)
+
+
+SPELLINGS = "2021-03-01, 2021/03/01, 2021.03.01 or ISO with a time"
+"""How a day is written to be read without a declared format (:mod:`dpexplorer.data.days`)."""
+
+
+def holds(dtype: pl.DataType | None) -> str:
+    """How a column of ``dtype`` holds its values, in words (for a refusal)."""
+    if holds_days(dtype):
+        return "holds days"
+    if dtype == pl.Boolean:
+        return "holds true/false"
+    if dtype is not None and dtype.is_numeric():
+        return "holds numbers"
+    return "is text"
+
+
+def unmatched(compare: Compare, dtype: pl.DataType | None, typed: bool = False) -> str | None:
+    """Why no cell of a column of ``dtype`` can match ``compare``'s operands, from the type alone
+    (the column's declared or inferred type: public; never its rows), or None if one may: a
+    day against a column that holds none, a number or text against a day column, text or a
+    number other than 1 / 0 equal to a true/false column, and with ``typed`` (the file declares
+    its types, so a numeric column keeps no text: a Parquet file, a Spark table) text against
+    a numeric column. Every operand of ``in`` must be able to match (one that cannot is a
+    mistake the release would otherwise hide)."""
+    if dtype is None:
+        return None
+    for given, (kind, _) in zip(compare.values, compare.readings, strict=True):
+        why = _cannot_hold(compare, kind, given, dtype, typed)
+        if why is not None:
+            return f"'{compare.describe()}' can hold on no row: column {compare.column!r} {holds(dtype)}{why}"
+    return None
+
+
+def _cannot_hold(
+    compare: Compare, kind: ValueKind, value: Any, dtype: pl.DataType, typed: bool
+) -> str | None:
+    """The rest of :func:`unmatched`'s line for one operand (``value`` as the query gives it,
+    read as ``kind``), or None if it may match a cell."""
+    column = compare.column
+    if holds_days(dtype):
+        if kind == "number":
+            return (
+                f", and the number {shown(value)} is never a day: compare it with a day written {SPELLINGS}"
+            )
+        if kind == "text":
+            return f", and {value!r} is not one: a day is written {SPELLINGS}"
+        return None
+    if kind == "day":
+        declare = (
+            f": if it holds days, declare how they are written (the codebook's date_format, or "
+            f"--date-format {column}=%d/%m/%Y); without one, days are read when written {SPELLINGS}"
+        )
+        return f", not days{declare if dtype == pl.String or isinstance(dtype, pl.Categorical) else ''}"
+    equality = compare.op not in ORDERED
+    if dtype == pl.Boolean and (kind == "text" or (equality and reading(value)[1] not in (0.0, 1.0))):
+        return f", and {shown(value)} is neither (true is 1, false 0)"
+    if typed and kind == "text" and dtype.is_numeric():
+        return f" (the file's declared type), and {value!r} is not a number"
+    return None
 
 
 @dataclass(frozen=True)

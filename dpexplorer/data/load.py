@@ -14,7 +14,7 @@ import io
 import os
 import re
 import zlib
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -24,6 +24,7 @@ import polars as pl
 
 from dpexplorer.core.cancel import CancelToken, ProgressFn
 from dpexplorer.data.cells import cell_key, text_key, text_value
+from dpexplorer.data.days import AMBIGUOUS, check_format, text_day
 from dpexplorer.data.errors import DataError, first_line
 from dpexplorer.data.fingerprints import (
     HASH_BATCH,
@@ -104,6 +105,40 @@ date): its text is then the date's own ISO text, so nothing about the data chang
 
 
 @dataclass(frozen=True)
+class Declared:
+    """Public facts a file is read with (a codebook's, a command line's; never the data's):
+    ``text``, the columns that hold text whatever their cells spell (a codebook's category,
+    identifier and text columns: read as written, leading zeros and all; a text file's only, a
+    Parquet file declares its own types); ``formats``, (column, format) of each day column
+    written in a declared format (:func:`dpexplorer.data.days.check_format`, e.g. ``%d/%m/%Y``)."""
+
+    text: frozenset[str] = frozenset()
+    formats: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", frozenset(self.text))
+        object.__setattr__(self, "formats", tuple(sorted(dict(self.formats).items())))
+        for column, fmt in self.formats:
+            check_format(fmt, f"the date format of {column!r}")
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How the loader read a file's types (public: decided from the file's schema and the
+    declarations, or, for a text file's columns, by the loader's inference). ``written``: the
+    text columns compared as written (a Parquet file's text columns, a text file's declared
+    text columns: ``"01"`` is not ``"1"``); ``formats``: the declared formats it read day columns
+    by; ``retyped``: the declarations may have changed a column's type (the ledger key is then
+    that of the file read without them); ``legacy``: the rules of before may have read a column
+    otherwise (older ledgers may hold the key of that reading)."""
+
+    written: frozenset[str] = frozenset()
+    formats: tuple[tuple[str, str], ...] = ()
+    retyped: bool = False
+    legacy: bool = False
+
+
+@dataclass(frozen=True)
 class ColumnInfo:
     """NON-PRIVATE summary of one column, for the data steward's eyes only: ``missing`` and
     ``distinct`` are exact counts on the real data, never to be shown to anyone else or released.
@@ -140,6 +175,43 @@ class Dataset:
     _encoded: dict[str, pl.Series] = field(default_factory=dict, repr=False)
     _texts: dict[str, pl.Series] = field(default_factory=dict, repr=False)
     _keys: dict[str, pl.Series] = field(default_factory=dict, repr=False)
+    _reading: Reading = field(default=Reading(), repr=False)
+
+    @property
+    def reading(self) -> Reading:
+        """How the loader read the file's types (:class:`Reading`; public)."""
+        return self._reading
+
+    @property
+    def written_text(self) -> frozenset[str]:
+        """The text columns whose cells compare as written (:attr:`Reading.written`: a Parquet
+        file's text columns, a text file's declared text columns): public, from the file's schema
+        and the declarations."""
+        return self._reading.written
+
+    @property
+    def types_declared(self) -> bool:
+        """Whether the file declares its columns' types (Parquet): a numeric column then holds
+        numbers only, never kept text (:attr:`kept_text`)."""
+        return self.format == "parquet"
+
+    @property
+    def day_formats(self) -> dict[str, str]:
+        """The declared format each day column read by one was written in (column -> format)."""
+        return dict(self._reading.formats)
+
+    def _keyed(self) -> Dataset:
+        """The dataset whose content keys this one in the ledger: itself, or, when declarations
+        may have changed a column's type (:attr:`Reading.retyped`), the same file read without
+        them, so that a codebook never gives the same people a second budget. Loaded once."""
+        if not self._reading.retyped:
+            return self
+        if "_undeclared" not in self.__dict__:  # frozen: no setattr
+            plain = load_dataset(self.path, lazy=self.lazy)
+            if plain._stamp != self._stamp:
+                raise DataError(f"{self.path} changed since it was loaded: load it again before releasing")
+            self.__dict__["_undeclared"] = plain
+        return self.__dict__["_undeclared"]
 
     @property
     def lazy(self) -> bool:
@@ -230,7 +302,8 @@ class Dataset:
         DataError if the file changed since loading."""
         if _stamp(self.path) != self._stamp:
             raise DataError(f"{self.path} changed since it was loaded: load it again before releasing")
-        return content_fingerprint(self.frame)
+        keyed = self._keyed()
+        return content_fingerprint(self.frame) if keyed is self else keyed.content_fingerprint
 
     @cached_property
     def column_prints(self) -> dict[str, ColumnPrint]:
@@ -240,23 +313,54 @@ class Dataset:
         DataError if the file changed since loading."""
         if _stamp(self.path) != self._stamp:
             raise DataError(f"{self.path} changed since it was loaded: load it again before releasing")
-        return column_fingerprints(self.frame)
+        keyed = self._keyed()
+        return column_fingerprints(self.frame) if keyed is self else keyed.column_prints
 
     def earlier_content_fingerprint(self) -> str | None:
-        """The content fingerprint this file had when only :data:`MISSING_TEXT_V1` was read as
-        missing, if it differs: None unless a field spells a missing value otherwise (``null``,
-        ``N/A``, ...; then the file is loaded again the earlier way, once per dataset and
-        ledger, :func:`dpexplorer.release.release.dataset_key`), so a ledger that filed it
-        then keeps its budget."""
-        if not self._respelled:
-            return None
+        """The first of :meth:`earlier_content_fingerprints`, None if there is none."""
+        return next(iter(self.earlier_content_fingerprints()), None)
+
+    def earlier_content_fingerprints(self) -> tuple[str, ...]:
+        """The content fingerprints older ledgers may hold this file under, where they differ
+        from :attr:`content_fingerprint`: read when only :data:`MISSING_TEXT_V1` was read as
+        missing (a field spells a missing value otherwise: ``null``, ``N/A``, ...), and read by
+        the type rules of before issue 41 (:meth:`read_before`). Each is computed by loading the
+        file again that way, once per dataset and ledger
+        (:func:`dpexplorer.release.release.dataset_key`), so a ledger that filed it then keeps
+        its budget."""
+        keyed = self._keyed()
+        if keyed is not self:
+            return keyed.earlier_content_fingerprints()
         if "_earlier" not in self.__dict__:  # computed once (frozen: no setattr)
-            earlier = load_dataset(self.path, lazy=self.lazy, missing_text=MISSING_TEXT_V1)
-            if earlier._stamp != self._stamp:
-                raise DataError(f"{self.path} changed since it was loaded: load it again before releasing")
-            key = earlier.content_fingerprint
-            self.__dict__["_earlier"] = None if key == self.content_fingerprint else key
+            earlier = [self.read_before()] if self._reading.legacy else []
+            if self._respelled:
+                earlier.append(
+                    load_dataset(self.path, lazy=self.lazy, missing_text=MISSING_TEXT_V1, legacy=True)
+                )
+            keys: list[str] = []
+            for dataset in earlier:
+                if dataset._stamp != self._stamp:
+                    raise DataError(
+                        f"{self.path} changed since it was loaded: load it again before releasing"
+                    )
+                key = dataset.content_fingerprint
+                if key != self.content_fingerprint and key not in keys:
+                    keys.append(key)
+            self.__dict__["_earlier"] = tuple(keys)
         return self.__dict__["_earlier"]
+
+    def read_before(self) -> Dataset:
+        """This file read by the type rules of before issue 41 (``load_dataset(legacy=True)``:
+        numbers inferred in a Parquet file's text too, ISO days only, nothing declared), as
+        older ledgers keyed it; itself where those rules read it alike. Loaded once."""
+        keyed = self._keyed()
+        if keyed is not self:
+            return keyed.read_before()
+        if not self._reading.legacy:
+            return self
+        if "_before" not in self.__dict__:  # frozen: no setattr
+            self.__dict__["_before"] = load_dataset(self.path, lazy=self.lazy, legacy=True)
+        return self.__dict__["_before"]
 
     def identify(self, cancel: CancelToken | None = None, progress: ProgressFn | None = None) -> str:
         """:attr:`content_fingerprint` (the same value), computed cancellably with progress and
@@ -264,7 +368,9 @@ class Dataset:
         if "content_fingerprint" not in self.__dict__:
             if _stamp(self.path) != self._stamp:
                 raise DataError(f"{self.path} changed since it was loaded: load it again before releasing")
-            value = content_fingerprint(self.frame, cancel, progress, self.n_rows)
+            keyed = self._keyed()
+            frame, n_rows = keyed.frame, keyed.n_rows
+            value = content_fingerprint(frame, cancel, progress, n_rows)
             self.__dict__["content_fingerprint"] = value  # what cached_property stores (frozen: no setattr)
         return self.content_fingerprint
 
@@ -406,6 +512,7 @@ def _read(
     notes: list[str],
     src: bytes | None = None,
     missing: list[str] = MISSING_TEXT,
+    text: Collection[str] = (),
 ) -> tuple[pl.DataFrame | pl.LazyFrame, list[int], dict[str, int]]:
     """Parse the file, or ``src`` (UTF-8 CSV in memory) when given (or check it parses,
     streaming, when lazy), reading ``missing`` as missing. Columns where text turns up after
@@ -413,8 +520,8 @@ def _read(
     the frame, the row indices of rows with too many fields, to set aside, and the count of each
     spelling of :data:`MISSING_TEXT` that ``missing`` lacks found as a whole text field
     (:func:`_respelled`, counted in the lazy parse's own pass). _NotUtf8 when the file needs
-    transcoding."""
-    overrides: dict[str, pl.DataType] = {}
+    transcoding. The columns named in ``text`` (declared text) are read as text as written."""
+    overrides: dict[str, pl.DataType] = {c: pl.String() for c in text}
     truncate = False
     too_many: list[int] = []
     for _ in range(64):
@@ -507,7 +614,9 @@ def _spellings(
     return {m: n for m, n in found.items() if n}
 
 
-def _numeric_text(frame: pl.DataFrame | pl.LazyFrame, notes: list[str]) -> pl.DataFrame | pl.LazyFrame:
+def _numeric_text(
+    frame: pl.DataFrame | pl.LazyFrame, notes: list[str], skip: Collection[str] = ()
+) -> pl.DataFrame | pl.LazyFrame:
     """Text columns whose values are (almost all: :data:`NUMERIC_SHARE`) numbers become Float64,
     each cell by :func:`dpexplorer.data.cells.text_value` (``true``/``false`` 1/0; text that is
     not a number missing, counted in a warning, its text kept for conditions in a hidden column,
@@ -519,9 +628,10 @@ def _numeric_text(frame: pl.DataFrame | pl.LazyFrame, notes: list[str]) -> pl.Da
     ledger (the same people sorted otherwise would get a fresh budget). A first pass over the
     first :data:`PREFIX_SHARE` of the rows settles, exactly, every column that already holds
     more values that are not numbers than the share allows in all its rows (a column of words);
-    one pass over all rows reads the others."""
+    one pass over all rows reads the others. Only for untyped text (CSV, TSV), never the columns
+    in ``skip`` (declared text)."""
     schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
-    texts = [name for name, dtype in schema.items() if dtype == pl.String]
+    texts = [name for name, dtype in schema.items() if dtype == pl.String and name not in skip]
     if not texts:
         return frame
     texts = _not_surely_text(frame, texts)
@@ -615,6 +725,106 @@ def _every_value_a_date(name: str) -> pl.Expr:
     parsed = text.str.to_date("%Y-%m-%d", strict=False).cast(pl.String)
     same = (parsed == text).fill_null(False) & text.str.contains(ISO_DATE)
     return (text.is_null() | same).all().alias(name)
+
+
+@dataclass(frozen=True)
+class _DaysRead:
+    """What :func:`_days` did: the declared format of each column it read by one, and whether
+    the rules of before (ISO days only) would have left a column it made days as text."""
+
+    formats: tuple[tuple[str, str], ...] = ()
+    legacy: bool = False
+
+
+def _days(
+    frame: pl.DataFrame | pl.LazyFrame, notes: list[str], declared: Declared, skip: Collection[str] = ()
+) -> tuple[pl.DataFrame | pl.LazyFrame, _DaysRead]:
+    """Text columns of days become Date columns (:mod:`dpexplorer.data.days`): a column whose
+    every non-missing value is a real day in an unambiguous spelling (``2021-03-01``,
+    ``2021/03/01``, ``2021.03.01``, ISO with a time, read as its day), or a column with a declared
+    format whose values are days in it (the others missing, counted in a note). Any other column
+    stays text; one whose first values are mostly days, or day and month first (``01/03/2021``,
+    ambiguous without a format), gets a note saying why it is not read as days. A sample of the
+    first rows skips the other text columns cheaply; the decision reads every value. The columns
+    in ``skip`` (declared text) stay text."""
+    schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
+    formats = dict(declared.formats)
+    texts = [n for n, t in schema.items() if t == pl.String and n not in skip and n in visible([n])]
+    if not texts:
+        return frame, _DaysRead()
+    sample = _collect(frame.select(pl.col(c).head(SAMPLE_ROWS) for c in texts))
+    candidates: list[str] = []
+    for name in texts:
+        values = sample[name].drop_nulls()
+        if name in formats:
+            candidates.append(name)
+        elif not values.is_empty():
+            days = pl.select(text_day(pl.lit(values)).is_not_null().mean()).item()
+            if days >= NUMERIC_SHARE:
+                candidates.append(name)
+            elif pl.select(pl.lit(values).str.contains(AMBIGUOUS).mean()).item() >= NUMERIC_SHARE:
+                notes.append(
+                    f"column {name!r} looks like days written with the day and the month first "
+                    "(NN/NN/YYYY), which reads as either; it is read as text: declare its format "
+                    f"(the codebook's date_format, or --date-format {name}=%d/%m/%Y) to read it as days"
+                )
+    if not candidates:
+        return frame, _DaysRead()
+    counts = _aggregate(
+        frame,
+        (
+            e
+            for c in candidates
+            for e in (
+                pl.col(c).is_not_null().sum().alias(f"{c}\x00n"),
+                text_day(pl.col(c), formats.get(c)).is_not_null().sum().alias(f"{c}\x00days"),
+                _every_value_a_date(c).alias(f"{c}\x00iso"),
+                pl.col(c).filter(text_day(pl.col(c), formats.get(c)).is_null()).first().alias(f"{c}\x00v"),
+            )
+        ),
+    )
+    dates, used, legacy = [], [], False
+    for c in candidates:
+        n, days, example = int(counts[f"{c}\x00n"][0]), int(counts[f"{c}\x00days"][0]), counts[f"{c}\x00v"][0]
+        if (n and days == n) or (c in formats and days):
+            dates.append(c)
+            legacy = legacy or not counts[f"{c}\x00iso"][0]
+            if c in formats:
+                used.append((c, formats[c]))
+            if n > days:
+                notes.append(
+                    f"column {c!r}: {n - days:,} of its {n:,} values spell no day in its declared format "
+                    f"{formats[c]} (e.g. {example!r}); those values are treated as missing"
+                )
+        elif c in formats and n:
+            notes.append(
+                f"column {c!r}: no value spells a day in its declared format {formats[c]} "
+                f"(e.g. {example!r}); the column is read as text"
+            )
+        elif n and days >= NUMERIC_SHARE * n:
+            notes.append(
+                f"column {c!r} is read as text: {n - days:,} of its {n:,} values spell no day (e.g. "
+                f"{example!r}; a day is written 2021-03-01, 2021/03/01 or 2021.03.01), the others "
+                "days; a comparison with a day on it is refused"
+            )
+    if not dates:
+        return frame, _DaysRead()
+    frame = frame.with_columns(text_day(pl.col(c), formats.get(c)).alias(c) for c in dates)
+    return frame, _DaysRead(tuple(used), legacy)
+
+
+def _text_may_differ(frame: pl.DataFrame | pl.LazyFrame, columns: list[str]) -> bool:
+    """Whether the declared text ``columns`` may have been read otherwise without their
+    declaration (as numbers by :func:`_numeric_text`, as days by :func:`_days`): then the
+    dataset's ledger key is that other reading's (:meth:`Dataset.content_fingerprint`). False
+    only when each surely stays text: more values in its first rows that are not numbers than
+    the numeric share allows (:func:`_not_surely_text`), and a first value that is no day."""
+    if not columns:
+        return False
+    if _not_surely_text(frame, columns):
+        return True
+    first = _collect(frame.select(text_day(pl.col(c).drop_nulls().first()).is_not_null() for c in columns))
+    return any(first.row(0))
 
 
 def _non_finite(frame: pl.DataFrame | pl.LazyFrame, notes: list[str]) -> pl.DataFrame | pl.LazyFrame:
@@ -712,19 +922,29 @@ def load_dataset(
     lazy: bool | None = None,
     layout: TextLayout | None = None,
     missing_text: list[str] | None = None,
+    declared: Declared | None = None,
+    legacy: bool = False,
 ) -> Dataset:
     """Load a CSV, TSV, .csv.gz or Parquet file. ``lazy=None`` scans lazily only files larger
     than a quarter of memory (gzip files are always read eagerly). ``layout``: the file's
     :func:`text_layout` when the caller has it already (sniffed again if the file has changed).
     A CSV field spelled as one of :data:`MISSING_TEXT` is missing (``missing_text``: other
-    spellings, for :meth:`Dataset.earlier_content_fingerprint` only).
+    spellings, for :meth:`Dataset.earlier_content_fingerprints` only).
+
+    Types (issue 41): a Parquet file is read with the types it declares; only a text file's
+    columns are inferred (:func:`_numeric_text`: mostly numbers become numbers). ``declared``
+    (a codebook's, a command line's: public) keeps its text columns text, leading zeros and all,
+    and reads its day columns in their declared formats. In any file, a text column whose every
+    value is a day in an unambiguous spelling becomes a day column (:func:`_days`). ``legacy``:
+    the rules of before (numbers inferred in every format, ISO days only, nothing declared), for
+    the ledger keys older ledgers hold (:meth:`Dataset.earlier_content_fingerprints`) only.
 
     Guarantees: returns a Dataset with at least one row and one column, or raises DataError
     (never another exception). Rows or values set aside are counted in ``warnings``: rows with
     the wrong number of fields (set aside), text in a numeric column and NaN/infinity (the value
     becomes missing), all-missing columns (kept, flagged). Schema: see :func:`kind_of_dtype`."""
     try:
-        return _load(Path(path), lazy, layout, missing_text)
+        return _load(Path(path), lazy, layout, missing_text, None if legacy else declared or Declared())
     except DataError:
         raise
     except (
@@ -740,8 +960,13 @@ def load_dataset(
 
 
 def _load(
-    path: Path, lazy: bool | None, layout: TextLayout | None, missing_text: list[str] | None
+    path: Path,
+    lazy: bool | None,
+    layout: TextLayout | None,
+    missing_text: list[str] | None,
+    declared: Declared | None,
 ) -> Dataset:
+    """:func:`load_dataset`; ``declared`` None: by the rules of before (``legacy``)."""
     if not path.exists():
         raise DataError(f"{path} does not exist: check the path")
     if not path.is_file():
@@ -762,14 +987,34 @@ def _load(
     lazy = _default_lazy(path, fmt) if lazy is None else lazy
     if lazy and fmt == "csv.gz":
         raise DataError(f"{path.name} is gzip-compressed and cannot be scanned lazily: decompress it first")
-    frame, src, sep, too_many, respelled = _parse_missing(path, layout, lazy, notes, missing_text)
+    text = declared.text if declared is not None and fmt != "parquet" else frozenset()
+    frame, src, sep, too_many, respelled = _parse_missing(path, layout, lazy, notes, missing_text, text)
     frame = set_aside(frame, too_many or _short_rows(path, fmt, sep, frame, notes, src))
-    frame = _non_finite(_iso_dates(_numeric_text(_clean_columns(path, frame, notes), notes)), notes)
-    return _finish(path, fmt, frame, notes, stamp, respelled)
+    frame = _clean_columns(path, frame, notes)
+    if declared is None:  # legacy: the rules of before
+        frame = _non_finite(_iso_dates(_numeric_text(frame, notes)), notes)
+        return _finish(path, fmt, frame, notes, stamp, respelled)
+    if fmt != "parquet":  # only untyped text is inferred
+        frame = _numeric_text(frame, notes, skip=text)
+    frame, read = _days(frame, notes, declared, skip=text)
+    frame = _non_finite(frame, notes)
+    schema = frame.collect_schema()
+    strings = frozenset(c for c in visible(schema) if schema[c] == pl.String)
+    written = strings if fmt == "parquet" else strings & text
+    retyped = bool(read.formats) or _text_may_differ(frame, sorted(written & text))
+    reading = Reading(
+        written, read.formats, retyped, legacy=(fmt == "parquet" and bool(strings)) or read.legacy
+    )
+    return _finish(path, fmt, frame, notes, stamp, respelled, reading)
 
 
 def _parse_missing(
-    path: Path, layout: TextLayout, lazy: bool, notes: list[str], missing_text: list[str] | None
+    path: Path,
+    layout: TextLayout,
+    lazy: bool,
+    notes: list[str],
+    missing_text: list[str] | None,
+    text: Collection[str] = (),
 ) -> tuple[pl.DataFrame | pl.LazyFrame, Source | None, str, list[int], bool]:
     """:func:`_parse` reading :data:`MISSING_TEXT` as missing (or ``missing_text``), and
     whether a field spelled a missing value as :data:`MISSING_TEXT_V1` does not. The file is
@@ -779,18 +1024,23 @@ def _parse_missing(
     or its key would differ (an integer beyond 2^53 read as a float)."""
     first: list[str] = []
     earlier = missing_text or MISSING_TEXT_V1
-    frame, src, csv_sep, too_many, found = _parse(path, layout, lazy, first, earlier)
+    frame, src, csv_sep, too_many, found = _parse(path, layout, lazy, first, earlier, text)
     if missing_text is not None or not found:
         notes += first
         return frame, src, csv_sep, too_many, False
     spelled = ", ".join(f"{m!r} ({n:,})" for m, n in _spellings(frame, found, earlier).items())
-    frame, src, csv_sep, too_many, _ = _parse(path, layout, lazy, notes, MISSING_TEXT)
+    frame, src, csv_sep, too_many, _ = _parse(path, layout, lazy, notes, MISSING_TEXT, text)
     notes.append(f"fields spelled {spelled} are read as missing values (pandas' default spellings)")
     return frame, src, csv_sep, too_many, True
 
 
 def _parse(
-    path: Path, layout: TextLayout, lazy: bool, notes: list[str], missing: list[str]
+    path: Path,
+    layout: TextLayout,
+    lazy: bool,
+    notes: list[str],
+    missing: list[str],
+    text: Collection[str] = (),
 ) -> tuple[pl.DataFrame | pl.LazyFrame, Source | None, str, list[int], dict[str, int]]:
     """The parsed frame, read from the file, or from its text transcoded in memory when it is
     not UTF-8, is delimited by whitespace or ends its lines with CR alone (eagerly: such files
@@ -798,7 +1048,7 @@ def _parse(
     fmt, sep = layout.fmt, layout.sep
     if layout.utf8 and sep != WHITESPACE and not layout.cr:
         try:
-            frame, too_many, found = _read(path, fmt, sep, lazy, notes, missing=missing)
+            frame, too_many, found = _read(path, fmt, sep, lazy, notes, missing=missing, text=text)
             return frame, None, sep, too_many, found
         except _NotUtf8:
             pass
@@ -811,7 +1061,7 @@ def _parse(
         raise DataError(f"{path.name} is too large to read as text that is not UTF-8: re-save it as UTF-8")
     src = transcoded(path, fmt, sep, notes, layout.cr)
     csv_sep = "," if sep == WHITESPACE else sep
-    frame, too_many, found = _read(path, fmt, csv_sep, False, notes, src, missing)
+    frame, too_many, found = _read(path, fmt, csv_sep, False, notes, src, missing, text)
     return frame, src, csv_sep, too_many, found
 
 
@@ -858,6 +1108,7 @@ def _finish(
     notes: list[str],
     stamp: tuple[int, int],
     respelled: bool = False,
+    reading: Reading | None = None,
 ) -> Dataset:
     stats = _collect(
         frame.select(
@@ -879,4 +1130,6 @@ def _finish(
             )
     if _stamp(path) != stamp:
         raise DataError(f"{path.name} changed while it was being read: load it again")
-    return Dataset(path, frame, n_rows, tuple(notes), fmt, stamp, missing, respelled)
+    return Dataset(
+        path, frame, n_rows, tuple(notes), fmt, stamp, missing, respelled, _reading=reading or Reading()
+    )

@@ -21,7 +21,7 @@ import polars as pl
 from dpexplorer.data.errors import DataError
 
 if TYPE_CHECKING:
-    from dpexplorer.data.load import Dataset
+    from dpexplorer.data.load import Dataset, Declared
 
 LAZY_SHARE = 0.125
 """Files whose data would take more than this share of physical memory are scanned lazily
@@ -98,15 +98,17 @@ def should_scan(path: str | os.PathLike[str], share: float = LAZY_SHARE) -> bool
         return False
 
 
-def open_file(path: str | os.PathLike[str], share: float = LAZY_SHARE) -> Dataset:
-    """The file loaded for the polars engine (:func:`dpexplorer.data.load.load_dataset`), in
-    memory or, when :func:`should_scan` says it is large (at ``share``), scanned lazily and
-    streamed. Imports
-    only the loader (not the engine package): the release CLI calls it on a thread from its
-    start, so that polars reads while the rest is imported."""
+def open_file(
+    path: str | os.PathLike[str], share: float = LAZY_SHARE, declared: Declared | None = None
+) -> Dataset:
+    """The file loaded for the polars engine (:func:`dpexplorer.data.load.load_dataset`, with
+    the types ``declared``), in memory or, when :func:`should_scan` says it is large (at
+    ``share``), scanned lazily and streamed. Imports only the loader (not the engine package):
+    the release CLI calls it on a thread from its start, so that polars reads while the rest is
+    imported."""
     from dpexplorer.data.load import load_dataset
 
-    return load_dataset(path, lazy=should_scan(path, share))
+    return load_dataset(path, lazy=should_scan(path, share), declared=declared)
 
 
 @dataclass(frozen=True, eq=False)

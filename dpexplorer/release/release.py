@@ -327,12 +327,13 @@ def dataset_key(dataset: Any, ledger: Ledger, name: str | None = None) -> str:
 
 
 def earlier_keys(dataset: Any) -> list[str]:
-    """The content key ``dataset`` had when only an empty field and ``NA`` were read as missing,
-    if its file spells a missing value otherwise (``null``, ``N/A``, ...; loaded again that
-    way: :meth:`dpexplorer.data.load.Dataset.earlier_content_fingerprint`); else none."""
-    earlier = getattr(dataset, "earlier_content_fingerprint", None)
-    key = earlier() if callable(earlier) else None
-    return [key] if key else []
+    """The content keys ``dataset`` had under earlier readings of its file, where they differ:
+    when only an empty field and ``NA`` were read as missing (its file spells a missing value
+    otherwise: ``null``, ``N/A``, ...), and under the type rules before issue 41 (numbers
+    inferred in a Parquet file's text, ISO days only); each loaded again that way
+    (:meth:`dpexplorer.data.load.Dataset.earlier_content_fingerprints`); else none."""
+    earlier = getattr(dataset, "earlier_content_fingerprints", None)
+    return list(earlier()) if callable(earlier) else []
 
 
 def legacy_keys(dataset: Any) -> list[str]:
@@ -342,7 +343,7 @@ def legacy_keys(dataset: Any) -> list[str]:
 
     keys = [dataset.fingerprint]
     if isinstance(dataset, Dataset):
-        keys.append(content_fingerprint_v1(dataset.frame))
+        keys.append(content_fingerprint_v1(dataset.read_before().frame))  # as content-v1 read it
     return keys
 
 

@@ -114,7 +114,8 @@ def test_corrupt_gzip_stream_is_a_data_error(tmp_path) -> None:
         load_dataset(_write(tmp_path, "broken.csv.gz", corrupt))
 
 
-# dates: a column is typed as dates only when every value is an exact ISO date
+# dates: a column is typed as dates only when every value is a day in an unambiguous spelling
+# (ISO, ISO with a time, 2021/03/01, 2021.03.01: issue 41)
 DATES = (
     "d,slash,short,impossible,stamp,empty\n"
     "2021-03-01,01/03/2021,2021-3-1,2021-02-30,2021-03-01T10:00,\n"
@@ -127,14 +128,17 @@ DATES_FINGERPRINT = (
 
 
 @pytest.mark.parametrize("lazy", [False, True], ids=["eager", "lazy"])
-def test_only_exact_iso_date_columns_become_dates(tmp_path, lazy) -> None:
+def test_only_whole_columns_of_unambiguous_days_become_dates(tmp_path, lazy) -> None:
     ds = load_dataset(_write(tmp_path, "dates.csv", DATES), lazy=lazy)
     assert ds.schema["d"] == pl.Date and ds.kind_of("d") == "date"
-    for name in ("slash", "short", "impossible", "stamp", "empty"):  # not all exact ISO days
+    assert ds.kind_of("stamp") == "date"  # ISO with a time: read as its day
+    for name in ("slash", "short", "impossible", "empty"):  # ambiguous, not padded, no such day
         assert ds.kind_of(name) != "date", name
     assert ds.preview(3)["d"].cast(pl.String).to_list() == ["2021-03-01", None, "1999-12-31"]
+    assert ds.preview(3)["stamp"].cast(pl.String).to_list() == ["2021-03-01", "2021-03-02", None]
     spans = {c.name: c.span for c in POLARS.summary(ds).columns}  # the steward sees the first and last day
-    assert spans == {"d": ("1999-12-31", "2021-03-01")} | dict.fromkeys(spans.keys() - {"d"})
+    days = {"d": ("1999-12-31", "2021-03-01"), "stamp": ("2021-03-01", "2021-03-02")}
+    assert spans == days | dict.fromkeys(spans.keys() - days.keys())
 
 
 def test_typing_dates_keeps_the_content_fingerprint(tmp_path) -> None:
@@ -143,7 +147,7 @@ def test_typing_dates_keeps_the_content_fingerprint(tmp_path) -> None:
     content-v1 key older ledgers hold for it is still found (recorded before dates were typed)."""
     path = _write(tmp_path, "dates.csv", DATES)
     ds = load_dataset(path)
-    assert content_fingerprint_v1(ds.frame) == DATES_FINGERPRINT
+    assert content_fingerprint_v1(ds.read_before().frame) == DATES_FINGERPRINT  # ISO days only then
     as_text = ds.frame.with_columns(pl.col("d").cast(pl.String))
     parquet = tmp_path / "dates.parquet"
     as_text.write_parquet(parquet)
@@ -167,13 +171,17 @@ def test_a_date_column_is_compared_as_dates(tmp_path, lazy) -> None:
 
 @pytest.mark.parametrize("value", ["2021-3-1", "2021-02-30", "1/3/2021", " 2021-03-01", 2021])
 def test_a_date_compared_with_what_is_not_a_date(tmp_path, value) -> None:
-    """Issue 32: the column's type decides nothing. An ordered comparison with text that is not a
-    day is refused from the query alone; a number is compared with the cells that spell numbers
-    (none here); equality with other text holds for cells of exactly that text (none here)."""
+    """An ordered comparison with text that is not a day is refused from the query alone; a day
+    column compared with a number or with other text (which no day cell can equal) is refused
+    from the column's type, before anything is read or charged (issue 41: never a silent empty
+    set); ``2021/03/01`` and ``2021.03.01`` are days too."""
     ds = load_dataset(_write(tmp_path, "dates.csv", DATES))
     if isinstance(value, str):
         with pytest.raises(DataError, match=r"compares numbers or days.*e\.g\. 2021-03-01"):
             Compare("d", "<=", value)
     else:
-        assert true_answer(ds, PredicateCount(where("d") <= value)) == 0
-    assert true_answer(ds, PredicateCount(where("d").isin(["2021-03-01", value]))) == 1
+        with pytest.raises(DataError, match="'d' holds days, and the number 2021 is never a day"):
+            true_answer(ds, PredicateCount(where("d") <= value))
+    with pytest.raises(DataError, match=r"'d' holds days, and .* is not one|the number 2021 is never a day"):
+        true_answer(ds, PredicateCount(where("d").isin(["2021-03-01", value])))
+    assert true_answer(ds, PredicateCount(where("d").isin(["2021/03/01", "1999.12.31"]))) == 2

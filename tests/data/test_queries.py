@@ -104,14 +104,16 @@ def test_invalid_queries_raise_data_errors(build, message):
         build()
 
 
-def test_only_the_column_name_is_checked_against_the_schema(schema):
-    """Issue 32: a column's type is inferred from its values, so it is private: a comparison
-    applies to any column, each cell read by the per-cell rule (tests/data/test_conditions.py);
-    only a missing column is refused."""
+def test_only_the_column_name_and_type_are_checked_against_the_schema(schema):
+    """Issue 32: a comparison applies to any column, each cell read by the per-cell rule
+    (tests/data/test_conditions.py); a missing column is refused, and (issue 41) a comparison no
+    cell of the column's type can match: a day against numbers."""
     with pytest.raises(DataError, match="unknown column 'agee'"):
         Mean("agee", 0, 1).check(schema)
-    for p in (where("age") == "old", where("sex") == 1, where("sex") >= 2, where("age") < "2021-03-01"):
+    for p in (where("age") == "old", where("sex") == 1, where("sex") >= 2):
         PredicateCount(p).check(schema)
+    with pytest.raises(DataError, match="'age' holds numbers, not days"):
+        PredicateCount(where("age") < "2021-03-01").check(schema)
 
 
 @pytest.mark.parametrize("value", ["M", "2021-02-30", " "])

@@ -15,6 +15,7 @@ from dpexplorer.data.engine.base import *  # noqa: F403  (the contract's names: 
 from dpexplorer.data.engine.base import Engine
 from dpexplorer.data.engine.polars_engine import POLARS, PolarsEngine
 from dpexplorer.data.errors import DataError
+from dpexplorer.data.load import Declared
 
 ENGINES = ("polars", "spark")
 SPARK_MISSING = 'the Spark engine needs pyspark and a Java runtime: pip install "dpexplorer[spark]"'
@@ -27,22 +28,28 @@ def engine_of(dataset: Any) -> Engine:
 
 
 def open_dataset(
-    source: str | os.PathLike[str], engine: str = "polars", *, spark_master: str | None = None
+    source: str | os.PathLike[str],
+    engine: str = "polars",
+    *,
+    spark_master: str | None = None,
+    declared: Declared | None = None,
 ) -> Any:
     """Open ``source`` for ``engine``: "polars" loads a file (:func:`dpexplorer.data.scan.open_file`:
     streamed when it is large); "spark" opens a Parquet/CSV path or a table name on Spark
-    (``spark_master``: ``local[*]`` by default, or ``spark://host:port``). DataError otherwise."""
+    (``spark_master``: ``local[*]`` by default, or ``spark://host:port``). DataError otherwise.
+    ``declared``: the public facts its types are read with (:class:`dpexplorer.data.load.Declared`:
+    a codebook's text columns and day formats)."""
     if engine == "polars":
         from dpexplorer.data.scan import open_file
 
-        return open_file(source)
+        return open_file(source, declared=declared)
     if engine != "spark":
         raise DataError(f"unknown engine {engine!r}: use {' or '.join(ENGINES)}")
     try:
         from dpexplorer.data.engine.spark_engine import open_spark
     except ImportError as exc:
         raise DataError(f"{SPARK_MISSING} ({exc})") from exc
-    return open_spark(source, spark_master)
+    return open_spark(source, spark_master, declared)
 
 
 __all__ = ["ENGINES", "POLARS", "PolarsEngine", "engine_of", "open_dataset"]

@@ -63,7 +63,7 @@ import polars as pl
 
 from dpexplorer.core.neighbours import SortedWindow
 from dpexplorer.core.sensitivity import QUANTILE_RADIUS, window_of_sorted
-from dpexplorer.data.axes import key_columns, text_read_columns
+from dpexplorer.data.axes import as_written, key_columns, text_read_columns
 from dpexplorer.data.cells import cell_number
 from dpexplorer.data.load import ColumnInfo
 from dpexplorer.data.queries import Axis, Predicate
@@ -449,10 +449,15 @@ class Engine(ABC):
         for each request's return type). DataError if the engine cannot evaluate it."""
         for step in steps:
             self._method(self.STEPS, step)
+        written = written_text(dataset)
+        request, steps = as_written((request, steps), written)
         dataset = self.with_text(dataset, text_read_columns(request, steps))
         keys = [request.column] if isinstance(request, DistinctValues) else []
         units = unit_columns(dataset, request, steps)
-        dataset = self.with_keys(dataset, [*keys, *key_columns(request, steps), *units])
+        # a declared text column's cells are their own keys ("01" is not "1"); a person's are
+        # always read as the key each cell stands for: two spellings of one id stay one person
+        keyed = [c for c in [*keys, *key_columns(request, steps)] if c not in written]
+        dataset = self.with_keys(dataset, [*keyed, *units])
         for column in _measured(request):
             if not _holds_numbers(dataset.schema.get(column)):
                 dataset = self.as_numbers(dataset, column)
@@ -495,6 +500,12 @@ class Engine(ABC):
         if method is None:
             raise TypeError(f"{type(self).__name__} does not implement {type(operation).__name__}")
         return method
+
+
+def written_text(dataset: Any) -> frozenset[str]:
+    """The dataset's columns of declared text, compared as written
+    (:attr:`dpexplorer.data.load.Dataset.written_text`; none for a dataset that does not say)."""
+    return frozenset(getattr(dataset, "written_text", frozenset()))
 
 
 def unit_columns(dataset: Any, request: Request, steps: tuple[RowStep, ...]) -> list[str]:

@@ -15,7 +15,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from dpexplorer.data.cells import is_datetime
 from dpexplorer.data.conditions import ORDERED, Reading, ValueKind, combine
+from dpexplorer.data.days import DAY_SPELLINGS, STAMP, format_pattern, spark_pattern
 from dpexplorer.data.engine.base import (
     CentredSums,
     ClippedMoments,
@@ -40,6 +42,7 @@ _TYPES: dict[type, pl.DataType] = {
     T.StringType: pl.String(),
     T.DateType: pl.Date(),
     T.TimestampType: pl.Datetime(),
+    T.TimestampNTZType: pl.Datetime(),
 }
 
 
@@ -67,6 +70,17 @@ def text_value(text: Column) -> Column:
     )
 
 
+def text_day(text: Column, declared: str | None = None) -> Column:
+    """As :func:`dpexplorer.data.days.text_day`: the day a text cell spells in an unambiguous
+    spelling (or, with ``declared``, in that format), null where none; the same regular
+    expressions, then Spark's parser (a day that does not exist is none)."""
+    if declared is not None:
+        return F.when(text.rlike(format_pattern(declared)), F.try_to_date(text, spark_pattern(declared)))
+    days = [F.when(text.rlike(f"^{rx}$"), F.try_to_date(text, pattern)) for _, pattern, rx in DAY_SPELLINGS]
+    stamp = F.when(text.rlike(STAMP), F.try_to_date(F.substring(text, 1, 10), "yyyy-MM-dd"))
+    return F.coalesce(*days, stamp)
+
+
 def literal_col(name: str) -> Column:
     """Column ``name`` taken literally (a dot or a space in a name is not a path into a struct)."""
     return F.col("`" + name.replace("`", "``") + "`")
@@ -88,11 +102,11 @@ def _cell(kind: ValueKind, name: str, dtype: pl.DataType | None) -> Column:
     if kind == "day":
         if dtype == pl.Date:
             return c
+        if is_datetime(dtype):
+            return c.cast("date")
         if not _textual(dtype):
             return F.lit(None).cast("date")
-        text = c.cast("string")
-        day = F.try_to_date(text, "yyyy-MM-dd")
-        return F.when(F.date_format(day, "yyyy-MM-dd") == text, day)
+        return text_day(c.cast("string"))
     if dtype == pl.Date:
         return F.date_format(c, "yyyy-MM-dd")
     return c.cast("string") if _textual(dtype) else F.lit(None).cast("string")

@@ -63,17 +63,18 @@ from dpexplorer.data.engine.spark_columns import (
     moment_columns,
     polars_schema,
     predicate_column,
+    text_day,
     text_number,
     text_value,
     with_cell,
 )
 from dpexplorer.data.errors import DataError
 from dpexplorer.data.load import (
-    ISO_DATE,
     KEPT,
     MISSING_TEXT,
     ColumnInfo,
     Dataset,
+    Declared,
     TextLayout,
     fingerprint_file,
     kind_of_dtype,
@@ -195,6 +196,22 @@ class SparkDataset:
     format: str = "spark"
     reference: Dataset | None = None
     """A CSV file's reading by the polars loader, whose schema Spark reads it with."""
+    plain: DataFrame | None = None
+    """A Parquet file's or table's frame read without its declared day formats, when they
+    changed a column: its content keys the ledger (a declaration never gives a second budget)."""
+
+    @property
+    def written_text(self) -> frozenset[str]:
+        """As :attr:`dpexplorer.data.load.Dataset.written_text`: a CSV file's declared text
+        columns (the loader's), a Parquet file's or table's text columns."""
+        if self.reference is not None:
+            return self.reference.written_text
+        return frozenset(c for c, t in self.schema.items() if t == pl.String)
+
+    @property
+    def types_declared(self) -> bool:
+        """As :attr:`dpexplorer.data.load.Dataset.types_declared`: a Parquet file or a table."""
+        return self.reference is None
 
     @property
     def path(self) -> Path:
@@ -259,16 +276,20 @@ class SparkDataset:
         the same data (:mod:`dpexplorer.data.engine.spark_fingerprint`), by one aggregation."""
         from dpexplorer.data.engine.spark_fingerprint import spark_content_fingerprint
 
+        if self.reference is not None and self.reference.reading.retyped:
+            return self.reference.content_fingerprint  # the file read without its declarations
+        frame = self.frame if self.plain is None else self.plain
+        schema = pl.Schema({n: t for n, t in polars_schema(frame).items() if not n.startswith(KEPT)})
         try:
-            return spark_content_fingerprint(self.frame.select(*map(literal_col, self.schema)), self.schema)
+            return spark_content_fingerprint(frame.select(*map(literal_col, schema)), schema)
         except Exception as exc:  # py4j and the Python workers raise many types
             raise _failure("fingerprint", self.source, exc) from exc
 
-    def earlier_content_fingerprint(self) -> str | None:
-        """As :meth:`dpexplorer.data.load.Dataset.earlier_content_fingerprint` (both engines
-        give one key for one table): the key a CSV file had when fewer spellings of a missing
-        value were read as missing, if it differs."""
-        return None if self.reference is None else self.reference.earlier_content_fingerprint()
+    def earlier_content_fingerprints(self) -> tuple[str, ...]:
+        """As :meth:`dpexplorer.data.load.Dataset.earlier_content_fingerprints` (both engines
+        give one key for one table): the keys a CSV file had when fewer spellings of a missing
+        value were read as missing, or by the type rules of before, where they differ."""
+        return () if self.reference is None else self.reference.earlier_content_fingerprints()
 
     def preview(self, n: int = 200) -> pl.DataFrame:
         return self.engine.preview(self, n)
@@ -288,36 +309,45 @@ def fingerprint_source(source: str) -> str:
     return digest.hexdigest()
 
 
-def open_spark(source: str | os.PathLike[str], master: str | None = None) -> SparkDataset:
+def open_spark(
+    source: str | os.PathLike[str], master: str | None = None, declared: Declared | None = None
+) -> SparkDataset:
     """Open ``source`` on Spark: a Parquet file or directory, a CSV/TSV file (read with the
     polars loader's schema, :func:`_read_text`), or else the name of a table in the session's
     catalog. NaN and infinities in float columns become missing (counted in ``warnings``).
-    DataError if Spark cannot read it."""
+    ``declared``: as :func:`dpexplorer.data.load.load_dataset`'s (a Parquet file or a table
+    declares its own types: only its day formats are read). DataError if Spark cannot read it."""
     engine = SparkEngine(spark_session(master))
     text = os.fspath(source)
+    declared = declared or Declared()
     try:
-        frame, notes, reference = _read(engine.session, text)
+        frame, notes, reference, plain = _read(engine.session, text, declared)
     except DataError:
         raise
     except Exception as exc:  # py4j and Spark raise many types; each becomes one DataError
         raise _failure("read", text, exc) from exc
     if not frame.columns:
         raise DataError(f"{text} has no columns")
-    return SparkDataset(text, frame, engine, tuple(notes), reference=reference)
+    return SparkDataset(text, frame, engine, tuple(notes), reference=reference, plain=plain)
 
 
-def _read(session: SparkSession, source: str) -> tuple[DataFrame, list[str], Dataset | None]:
+def _read(
+    session: SparkSession, source: str, declared: Declared
+) -> tuple[DataFrame, list[str], Dataset | None, DataFrame | None]:
     path = Path(source)
     layout = text_layout(path) if path.is_file() else None
     if layout is not None and layout.fmt != "parquet":
-        return _read_text(session, path, layout)
+        return (*_read_text(session, path, layout, declared), None)
     exists = path.is_dir() or path.is_file()
     frame = session.read.parquet(str(path)) if exists else session.table(source)
     frame, notes = _finite(frame)
-    return _iso_dates(frame), notes, None
+    frame, plain = _days(frame, dict(declared.formats))
+    return frame, notes, None, plain
 
 
-def _read_text(session: SparkSession, path: Path, layout: TextLayout) -> tuple[DataFrame, list[str], Dataset]:
+def _read_text(
+    session: SparkSession, path: Path, layout: TextLayout, declared: Declared
+) -> tuple[DataFrame, list[str], Dataset]:
     """A CSV/TSV file as :func:`dpexplorer.data.load.load_dataset` reads it, so that both
     engines see one table (issue 17): the same separator, the polars loader's column names and
     types (its inference, text that turns up late, mostly-numeric text, ISO dates only: Spark's
@@ -332,7 +362,8 @@ def _read_text(session: SparkSession, path: Path, layout: TextLayout) -> tuple[D
             "re-save it as UTF-8 CSV, or as Parquet"
         )
     # gzip cannot be scanned lazily, nor lines ending with CR alone (the loader converts them)
-    reference = load_dataset(path, lazy=fmt == "csv" and not layout.cr, layout=layout)
+    reference = load_dataset(path, lazy=fmt == "csv" and not layout.cr, layout=layout, declared=declared)
+    formats = reference.day_formats
     schema = reference.schema
     texts = [c for c, t in schema.items() if t == pl.String]
     # on the frame itself: Dataset.select makes an eager frame's text Categorical, which has no
@@ -352,7 +383,10 @@ def _read_text(session: SparkSession, path: Path, layout: TextLayout) -> tuple[D
         schema=T.StructType([T.StructField(f"_{i}", T.StringType()) for i in range(len(schema))]),
     )
     frame = raw.select(
-        *(_as_read(F.col(f"_{i}"), dtype).alias(name) for i, (name, dtype) in enumerate(schema.items())),
+        *(
+            _as_read(F.col(f"_{i}"), dtype, formats.get(name)).alias(name)
+            for i, (name, dtype) in enumerate(schema.items())
+        ),
         *(_kept(F.col(f"_{list(schema).index(name)}")).alias(KEPT + name) for name in reference.kept_text),
     )
     frame, _ = _finite(frame)  # the loader's notes already count these
@@ -366,9 +400,10 @@ def _kept(text: Column) -> Column:
     return F.when(text_value(text).isNull(), text)
 
 
-def _as_read(text: Column, dtype: pl.DataType) -> Column:
+def _as_read(text: Column, dtype: pl.DataType, day_format: str | None = None) -> Column:
     """A text field as the polars loader types it: a value that is not a number is missing in a
-    numeric column (the loader counted it), and NaN and infinities are made missing later. A
+    numeric column (the loader counted it), and NaN and infinities are made missing later; a day
+    in an unambiguous spelling, or in the column's declared format (``day_format``), a day. A
     field that spells a missing value (empty, ``NA``, ``null``, ``N/A``, ...: the loader's
     :data:`~dpexplorer.data.load.MISSING_TEXT`) is missing, quoted or not."""
     text = F.when(~text.isin(*MISSING_TEXT), text)
@@ -379,38 +414,46 @@ def _as_read(text: Column, dtype: pl.DataType) -> Column:
     if dtype == pl.Boolean:
         return F.when(F.lower(text) == "true", F.lit(True)).when(F.lower(text) == "false", F.lit(False))
     if dtype == pl.Date:
-        return F.try_to_date(text, "yyyy-MM-dd")
+        return text_day(text, day_format)
     if dtype == pl.String:
         return text
     raise DataError(f"the CSV loader typed a column as {dtype}, which the Spark reader does not know")
 
 
-def _iso_dates(frame: DataFrame) -> DataFrame:
-    """Text columns whose every non-missing value is an exact ISO date become dates, the rule
-    of :func:`dpexplorer.data.load._iso_dates` (one aggregation over the text columns)."""
+def _days(frame: DataFrame, formats: dict[str, str]) -> tuple[DataFrame, DataFrame | None]:
+    """Text columns of days become dates, the rule of :func:`dpexplorer.data.load._days` (one
+    aggregation over the text columns): a column whose every value is a day in an unambiguous
+    spelling, or one with a declared format (``formats``) whose values are days in it (the
+    others missing). Returns the frame and, when a declared format changed a column, the frame
+    read without the declarations (its content keys the ledger), else None."""
     texts = [f.name for f in frame.schema.fields if isinstance(f.dataType, T.StringType)]
     if not texts:
-        return frame
-
-    def every_value_a_date(name: str) -> Column:
-        c = literal_col(name)
-        same = F.date_format(F.try_to_date(c, "yyyy-MM-dd"), "yyyy-MM-dd") == c
-        ok = c.isNull() | (c.rlike(ISO_DATE) & F.coalesce(same, F.lit(False)))
-        return F.min(ok.cast("int"))
-
+        return frame, None
+    day = {c: text_day(literal_col(c)) for c in texts}
+    declared = {c: text_day(literal_col(c), formats[c]) for c in texts if c in formats}
     row = frame.agg(
-        *(every_value_a_date(c).alias(f"ok{i}") for i, c in enumerate(texts)),
+        *(
+            F.min((literal_col(c).isNull() | day[c].isNotNull()).cast("int")).alias(f"ok{i}")
+            for i, c in enumerate(texts)
+        ),
         *(F.count(literal_col(c)).alias(f"n{i}") for i, c in enumerate(texts)),
+        *(F.count(d).alias(f"d{texts.index(c)}") for c, d in declared.items()),
     ).collect()[0]
     dates = [c for i, c in enumerate(texts) if row[f"ok{i}"] == 1 and row[f"n{i}"]]  # all missing: text
-    if not dates:
-        return frame
-    return frame.select(
-        *(
-            F.to_date(literal_col(c), "yyyy-MM-dd").alias(c) if c in dates else literal_col(c)
-            for c in frame.columns
+    formatted = [c for c in declared if row[f"d{texts.index(c)}"]]
+
+    def read(with_formats: bool) -> DataFrame:
+        use = formatted if with_formats else []
+        return frame.select(
+            *(
+                declared[c].alias(c) if c in use else day[c].alias(c) if c in dates else literal_col(c)
+                for c in frame.columns
+            )
         )
-    )
+
+    if not formatted:
+        return (read(False) if dates else frame), None
+    return read(True), read(False)
 
 
 def _finite(frame: DataFrame) -> tuple[DataFrame, list[str]]:
