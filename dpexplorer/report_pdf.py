@@ -11,9 +11,11 @@ resource of the document at 3x its size (sharp at 300 dpi)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QUrl
+from PySide6.QtCore import QAbstractEventDispatcher, QBuffer, QByteArray, QIODevice, QMarginsF, QThread, QUrl
 from PySide6.QtGui import (
     QFont,
     QFontDatabase,
@@ -34,6 +36,7 @@ from dpexplorer.release.report_plots import plots
 
 SCALE = 3
 """Pixels per SVG unit in the plot images."""
+T = TypeVar("T")
 
 
 def _ensure_app() -> None:
@@ -106,19 +109,50 @@ def _writer(report: Report, target: str | QBuffer) -> QPdfWriter:
     return writer
 
 
+def on_qt_thread(work: Callable[[], T]) -> T:
+    """``work()``, on a QThread of its own when the calling thread is not Qt's (a Python worker
+    thread: the window's compute service, the API's callers). A long document is laid out in
+    steps on a timer, and a thread without a Qt event dispatcher cannot start one: each window
+    release printed "QBasicTimer::start: current thread's event dispatcher has already been
+    destroyed" three times on stderr. On a QThread the timers start (and never need to fire: the
+    printing lays out what is left at once). Exceptions are raised again in the caller."""
+    if QAbstractEventDispatcher.instance() is not None:
+        return work()
+    outcome: dict[str, Any] = {}
+
+    class Runner(QThread):
+        def run(self) -> None:
+            try:
+                outcome["value"] = work()
+            except BaseException as exc:  # handed to the caller as it is
+                outcome["error"] = exc
+
+    runner = Runner()
+    runner.start()
+    runner.wait()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
 def write_pdf(report: Report, path: str | os.PathLike[str]) -> Path:
     """Write ``report`` to ``path`` as an A4 PDF (a new page every few statistics; Qt numbers the
     pages). Written to a temporary name and hard-linked to ``path``, like every export: an
-    existing ``path`` is never replaced (ExportError)."""
+    existing ``path`` is never replaced (ExportError). Drawn on a Qt thread
+    (:func:`on_qt_thread`)."""
     _ensure_app()
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    document = _document(report)
 
-    def printed(tmp: Path) -> None:
-        writer = _writer(report, str(tmp))
-        document.print_(writer)
-        del writer  # the file is complete once the writer is gone
+    def draw() -> Path:
+        document = _document(report)
 
-    write_new(target, printed)
-    return target
+        def printed(tmp: Path) -> None:
+            writer = _writer(report, str(tmp))
+            document.print_(writer)
+            del writer  # the file is complete once the writer is gone
+
+        write_new(target, printed)
+        return target
+
+    return on_qt_thread(draw)

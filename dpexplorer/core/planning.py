@@ -23,6 +23,8 @@ from dpexplorer.core.accounting.guarantees import GaussianNoise, Guarantee, pois
 from dpexplorer.core.accounting.single import epsilon_of, fixed_approx, gaussian_epsilons
 from dpexplorer.core.accounting.validate import counted
 from dpexplorer.core.errors import DPExplorerError, InvalidParameterError, NotApplicableError
+from dpexplorer.core.figures import left_of, privacy_up
+from dpexplorer.core.figures import privacy_number as fig
 from dpexplorer.core.mechanisms import registry
 from dpexplorer.core.mechanisms.base import Mechanism, QueryInput
 from dpexplorer.core.mechanisms.params import Param
@@ -251,7 +253,7 @@ def best_total(guarantees: Sequence[Guarantee], delta: float) -> tuple[str, floa
     is an upper bound, so the smallest is too). NotApplicableError when none applies."""
     results = [r for r in _compose_all(guarantees, delta, METHODS) if r.epsilon is not None]
     if not results:
-        raise NotApplicableError(f"no accountant bounds this list at δ = {delta:g}")
+        raise NotApplicableError(f"no accountant bounds this list at δ = {fig(delta)}")
     best = min(results, key=lambda r: r.epsilon)  # type: ignore[arg-type, return-value]
     return best.method, float(best.epsilon)  # type: ignore[arg-type]
 
@@ -303,19 +305,19 @@ def _check_budget(epsilon: float, delta: float) -> None:
 def _budget_message(best: MethodTotal | None, budget_epsilon: float, budget_delta: float) -> str:
     if best is None:
         return (
-            f"No accountant can bound this plan at δ = {budget_delta:g}: see each method's reason; "
+            f"No accountant can bound this plan at δ = {fig(budget_delta)}: see each method's reason; "
             "raise the budget δ or remove statistics with a δ of their own."
         )
     assert best.total is not None
     name = METHOD_LABELS.get(best.method, best.method)
     if best.fits:
         return (
-            f"The plan fits: it uses ε = {best.total:.4g} of the budget ε = {budget_epsilon:g} "
-            f"under {name} composition, leaving ε = {budget_epsilon - best.total:.4g}."
+            f"The plan fits: it uses ε = {privacy_up(best.total)} of the budget ε = {fig(budget_epsilon)} "
+            f"under {name} composition, leaving ε = {left_of(budget_epsilon, best.total)}."
         )
     return (
         f"The plan does not fit: even the tightest accountant ({name}) needs ε = "
-        f"{best.total:.4g}, more than the budget ε = {budget_epsilon:g}. Remove statistics, "
+        f"{privacy_up(best.total)}, more than the budget ε = {fig(budget_epsilon)}. Remove statistics, "
         "lower their ε, or loosen their target errors."
     )
 

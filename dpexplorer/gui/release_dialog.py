@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from dpexplorer.core.figures import left_of, privacy_number, privacy_up
 from dpexplorer.core.mechanisms.params import Param
 from dpexplorer.gui import jobs, palette
 from dpexplorer.gui.compute import ComputeService
@@ -377,7 +378,7 @@ class ReleaseDialog(QDialog):
     def _show_preview(self, preview: jobs.ReleasePreview) -> None:
         self.preview = preview
         exact, price = preview.prepared.exact, preview.price
-        guarantee = f"ε = {exact.epsilon:.6g}, δ = {exact.delta:.3g}"
+        guarantee = f"ε = {privacy_up(exact.epsilon)}, δ = {privacy_up(exact.delta)}"
         if preview.prepared.sampling_rate is not None:
             guarantee += " on the sample (less on the population: see the cost below)"
         if price.budget is None:
@@ -388,8 +389,9 @@ class ReleaseDialog(QDialog):
             return
         self.budget_box.hide()
         budget = price.budget
-        cost = "not applicable" if price.cost_epsilon is None else f"{price.cost_epsilon:.6g}"
-        left = "—" if price.left_after is None else f"{max(price.left_after, 0.0):.6g}"
+        cost = "not applicable" if price.cost_epsilon is None else privacy_up(price.cost_epsilon)
+        # left after it: the budget less everything spent, as printed (rounded up)
+        left = "—" if price.left_after is None else left_of(budget.epsilon, budget.epsilon - price.left_after)
         converted = cost_words(  # e.g. MST's rho at the budget's delta: not the epsilon declared
             declared_epsilon(preview.prepared),
             price.cost_epsilon if isinstance(price.guarantee, CONVERTED) else None,
@@ -399,8 +401,8 @@ class ReleaseDialog(QDialog):
         )
         self.cost.setText(
             f"This release guarantees {guarantee} (sampler: {exact.sampler}).<br>"
-            f"Budget: ε = {budget.epsilon:g}, δ = {budget.delta:g} under <b>{budget.method}</b> "
-            f"composition; already spent ε = {price.spent_epsilon:.6g}.<br>"
+            f"Budget: ε = {privacy_number(budget.epsilon)}, δ = {privacy_number(budget.delta)} under "
+            f"<b>{budget.method}</b> composition; already spent ε = {privacy_up(price.spent_epsilon)}.<br>"
             f"Cost of this release: ε = <b>{cost}</b>; left after it: ε = <b>{left}</b>."
             + (f"<br>{html.escape(converted[:1].upper() + converted[1:], quote=False)}." if converted else "")
         )

@@ -31,6 +31,7 @@ from typing import Any
 
 import dpexplorer
 from dpexplorer.core.errors import DPExplorerError
+from dpexplorer.core.figures import privacy_number
 
 NOTEBOOK_MISSING = 'writing a notebook needs nbformat: pip install "dpexplorer[notebook]"'
 
@@ -248,7 +249,7 @@ def _bounds_words(query: Mapping[str, Any], quote: Quote, facts: Sequence[Mappin
         parts.append(
             f"the groups of {', '.join(quote.code(c) for c in private['columns'])} are not declared: they "
             f"are selected privately by a noisy threshold (epsilon {_value(private['epsilon'])}, "
-            f"delta {private['delta']:g}, charged on top)"
+            f"delta {privacy_number(private['delta'])}, charged on top)"
         )
     if "categories" in query and query.get("type") in ("argmax", "top_k"):
         parts.append(
@@ -323,6 +324,8 @@ def _plan_source(analysis: Analysis) -> str:
 
 
 RUN_SOURCE = """\
+from dpexplorer.core.figures import privacy_number  # ε to three digits, as the CLI prints it
+
 data = dpx.open_dataset(DATA, engine=ENGINE)
 if BUDGET is not None:
     try:
@@ -332,7 +335,7 @@ if BUDGET is not None:
 results = dpx.release_plan(data, PLAN, out=OUT, ledger=LEDGER)
 for number, result in enumerate(results, start=1):
     print(f"[{number}/{len(results)}] {result.files['provenance'].name}: {result.text()}")
-print(f"epsilon left for this dataset: {dpx.remaining_budget(data, ledger=LEDGER):.6g}")
+print(f"epsilon left for this dataset: {privacy_number(dpx.remaining_budget(data, ledger=LEDGER))}")
 """
 
 

@@ -56,6 +56,7 @@ from typing import Any
 
 from dpexplorer.core.accounting import guarantees as g
 from dpexplorer.core.errors import DPExplorerError, InvalidParameterError, NotApplicableError
+from dpexplorer.core.figures import privacy_number, privacy_up
 from dpexplorer.release.rational import float_down, float_up
 
 METHODS = ("basic", "advanced", "optimal", "zcdp", "rdp", "pld")
@@ -754,8 +755,9 @@ class Ledger:
         before = total_epsilon(spent, budget.method, budget.delta)
         left = max(0.0, float_down(Fraction(budget.epsilon) - before))
         where = (
-            f"dataset {fingerprint[:12]} has epsilon {left:.6g} left of its budget "
-            f"(epsilon={budget.epsilon:g}, delta={budget.delta:g}, {budget.method} composition)"
+            f"dataset {fingerprint[:12]} has epsilon {privacy_number(left)} left of its budget "
+            f"(epsilon={privacy_number(budget.epsilon)}, delta={privacy_number(budget.delta)}, "
+            f"{budget.method} composition)"
         )
         try:
             after = total_epsilon(spent + new, budget.method, budget.delta)
@@ -764,7 +766,7 @@ class Ledger:
         if after > Fraction(budget.epsilon):
             cost = float_up(after - before)
             raise BudgetExceededError(
-                f"release refused: it needs epsilon {cost:.6g} but {where}; nothing was charged"
+                f"release refused: it needs epsilon {privacy_up(cost)} but {where}; nothing was charged"
             )
 
     def charge(

@@ -40,6 +40,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal, localcontext
 
+from dpexplorer.core.figures import PRIVACY_DIGITS as PRIVACY_DIGITS  # re-exported: one rule
+from dpexplorer.core.figures import privacy_number
+
 BOTTOM = "⊥"
 """The released "no answer" (same symbol as :data:`dpexplorer.release.exact.BOTTOM`)."""
 EMPTY = "empty"
@@ -47,8 +50,6 @@ EMPTY = "empty"
 
 NO_INTERVAL_DIGITS = 6
 """Significant digits of a value shown without an interval."""
-PRIVACY_DIGITS = 3
-"""Significant digits of ε and δ as shown."""
 SYMMETRIC = Decimal("0.1")
 """An interval reads as ±x (x the larger distance) when its two distances differ by at most this
 share of x; else each side is said (:func:`show`)."""
@@ -232,25 +233,6 @@ def _show_number(value: float, interval: tuple[float, float] | None, level: floa
     return Shown(
         decimal_text(shown), decimal_text(down), decimal_text(up), unit, sentence, level, reach=reach
     )
-
-
-def privacy_number(x: float | None, digits: int = PRIVACY_DIGITS) -> str:
-    """ε or δ (or ρ) to ``digits`` significant digits, rounded to nearest, trailing zeros dropped;
-    scientific below 1e-3 ("1e-7", "2.5e-6"); "—" for None, "∞" for infinity."""
-    if x is None:
-        return "—"
-    x = float(x)
-    if math.isnan(x):
-        return "—"
-    if math.isinf(x):
-        return "∞"
-    if x == 0:
-        return "0"
-    if abs(x) < 1e-3:
-        mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
-        mantissa = mantissa.rstrip("0").rstrip(".")
-        return f"{mantissa}e{int(exponent)}"
-    return plain(x, digits=digits)
 
 
 def privacy_text(epsilon: float, delta: float = 0.0, rho: float | None = None) -> str:

@@ -72,3 +72,30 @@ def test_a_report_failing_after_the_charge_is_a_note(setup, qapp, monkeypatch) -
     from dpexplorer.gui.result_card import card_html
 
     assert "No space left on device" in card_html(released)
+
+
+def test_a_release_on_a_worker_thread_prints_no_qt_warning(setup, qapp) -> None:
+    """Issue 41: each window release printed "QBasicTimer::start: current thread's event
+    dispatcher has already been destroyed" three times: the report's PDF was laid out on the
+    compute service's Python thread, which has no Qt event dispatcher for the layout's timers.
+    Released here on such a thread (as the window does), with Qt's messages captured."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from PySide6.QtCore import qInstallMessageHandler
+
+    messages: list[str] = []
+    previous = qInstallMessageHandler(lambda _mode, _context, message: messages.append(message))
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            released = pool.submit(
+                jobs.release_and_account,
+                setup["prepared"],
+                setup["ledger"],
+                str(setup["out"]),
+                "d.csv",
+                "mean",
+            ).result()
+    finally:
+        qInstallMessageHandler(previous)
+    assert released.result.files["report_pdf"].stat().st_size > 0 and released.report_warning == ""
+    assert messages == []

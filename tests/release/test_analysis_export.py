@@ -55,7 +55,7 @@ def test_each_statistic_is_said_in_words() -> None:
     )
     private = statistic_markdown(2, Statistic(PRIVATE_MEAN, "noisy_mean", {"epsilon": 1.0}))
     assert "clipped to [17, 90], declared by the steward" in private
-    assert "selected privately by a noisy threshold (epsilon 0.5, delta 1e-06" in private
+    assert "selected privately by a noisy threshold (epsilon 0.5, delta 1e-6" in private
 
 
 def test_the_plan_script_and_notebook_hold_the_same_plan(tmp_path) -> None:

@@ -19,6 +19,7 @@ from dpexplorer.core.accounting.guarantees import GaussianNoise, Guarantee
 from dpexplorer.core.accounting.pld import epsilon_of_atoms
 from dpexplorer.core.accounting.single import epsilon_of, fixed_approx, gaussian_epsilons, nudge_up
 from dpexplorer.core.errors import NotApplicableError
+from dpexplorer.core.figures import privacy_number as fig
 
 Counts = Sequence[tuple[Guarantee, int]]
 
@@ -75,7 +76,7 @@ def _splits(counts: Counts, delta: float, shares: np.ndarray) -> tuple[np.ndarra
     free = delta - table.spent
     if free < 0:
         raise NotApplicableError(
-            f"delta {delta:g} is below the {table.spent:.3g} the (epsilon, delta) guarantees already spend"
+            f"δ {fig(delta)} is below the {fig(table.spent)} the (ε, δ) guarantees already spend"
         )
     shares = np.asarray(shares, dtype=float)
     per_item = free * shares / table.flexible if table.flexible else np.zeros(shares.shape)
@@ -147,14 +148,14 @@ def advanced(counts: Counts, delta: float) -> Outcome:
         i = int(np.argmin(totals))
         best = (float(totals[i]), float(delta_prime[i]), float(shares[i]))
     if best is None or best[0] >= base.epsilon:
-        shown = "" if best is None else f" (advanced would give {best[0]:.6g})"
+        shown = "" if best is None else f" (advanced would give ε = {fig(best[0])})"
         return Outcome(base.epsilon, f"basic composition won{shown}")
     total, delta_prime_best, _ = best
     rest = delta - delta_prime_best
     return Outcome(
         total,
-        f"advanced composition won (Dwork-Rothblum-Vadhan, delta' = {delta_prime_best:.3g}, "
-        f"{rest:.3g} spent by the mechanisms' own deltas; basic gives {base.epsilon:.6g})",
+        f"advanced composition won (Dwork-Rothblum-Vadhan, δ' = {fig(delta_prime_best)}, "
+        f"{fig(rest)} spent by the mechanisms' own deltas; basic gives ε = {fig(base.epsilon)})",
     )
 
 
@@ -248,11 +249,11 @@ def optimal(counts: Counts, delta: float) -> Outcome:
     # 1 - (1 - delta)/(1 - d0)^k, without cancellation, and shaded down by a few ulps
     target = -math.expm1(math.log1p(-delta) - k * math.log1p(-d0)) * (1 - 1e-12)
     if target < 0:
-        raise NotApplicableError(f"delta {delta:g} is below the delta the {k} guarantees already spend")
+        raise NotApplicableError(f"δ {fig(delta)} is below the δ the {k} guarantees already spend")
     losses, masses, cut = _kov_atoms(eps0, k)
     goal = target - cut
     if goal < 0:
-        raise NotApplicableError(f"delta {delta:g} is too small for optimal composition of {k} guarantees")
+        raise NotApplicableError(f"δ {fig(delta)} is too small for optimal composition of {k} guarantees")
     slack = 1 + 4 * FLOAT_EPS * losses.size  # rounding of the sum of positive terms
 
     def fits(eps: float) -> bool:
@@ -260,4 +261,4 @@ def optimal(counts: Counts, delta: float) -> Outcome:
 
     eps = epsilon_of_atoms(losses, masses, goal / slack)
     eps = nudge_up(eps, fits)
-    return Outcome(eps, f"{k} identical ({eps0:g}, {d0:g})-DP guarantees (Kairouz-Oh-Viswanath)")
+    return Outcome(eps, f"{k} identical ({fig(eps0)}, {fig(d0)})-DP guarantees (Kairouz-Oh-Viswanath)")

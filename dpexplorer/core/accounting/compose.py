@@ -43,6 +43,7 @@ from dpexplorer.core.accounting.pld import PrivacyLossDistribution, TwoSided, co
 from dpexplorer.core.accounting.single import ORDERS, rdp_of, rdp_to_epsilon, rho_of, zcdp_to_epsilon
 from dpexplorer.core.accounting.validate import check_delta, check_epsilon, counted
 from dpexplorer.core.errors import InvalidParameterError, NotApplicableError
+from dpexplorer.core.figures import privacy_number as fig
 
 METHODS: tuple[str, ...] = ("basic", "advanced", "optimal", "zcdp", "rdp", "pld")
 Counts = tuple[tuple[Guarantee, int], ...]
@@ -108,14 +109,14 @@ def _rho_total(counts: Counts) -> float:
     for g, k in counts:
         rho = rho_of(g)
         if rho is None:
-            raise NotApplicableError(f"{type(g).__name__} {_describe(g)} has no zCDP bound")
+            raise NotApplicableError(f"{_describe(g)} has no zCDP bound")
         total += rho * k
     return total
 
 
 def _zcdp(counts: Counts, delta: float) -> classic.Outcome:
     total = _rho_total(counts)
-    return classic.Outcome(zcdp_to_epsilon(total, delta), f"rho = {total:.6g} (Bun-Steinke), CKS conversion")
+    return classic.Outcome(zcdp_to_epsilon(total, delta), f"ρ = {fig(total)} (Bun-Steinke), CKS conversion")
 
 
 @functools.lru_cache(maxsize=64)
@@ -127,7 +128,7 @@ def _rdp_total(counts: Counts) -> tuple[np.ndarray, np.ndarray]:
     for g, k in counts:
         curve = rdp_of(g, orders)
         if curve is None:
-            raise NotApplicableError(f"{type(g).__name__} {_describe(g)} has no Renyi-DP bound")
+            raise NotApplicableError(f"{_describe(g)} has no Rényi-DP bound")
         with np.errstate(over="ignore"):  # an overflow is +inf: still an upper bound
             total += k * curve
     total.flags.writeable = False
@@ -189,8 +190,18 @@ def _pld_outcome(counts: Counts, delta: float) -> classic.Outcome:
     return classic.Outcome(total, "tight privacy-loss distribution (pessimistic)")
 
 
+_KINDS = {"PureDP": "a pure ε-DP guarantee", "ApproxDP": "an (ε, δ)-DP guarantee", "ZCDP": "a zCDP guarantee"}
+_SYMBOLS = {"epsilon": "ε", "delta": "δ", "rho": "ρ"}
+
+
 def _describe(g: Guarantee) -> str:
-    return "(" + ", ".join(f"{k}={v}" for k, v in vars(g).items()) + ")"
+    """A guarantee in words with its figures to three digits: "an (ε, δ)-DP guarantee (ε = 2,
+    δ = 1e-6)" (its repr, "ApproxDP(epsilon=1.999999999814008, delta=1e-06)", was printed)."""
+    figures = ", ".join(
+        f"{_SYMBOLS.get(k, k)} = {fig(v)}" for k, v in vars(g).items() if isinstance(v, int | float) and v
+    )
+    kind = _KINDS.get(type(g).__name__, f"a {type(g).__name__} guarantee")
+    return f"{kind} ({figures})" if figures else kind
 
 
 _SOLVERS: dict[str, Callable[[Counts, float], classic.Outcome]] = {
@@ -212,7 +223,7 @@ def _outcome(counts: Counts, method: str, delta: float) -> classic.Outcome:
         return classic.Outcome(0.0, "empty list: nothing spent")
     outcome = _SOLVERS[method](counts, delta)
     if not math.isfinite(outcome.epsilon):
-        raise NotApplicableError(f"{method}: no finite epsilon at delta {delta:g}")
+        raise NotApplicableError(f"{method}: no finite ε at δ {fig(delta)}")
     return outcome
 
 

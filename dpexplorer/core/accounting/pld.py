@@ -65,6 +65,7 @@ from dpexplorer.core.accounting.guarantees import (
 from dpexplorer.core.accounting.losses import LossLaw, cached_law, rr_law
 from dpexplorer.core.accounting.single import gaussian_delta, gaussian_epsilon
 from dpexplorer.core.errors import InvalidParameterError, NotApplicableError
+from dpexplorer.core.figures import privacy_number as fig
 
 GRID_POINTS = 1 << 14
 """Target number of grid points over the window of the composed discretised loss."""
@@ -202,7 +203,7 @@ class PrivacyLossDistribution:
     def _finite_target(self, delta: float) -> float:
         if delta < self.infinity:
             raise NotApplicableError(
-                f"delta {delta:g} is below the {self.infinity:.3g} the (epsilon, delta) "
+                f"δ {fig(delta)} is below the {fig(self.infinity)} the (ε, δ) "
                 "guarantees in the list already spend: no finite epsilon"
             )
         return (delta - self.infinity) / (1 - self.infinity)

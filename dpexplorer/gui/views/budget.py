@@ -11,7 +11,6 @@ emits :attr:`BudgetView.job_requested` with a :class:`BudgetRequest`; the window
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -32,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from dpexplorer.core import planning
 from dpexplorer.core.accounting.compose import METHODS
+from dpexplorer.core.figures import left_of, privacy_number, privacy_up
 from dpexplorer.core.planning import (
     BudgetReport,
     PlannedMeasurement,
@@ -73,10 +73,9 @@ METHOD_NAMES = planning.METHOD_LABELS
 
 # ------------------------------------------------------------------ the widget
 def _total(value: float) -> str:
-    """A composed total on a bar, to four digits (compared with the budget there)."""
-    if not math.isfinite(value):
-        return "∞"
-    return "0" if value == 0 else f"{value:.4g}"
+    """A composed total on a bar: an upper bound, to three digits rounded up
+    (:func:`~dpexplorer.core.figures.privacy_up`: 2.9991 of a budget of 3 reads 3)."""
+    return privacy_up(value)
 
 
 class BudgetView(View):
@@ -243,7 +242,7 @@ class BudgetView(View):
             self.share_method.setCurrentIndex(self.share_method.findData(ledger_method))
         for widget in widgets:
             widget.blockSignals(False)
-        self.budget_delta.setText(f"{delta:g}")
+        self.budget_delta.setText(privacy_number(delta))
         self._changed()
 
     def set_sampling_rate(self, rate: float | None) -> None:
@@ -383,7 +382,7 @@ class BudgetView(View):
         ledger = result.request.ledger_method
         if ledger and report.best != ledger:
             row = report.get(ledger)
-            spent = "does not apply" if row.total is None else f"gives ε = {row.total:.4g}"
+            spent = "does not apply" if row.total is None else f"gives ε = {privacy_up(row.total)}"
             text += (
                 f" Note: the ledger charges under <b>{METHOD_NAMES[ledger]}</b> composition, which "
                 f"{spent}; a release is refused when that exceeds the budget."
@@ -400,11 +399,10 @@ class BudgetView(View):
         used = report.budget_epsilon - report.remaining
         fraction = used / report.budget_epsilon
         self.remaining.setValue(round(min(fraction, 1.0) * 1000))
-        left = max(report.remaining, 0.0)
-        over = f", OVER BUDGET by ε = {-report.remaining:.4g}" if report.remaining < 0 else ""
-        self.remaining.setFormat(
-            f"used ε = {used:.4g} of {report.budget_epsilon:g} ({fraction:.0%}, "
-            f"{METHOD_NAMES[report.best]}); left: ε = {left:.4g}{over}"
+        over = f", OVER BUDGET by ε = {privacy_up(-report.remaining)}" if report.remaining < 0 else ""
+        self.remaining.setFormat(  # used rounded up, and what is left is the budget less that
+            f"used ε = {privacy_up(used)} of {privacy_number(report.budget_epsilon)} ({fraction:.0%}, "
+            f"{METHOD_NAMES[report.best]}); left: ε = {left_of(report.budget_epsilon, used)}{over}"
         )
         colour = palette.css(GREEN if report.fits else RED)
         self.remaining.setStyleSheet(f"QProgressBar::chunk {{ background-color: {colour}; }}")
@@ -432,7 +430,7 @@ class BudgetView(View):
         self.bars.addItem(
             dashed_line(
                 RED,
-                f"budget ε = {report.budget_epsilon:g}",
+                f"budget ε = {privacy_number(report.budget_epsilon)}",
                 0.5,
                 pos=report.budget_epsilon,
                 angle=0,

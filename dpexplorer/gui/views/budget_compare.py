@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt
 
 from dpexplorer.core import planning
 from dpexplorer.core.accounting.compose import METHODS
+from dpexplorer.core.figures import privacy_number
 from dpexplorer.gui import palette
 from dpexplorer.gui.plot_export import Column
 from dpexplorer.gui.views.base import PALETTE, RED, dashed_line, log_ticks
@@ -74,7 +75,9 @@ def draw_comparison(plot: pg.PlotItem, result: RepeatsResult) -> tuple[dict[str,
         plot.legend.addItem(sample, METHOD_NAMES[method])
     budget = request.budget_epsilon
     plot.addItem(
-        dashed_line(RED, f"budget ε = {budget:g}", 0.97, pos=math.log10(budget), angle=0, anchor=(1, 1))
+        dashed_line(
+            RED, f"budget ε = {privacy_number(budget)}", 0.97, pos=math.log10(budget), angle=0, anchor=(1, 1)
+        )
     )
     if drawn:
         values = np.concatenate(drawn)
@@ -138,6 +141,7 @@ def _fits_text(result: RepeatsResult) -> str:
             more = " or more" if k == result.repeats[-1] else ""
             parts.append(f"{prefix}{side.label}: up to k = {k}{more} ({name})")
     return (
-        f"<b>Releases within the budget ε = {request.budget_epsilon:g}, δ = {request.budget_delta:g}</b> "
+        f"<b>Releases within the budget ε = {privacy_number(request.budget_epsilon)}, "
+        f"δ = {privacy_number(request.budget_delta)}</b> "
         f"(of the k drawn): {'; '.join(parts)}."
     )

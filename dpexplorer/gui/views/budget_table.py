@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
+from dpexplorer.core.figures import privacy_up
 from dpexplorer.core.planning import ErrorTarget, PlannedMeasurement, ReleasedMeasurement
 from dpexplorer.gui.views.base import GREY
 from dpexplorer.gui.views.budget_jobs import Row
@@ -108,7 +109,7 @@ class PlanTable(QTableWidget):
                 _number(row.epsilon), editable=planned and target is None, tooltip="Double-click to type ε"
             ),
             _item("" if math.isnan(row.delta) else _number(row.delta)),
-            _item("" if math.isnan(row.charged) else _number(row.charged), tooltip=CHARGED_TIP),
+            _item("" if math.isnan(row.charged) else privacy_up(row.charged), tooltip=CHARGED_TIP),
             _item("released" if row.released else ""),
             _item(f"{target.halfwidth:.4g}" if target else "", editable=planned, tooltip=TARGET_TIP),
             _item(f"{target.ci_level:.0%}" if target else "", editable=planned, tooltip=LEVEL_TIP),
@@ -172,6 +173,7 @@ LEVEL_TIP = "Confidence level of the target error (95% when left empty)."
 CHARGED_TIP = (
     "The ε the ledger is charged when this statistic is released, at the budget's δ under the "
     "ledger's accountant: the exact release path's own guarantee (e.g. a discrete Gaussian's "
-    "zCDP), which can differ a little from the mechanism's ε. The totals use it."
+    "zCDP), which can differ a little from the mechanism's ε. The totals use it. Shown rounded up "
+    "to three digits (an exact sampler's 0.2994 for a claimed 0.3 reads 0.3: never less than charged)."
 )
 EDIT_HINT = "Type a positive number (ε, target error) or a level between 0 and 100%."

@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 from dpexplorer.core import planning, risk, tradeoff
 from dpexplorer.core.accounting.guarantees import Guarantee
 from dpexplorer.core.errors import DPExplorerError
+from dpexplorer.core.figures import privacy_number
 from dpexplorer.core.planning import PlannedMeasurement
 from dpexplorer.gui import palette
 from dpexplorer.gui.plot_export import Column
@@ -200,7 +201,7 @@ def plain_sentence(curves: RiskCurves, prior: float) -> str:
         f"{_SEEING[curves.name]}, believe it with at most <b>{curves.posterior:.0%}</b>"
     )
     if curves.delta > 0:
-        text += f" (except with probability at most {10 * curves.delta:.2g}, i.e. 10δ)"
+        text += f" (except with probability at most {privacy_number(10 * curves.delta)}, i.e. 10δ)"
     return text + "."
 
 
@@ -388,7 +389,7 @@ class RiskView(View):
             alphas, 1 - alphas, pen=palette.pen(GREY, width=1), name="random guessing (no privacy loss)"
         )
         for curves, colour in self._pairs(result):
-            pair = f"(ε = {curves.epsilon:.3g}, δ = {curves.delta:.2g})"
+            pair = f"(ε = {privacy_number(curves.epsilon)}, δ = {privacy_number(curves.delta)})"
             if curves.beta_profile is not None:
                 line = plot.plot(
                     alphas,
