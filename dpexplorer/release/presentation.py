@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal, localcontext
 
 from dpexplorer.core.figures import PRIVACY_DIGITS as PRIVACY_DIGITS  # re-exported: one rule
-from dpexplorer.core.figures import privacy_number
+from dpexplorer.core.figures import privacy_number as privacy_number  # re-exported
 
 BOTTOM = "⊥"
 """The released "no answer" (same symbol as :data:`dpexplorer.release.exact.BOTTOM`)."""

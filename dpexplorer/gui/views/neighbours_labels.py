@@ -46,6 +46,18 @@ def place_line_labels(rules: list[Rules], along: list[float], area: QRectF, take
         taken += rule.label_rects()
 
 
+def _tops_nearest(wanted: float, height: float, area: QRectF) -> list[float]:
+    """Tops of a label ``height`` high inside ``area``, a quarter of its height apart, nearest
+    ``wanted`` first (below before above at equal distance): a short plot leaves few free rows, and
+    the one free may lie above the stem's top as well as below it."""
+    bottom = max(area.top(), area.bottom() - height)
+    steps = int((bottom - area.top()) // max(height / 4, 1.0)) + 1
+    tops = {min(bottom, area.top() + i * height / 4) for i in range(steps)} | {bottom}
+    if area.top() <= wanted <= bottom:
+        tops.add(wanted)
+    return sorted(tops, key=lambda top: (abs(top - wanted), top < wanted))
+
+
 def place_beside_stems(
     view: pg.ViewBox,
     texts: list[pg.TextItem],
@@ -64,10 +76,9 @@ def place_beside_stems(
         own = stems[2 * k : 2 * k + 2]
         left_edge = min((r.left() for r in own), default=spot.x())
         right_edge = max((r.right() for r in own), default=spot.x())
-        rows = int(area.height() // max(h, 1.0)) + 1
         candidates = (
             QRectF(left, top, w, h)
-            for top in [spot.y() - h / 2 + i * h for i in range(rows)] + [area.top()]
+            for top in _tops_nearest(spot.y() - h / 2, h, area)
             for left in (right_edge + LABEL_GAP, left_edge - LABEL_GAP - w)
         )
         # the first free one, else the (first) least covered; the search stops at a free one
