@@ -65,6 +65,7 @@ from dpexplorer.core.checks import (
     check_path,
     check_real,
     check_text,
+    check_whole,
     described,
     instances,
     shown,
@@ -123,6 +124,7 @@ if TYPE_CHECKING:
     from dpexplorer.release.export import ExportError
     from dpexplorer.release.ledger import BudgetExceededError, NoBudgetError
     from dpexplorer.release.release import ReleaseResult
+    from dpexplorer.release.replay import PlanAudit
 
 _LAZY = {
     "AccuracyReport": "dpexplorer.core.mechanisms.base",
@@ -138,6 +140,7 @@ _LAZY = {
     "ReleaseFailedError": "dpexplorer.release.charge",
     "ReleaseResult": "dpexplorer.release.release",
     "TradeOff": "dpexplorer.core.tradeoff",
+    "PlanAudit": "dpexplorer.release.replay",
 }
 """Public names defined in heavier modules (scipy, the samplers), imported on first use: the
 queries alone cost polars' import, the planner's scipy.optimize more than a second."""
@@ -185,6 +188,7 @@ __all__ = [
     "NumericOutput",
     "Or",
     "Plan",
+    "PlanAudit",
     "PlanError",
     "PredicateCount",
     "PrivacyUnit",
@@ -204,6 +208,7 @@ __all__ = [
     "attack_differencing",
     "attack_membership",
     "attack_reconstruct",
+    "audit_plan",
     "example_path",
     "explore",
     "load_codebook",
@@ -892,3 +897,61 @@ def release_plan(
             codebook=codebook,
         )
         return tuple(result for _item, result in release_prepared(prepared, book, out))
+
+
+def audit_plan(
+    dataset: Any,
+    plan: Plan | Measurement | Iterable[Measurement],
+    *,
+    codebook: Codebook | None = None,
+    name: str | None = None,
+    draws: int = 2_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> PlanAudit:
+    """Audit `plan` on `dataset` by replay, as `dpexplorer audit` does: the plan is released by
+    the same code as `release_plan` on the data and on neighbouring datasets that stress each
+    measurement (a row added or removed, a row at a clipping bound and beyond it, a new
+    category, a tie at the median, a person with many rows under the privacy unit), with the
+    same random bits, into a throwaway ledger and folder: nothing is charged to any ledger.
+
+    Returns a `PlanAudit`: `passed`, and per measurement (`entries`) `replay` ("pass", or the
+    path of the first published field that differs between the data and a neighbour, such as
+    `provenance.discretisation.grid_spacing`, or `result.values` when the released values moved
+    more than the declared sensitivity), `lower_bound` (a black-box lower confidence bound on
+    epsilon at `confidence` from `draws` sampled outputs per side; 0 draws: none), the
+    `claimed_epsilon` and `claimed_delta`, and the `neighbours` tried; `to_dict()` is the JSON of
+    `dpexplorer audit --json`. `seed` fixes every random choice (the same seed, the same audit).
+    `codebook` and `name` as for `release_plan`. The audit reads the true data: it is for the
+    steward, like `explore`. `PlanError` when the plan is refused on the data themselves."""
+    from dpexplorer.data.load import Dataset
+    from dpexplorer.release.replay import MAX_DRAWS
+    from dpexplorer.release.replay import audit_plan as replay_plan
+
+    if not isinstance(_dataset(dataset), Dataset):
+        raise InvalidParameterError(
+            "the replay audit reads the data through the polars engine: open them without Spark"
+        )
+    chosen = _as_plan(plan)
+    if not chosen.measurements:
+        raise PlanError("the plan must hold at least one measurement")
+    _codebook(codebook)
+    _optional_text(name, "name")
+    check_whole(draws, "draws", 0, MAX_DRAWS)
+    if 0 < draws < 100:
+        raise InvalidParameterError(f"draws must be 0 (no black box) or at least 100, not {draws}")
+    check_whole(seed, "seed", 0, 2**63 - 1)
+    level = check_real(confidence, "confidence")
+    if not 0 < level < 1:
+        raise InvalidParameterError(f"confidence must be in (0, 1), not {shown(confidence)}")
+    entries = [m.to_dict() for m in chosen.measurements]
+    return replay_plan(
+        dataset,
+        entries,
+        chosen.sampling_rate,
+        codebook=codebook,
+        dataset_name=name,
+        seed=int(seed),
+        draws=int(draws),
+        confidence=level,
+    )

@@ -1,4 +1,5 @@
-"""`dpexplorer [FILE]` opens the window; `dpexplorer account|attack|calibrate|release|report ...` are tools.
+"""`dpexplorer [FILE]` opens the window; `dpexplorer account|attack|audit|calibrate|release|report`
+are tools.
 
 Each tool lives in ``dpexplorer.commands.<name>`` and is imported only when asked for, so that
 opening the window never pays for them (and the window's code is never imported by a tool).
@@ -21,6 +22,7 @@ from dpexplorer import __version__
 COMMANDS: dict[str, str] = {
     "account": "compose privacy guarantees under every accounting method",
     "attack": "why DP: differencing, reconstruction and membership attacks (nothing released)",
+    "audit": "replay a plan on your data and its neighbours with the same random bits (nothing charged)",
     "calibrate": "calibrate a mechanism's noise to (epsilon, delta)",
     "release": "release statistics from a plan through the exact samplers and the ledger",
     "report": "write again the report of a past release, from the ledger and its files",

@@ -343,22 +343,10 @@ def _same_people(args: argparse.Namespace, dataset: Any, ledger: Any, prepared: 
 
 
 def _in_run(args: argparse.Namespace, prepared: list[Any]) -> list[Any]:
-    """The plan's releases marked as one run (their provenance's ``run``): one random token,
-    in every file name of the run (``release-<row>-<token>-...``, the ledger row keeping them
-    apart) and in its report's, the entry's place, the dataset's name."""
-    import dataclasses
+    """The plan's releases marked as one run (:func:`dpexplorer.release.plan_run.in_run`)."""
+    from dpexplorer.release.plan_run import in_run
 
-    from dpexplorer.release.export import new_token
-
-    token, total = new_token(), len(prepared)
-    return [
-        dataclasses.replace(
-            item,
-            token=token,
-            run={"token": token, "entry": n, "entries": total, "dataset": Path(args.data).name},
-        )
-        for n, item in enumerate(prepared, start=1)
-    ]
+    return in_run(prepared, Path(args.data).name)
 
 
 def _check_report(args: argparse.Namespace, token: str) -> None:

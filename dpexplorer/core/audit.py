@@ -57,7 +57,7 @@ class AuditResult:
 
 
 @dataclass(frozen=True)
-class _Event:
+class Event:
     """A candidate event: a membership test and its description."""
 
     describe: str
@@ -76,7 +76,7 @@ def clopper_pearson(successes: np.ndarray, trials: int, alpha: float) -> tuple[n
     return lower, upper
 
 
-def _wilson(successes: np.ndarray, trials: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+def wilson(successes: np.ndarray, trials: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score bounds: a cheap closed-form stand-in for Clopper-Pearson, used only to RANK
     candidate events on the selection half (never for the reported bound)."""
     from scipy import stats
@@ -88,7 +88,7 @@ def _wilson(successes: np.ndarray, trials: int, alpha: float) -> tuple[np.ndarra
     return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 1e-300, 1.0)
 
 
-def _epsilon_bound(p_lo: np.ndarray, p_hi: np.ndarray, delta: float) -> np.ndarray:
+def epsilon_bound(p_lo: np.ndarray, p_hi: np.ndarray, delta: float) -> np.ndarray:
     """ln((p_lo - delta) / p_hi), -inf where p_lo <= delta."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(p_lo > delta, np.log(np.maximum(p_lo - delta, 1e-300) / p_hi), -np.inf)
@@ -117,19 +117,19 @@ def _numeric_counts(sample: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, 
     return cumulative[j] - cumulative[i], int(sample.size - finite.size)
 
 
-def _interval_event(low: float, high: float, with_bottom: bool) -> _Event:
+def _interval_event(low: float, high: float, with_bottom: bool) -> Event:
     text = f"output in ({low:.6g}, {high:.6g}]" + (f" or {BOTTOM}" if with_bottom else "")
 
     def contains(x: np.ndarray) -> np.ndarray:
         inside = (x > low) & (x <= high)
         return inside | np.isnan(x) if with_bottom else inside
 
-    return _Event(text, contains)
+    return Event(text, contains)
 
 
-def _numeric_candidates(
+def numeric_candidates(
     first_d: np.ndarray, first_dp: np.ndarray
-) -> tuple[Callable[[int], _Event], np.ndarray, np.ndarray]:
+) -> tuple[Callable[[int], Event], np.ndarray, np.ndarray]:
     """Candidate events (intervals, the same with "⊥" added, and "⊥" alone) as a factory from
     index to event, with their selection-half counts under D and D'."""
     edges = _thresholds(first_d, first_dp)
@@ -138,9 +138,9 @@ def _numeric_candidates(
     i, j = np.triu_indices(edges.size, k=1)
     n_pairs = i.size
 
-    def event(index: int) -> _Event:
+    def event(index: int) -> Event:
         if index == 2 * n_pairs:
-            return _Event(f"output is {BOTTOM}", np.isnan)
+            return Event(f"output is {BOTTOM}", np.isnan)
         pair = index % n_pairs
         return _interval_event(edges[i[pair]], edges[j[pair]], index >= n_pairs)
 
@@ -155,35 +155,40 @@ def _outcome_name(index: int) -> str:
     return BOTTOM if index == -1 else str(index)
 
 
-def _categorical_candidates(
+def categorical_candidates(
     first_d: np.ndarray, first_dp: np.ndarray
-) -> tuple[Callable[[int], _Event], np.ndarray, np.ndarray]:
+) -> tuple[Callable[[int], Event], np.ndarray, np.ndarray]:
     """Single outcomes, and the sets of the j outcomes most over-represented under D (resp. D')
     on the selection half: the optimal event {o: p_D(o) > e^eps p_D'(o)} is one of these."""
     outcomes = np.unique(np.concatenate([first_d, first_dp]).astype(np.int64))
-    n_d = np.array([np.count_nonzero(first_d == o) for o in outcomes], dtype=float)
-    n_dp = np.array([np.count_nonzero(first_dp == o) for o in outcomes], dtype=float)
+    n_d = np.bincount(np.searchsorted(outcomes, first_d.astype(np.int64)), minlength=outcomes.size).astype(
+        float
+    )
+    n_dp = np.bincount(np.searchsorted(outcomes, first_dp.astype(np.int64)), minlength=outcomes.size).astype(
+        float
+    )
     sets: list[np.ndarray] = [np.array([o]) for o in outcomes]
+    k_d, k_dp = [n_d], [n_dp]
     for order in (np.argsort(-(n_d + 1) / (n_dp + 1)), np.argsort(-(n_dp + 1) / (n_d + 1))):
         sets += [outcomes[order[: j + 1]] for j in range(1, outcomes.size - 1)]
+        k_d.append(np.cumsum(n_d[order])[1 : outcomes.size - 1])  # the j + 1 most over-represented
+        k_dp.append(np.cumsum(n_dp[order])[1 : outcomes.size - 1])
 
-    def event(index: int) -> _Event:
+    def event(index: int) -> Event:
         members = sets[index]
         text = "outcome in {" + ", ".join(_outcome_name(int(o)) for o in members) + "}"
-        return _Event(text, lambda x: np.isin(x, members))
+        return Event(text, lambda x: np.isin(x, members))
 
-    k_d = np.array([n_d[np.isin(outcomes, m)].sum() for m in sets])
-    k_dp = np.array([n_dp[np.isin(outcomes, m)].sum() for m in sets])
-    return event, k_d, k_dp
+    return event, np.concatenate(k_d), np.concatenate(k_dp)
 
 
-def _select(
+def select_events(
     k_hi_side: np.ndarray, k_lo_side: np.ndarray, trials: int, delta: float, alpha: float
 ) -> np.ndarray:
     """Indices of the best few events for one direction, ranked by a Wilson-based bound."""
-    lower, _ = _wilson(k_hi_side, trials, alpha)
-    _, upper = _wilson(k_lo_side, trials, alpha)
-    score = _epsilon_bound(lower, upper, delta)
+    lower, _ = wilson(k_hi_side, trials, alpha)
+    _, upper = wilson(k_lo_side, trials, alpha)
+    score = epsilon_bound(lower, upper, delta)
     best = np.argsort(-score)[:_EVENTS_PER_DIRECTION]
     return best[np.isfinite(score[best])]
 
@@ -248,13 +253,13 @@ def audit(
     first_d, held_d = draws_d[:half], draws_d[half:]
     first_dp, held_dp = draws_dp[:half], draws_dp[half:]
     if categorical:
-        events, k_d, k_dp = _categorical_candidates(first_d, first_dp)
+        events, k_d, k_dp = categorical_candidates(first_d, first_dp)
     else:
-        events, k_d, k_dp = _numeric_candidates(first_d.astype(float), first_dp.astype(float))
+        events, k_d, k_dp = numeric_candidates(first_d.astype(float), first_dp.astype(float))
     n_tests = 2 * _EVENTS_PER_DIRECTION
     alpha = (1 - confidence) / (2 * n_tests)  # two one-sided bounds per tested event
-    chosen = [(idx, "D>D'") for idx in _select(k_d, k_dp, half, delta, alpha)]
-    chosen += [(idx, "D'>D") for idx in _select(k_dp, k_d, half, delta, alpha)]
+    chosen = [(idx, "D>D'") for idx in select_events(k_d, k_dp, half, delta, alpha)]
+    chosen += [(idx, "D'>D") for idx in select_events(k_dp, k_d, half, delta, alpha)]
     trials = draws_d.size - half
     best = AuditResult(0.0, "none", "none", 1.0, 0.0, n_draws)
     for idx, direction in chosen:
@@ -263,7 +268,7 @@ def audit(
         k_lo_side = np.count_nonzero(event.contains(held_dp if direction == "D>D'" else held_d))
         p_lo = float(clopper_pearson(np.array([k_hi_side]), trials, alpha)[0][0])
         p_hi = float(clopper_pearson(np.array([k_lo_side]), trials, alpha)[1][0])
-        bound = float(_epsilon_bound(np.array(p_lo), np.array(p_hi), delta))
+        bound = float(epsilon_bound(np.array(p_lo), np.array(p_hi), delta))
         if bound > best.epsilon_lb:
             best = AuditResult(bound, event.describe, direction, p_hi, p_lo, n_draws)
     return best

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpexplorer.core.errors import DPExplorerError
 from dpexplorer.core.stages import stage, within
 from dpexplorer.data.json_files import read_json_file
+
+if TYPE_CHECKING:
+    from dpexplorer.release.samplers import BitSource
 
 MAX_PLAN_BYTES = 64 << 20
 """A plan larger than this is refused before it is parsed."""
@@ -161,6 +164,7 @@ def prepare_plan(
     dataset_name: str | None = None,
     on_prepared: Callable[[int, int], None] | None = None,
     codebook: Any = None,
+    bounding_seed: int | None = None,
 ) -> list[Any]:
     """Every entry validated on ``dataset`` and its exact release path built
     (:func:`dpexplorer.release.release.prepare`), filed under the dataset's key in ``ledger``
@@ -178,7 +182,10 @@ def prepare_plan(
     entry that contradicts it or uses a fact neither declares
     (:func:`dpexplorer.release.public_facts.declare_entry`), and one that names another dataset
     (:func:`~dpexplorer.release.public_facts.check_dataset`); each release's provenance lists
-    its public facts with their origins."""
+    its public facts with their origins.
+
+    ``bounding_seed`` (None in every release: the OS CSPRNG's) fixes the privacy unit's random
+    choice of rows: the replay audit (:mod:`dpexplorer.release.replay`) bounds D and D' alike."""
     import dataclasses
 
     from dpexplorer.release.public_facts import check_dataset, declare_entry, default_codebook, origins
@@ -201,7 +208,13 @@ def prepare_plan(
                         "a synthetic table claims no sampling amplification: leave out 'sampling'"
                     )
                 table = prepare_synthetic(
-                    dataset, query, entry["mechanism"], params, key=key, formats=entry.get("format")
+                    dataset,
+                    query,
+                    entry["mechanism"],
+                    params,
+                    key=key,
+                    formats=entry.get("format"),
+                    bounding_seed=bounding_seed,
                 )
                 prepared.append(dataclasses.replace(table, origins=origins(facts, book)))
                 continue
@@ -213,6 +226,7 @@ def prepare_plan(
                 ci_level=ci_level,
                 key=key,
                 post_processing=entry.get("post_processing"),
+                bounding_seed=bounding_seed,
             )
             item = dataclasses.replace(item, origins=origins(facts, book))
             prepared.append(item if rate is None else with_sampling_rate(item, rate))
@@ -224,6 +238,25 @@ def prepare_plan(
         raise PlanError(str(exc)) from None
     key = dataset_key(dataset, ledger, dataset_name)
     return [dataclasses.replace(item, fingerprint=key) for item in prepared]
+
+
+def in_run(prepared: Sequence[Any], dataset_name: str, token: str | None = None) -> list[Any]:
+    """The plan's releases marked as one run (their provenance's ``run``): one random token
+    (``token``, or a new one), in every file name of the run (``release-<row>-<token>-...``, the
+    ledger row keeping them apart) and in its report's, the entry's place, the dataset's name."""
+    import dataclasses
+
+    from dpexplorer.release.export import new_token
+
+    token, total = token or new_token(), len(prepared)
+    return [
+        dataclasses.replace(
+            item,
+            token=token,
+            run={"token": token, "entry": n, "entries": total, "dataset": dataset_name},
+        )
+        for n, item in enumerate(prepared, start=1)
+    ]
 
 
 def check_codebook(entries: Sequence[Mapping[str, Any]], codebook: Any) -> None:
@@ -281,12 +314,17 @@ def release_prepared(
     ledger: Any,
     out_dir: str | os.PathLike[str],
     on_release: Callable[[int, Any, Any], None] | None = None,
+    bits: Callable[[int], BitSource] | None = None,
 ) -> list[tuple[Any, Any]]:
     """Release a prepared plan, all or nothing up front: the plan's total is checked against
     what is left of the budget (BudgetExceededError / NoBudgetError) and the output directory
     (ExportError) before anything is charged; then each entry is charged, drawn and written
     (:func:`dpexplorer.release.release.execute`), ``on_release(number, prepared, result)``
-    called after each. Returns (prepared, result) per entry."""
+    called after each. Returns (prepared, result) per entry.
+
+    ``bits(number)``: entry ``number``'s bit source, for the replay audit only (a seeded one,
+    the same on D and D', charged to a throwaway ledger); None, in every release, draws each
+    entry's noise from the OS CSPRNG."""
     from dpexplorer.release.charge import charged_guarantee, execute
     from dpexplorer.release.export import check_output_dir, remove_partial_files
     from dpexplorer.release.release import PreparedRelease
@@ -304,7 +342,8 @@ def release_prepared(
             item = with_released_total(item, released)
         drawing = stage(f"{item.mechanism} (charged): drawing and writing", measured=False)
         with within(f"entry {number} of {len(prepared)}"), drawing:
-            result = execute(item, ledger=ledger, out_dir=out_dir, directory_checked=True)
+            source = bits(number) if bits is not None else None
+            result = execute(item, ledger=ledger, out_dir=out_dir, bits=source, directory_checked=True)
         released.append((item, result))
         if on_release is not None:
             on_release(number, item, result)

@@ -279,11 +279,14 @@ def prepare(
     dataset_name: str | None = None,
     post_processing: Mapping[str, bool] | None = None,
     key: str | None = None,
+    bounding_seed: int | None = None,
 ) -> PreparedRelease:
     """:func:`prepare_input` for a query of the data layer on a loaded dataset. With ``ledger``,
     the release is filed under the dataset's key there (:func:`dataset_key`); with ``key``, under
     that key, already found in the ledger it will be charged to (a plan identifies its dataset
-    once); without either, under its content fingerprint, the file's SHA-256 kept as a legacy key."""
+    once); without either, under its content fingerprint, the file's SHA-256 kept as a legacy key.
+    ``bounding_seed``: the privacy unit's random choice of rows (None, every release: drawn from
+    the OS CSPRNG; the replay audit passes one, to bound D and D' alike)."""
     from dpexplorer.data.answers import query_input
 
     if key is not None:
@@ -291,7 +294,7 @@ def prepare(
     else:
         fingerprint = dataset_key(dataset, ledger, dataset_name) if ledger is not None else _identity(dataset)
     prepared = prepare_input(
-        query_input(dataset, query, relation, exact_sums=True),
+        query_input(dataset, query, relation, bounding_seed=bounding_seed, exact_sums=True),
         mechanism_name,
         params,
         fingerprint=fingerprint,

@@ -432,18 +432,19 @@ def prepare_synthetic(
     key: str,
     relation: str = "add_remove",
     formats: Any = None,
+    bounding_seed: int | None = None,
 ) -> TableRelease:
     """A synthetic-table release of ``dataset`` for the marginals ``query``
     (:class:`~dpexplorer.data.marginals.Marginals`), filed under the ledger ``key``, its records
     written as ``formats`` (:func:`table_formats`); nothing drawn or charged. The marginals
-    are counted now (the privacy unit's rows chosen with a seed from the OS CSPRNG); every
-    refusal depends on public facts only."""
+    are counted now (the privacy unit's rows chosen with a seed from the OS CSPRNG, or with
+    ``bounding_seed``: the replay audit's); every refusal depends on public facts only."""
     from dpexplorer.data.marginals import marginal_input
     from dpexplorer.data.queries import Marginals
 
     if not isinstance(query, Marginals):
         raise InvalidParameterError("a synthetic table needs a marginals query (type 'marginals')")
-    built = marginal_input(dataset, query, relation)  # type: ignore[arg-type]
+    built = marginal_input(dataset, query, relation, bounding_seed=bounding_seed)  # type: ignore[arg-type]
     return prepare_table(
         built,
         mechanism_name,
