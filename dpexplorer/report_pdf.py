@@ -71,7 +71,7 @@ def check_renderer() -> None:
         if not QFontDatabase.families():
             raise ExportError("Qt finds no font to draw the report's PDF with: install fonts (fontconfig)")
         empty = Report(
-            dataset="probe", fingerprint="", items=(), budget=None, budget_lines=(), plan=[], ledger_path=""
+            dataset="probe", dataset_id="", items=(), budget=None, budget_lines=(), plan=[], ledger_path=""
         )
         buffer = QBuffer()
         buffer.open(QIODevice.OpenModeFlag.WriteOnly)

@@ -16,6 +16,7 @@ import pytest
 import dpexplorer
 import dpexplorer.api as api
 from dpexplorer.cli import main
+from dpexplorer.release.ledger import Ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = ROOT / "docs" / "api" / "names.txt"
@@ -156,7 +157,8 @@ def test_release_plan_charges_the_cli_s_ledger_with_the_cli_s_refusals(
     assert results[0].labels == ("count",) and results[0].epsilon <= 0.5
     assert dpexplorer.remaining_budget(data, ledger=ledger) == pytest.approx(0.0, abs=1e-9)
     provenance = json.loads(results[0].files["provenance"].read_text())
-    assert provenance["dataset_fingerprint"] == data.content_fingerprint
+    with Ledger(ledger) as book:
+        assert provenance["dataset_id"] == book.public_id(data.content_fingerprint)
 
 
 def test_released_risk_is_the_clis_curve_of_the_ledgers_releases(

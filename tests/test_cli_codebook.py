@@ -17,6 +17,7 @@ from dpexplorer.cli import main
 from dpexplorer.data.default import default_dataset_path
 from dpexplorer.data.load import load_dataset
 from dpexplorer.release.ledger import Ledger
+from dpexplorer.release.public_facts import BOUND_BY_CONTENT
 
 BOOK: dict[str, Any] = {
     "codebook": 1,
@@ -242,7 +243,9 @@ def test_a_codebook_of_another_dataset_is_refused(
     identity = load_dataset(files["data"]).content_fingerprint
     files["book"].write_text(json.dumps({**BOOK, "dataset": identity}))
     assert _release(files, _plan(tmp_path, MEAN_AGE), "--codebook", str(files["book"])) == 0
-    assert _sidecars(files)[0]["codebook"]["dataset"] == identity
+    sidecar = _sidecars(files)[0]  # the binding was checked; the rows' hash is not published
+    assert sidecar["codebook"]["dataset"] == BOUND_BY_CONTENT and identity not in json.dumps(sidecar)
+    assert sidecar["codebook"]["sha256"] != hashlib.sha256(files["book"].read_bytes()).hexdigest()
 
 
 def test_the_bundled_adult_uses_its_shipped_codebook(
@@ -263,7 +266,7 @@ def test_the_bundled_adult_uses_its_shipped_codebook(
     assert mean["bounds"] == [17, 90]
     assert mean["fact_origins"][0]["origin"] == "shipped"
     assert "adult.names" in mean["fact_origins"][0]["citation"]
-    assert mean["codebook"]["dataset"] == load_dataset(adult).content_fingerprint
+    assert mean["codebook"]["dataset"] == BOUND_BY_CONTENT
     assert top["query"]["categories"][0] == "White"
     contradicting = _plan(
         tmp_path, {**MEAN_AGE, "query": {"type": "mean", "column": "age", "lower": 0, "upper": 100}}

@@ -68,7 +68,10 @@ def test_plan_is_released(files, capsys) -> None:
     assert len(list(files["out"].glob("*.csv"))) == 3 and _charged(files) == 3
     assert "epsilon left" in out.out
     sidecar = json.loads(next(files["out"].glob("*exponential.provenance.json")).read_text())
-    assert sidecar["dataset_fingerprint"] == load_dataset(files["data"]).content_fingerprint
+    fingerprint = load_dataset(files["data"]).content_fingerprint
+    with Ledger(files["ledger"]) as ledger:  # the ledger's random id, never the rows' hash
+        assert sidecar["dataset_id"] == ledger.public_id(fingerprint)
+    assert fingerprint[:8] not in json.dumps(sidecar)
     assert sidecar["query"]["type"] == "argmax"
 
 

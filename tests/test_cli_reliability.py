@@ -313,8 +313,9 @@ def test_library_callers_migrate_a_file_keyed_ledger_too(work) -> None:
         cheap = release_module.prepare(dataset, Count(), "laplace", {"epsilon": 0.05})
         result = release_module.execute(cheap, ledger=ledger, out_dir=work["out"])
         assert len(ledger.measurements(dataset.content_fingerprint)) == 2
+        public_id = ledger.public_id(dataset.content_fingerprint)
     sidecar = json.loads(result.files["provenance"].read_text())
-    assert sidecar["dataset_fingerprint"] == dataset.content_fingerprint
+    assert sidecar["dataset_id"] == public_id
 
 
 def test_a_named_dataset_groups_files(work, capsys) -> None:

@@ -186,7 +186,7 @@ def scores(first_d: np.ndarray, first_dp: np.ndarray, coordinates: int = MAX_COO
 
     out: dict[str, Score] = {}
     for j in np.argsort(-gap, kind="stable")[:coordinates]:
-        out[f"coordinate {int(j) + 1}" if d > 1 else "the value"] = lambda x, j=int(j): x[:, j]
+        out[f"coordinate {int(j) + 1}" if d > 1 else "the value"] = _column_score(int(j))
     if d > 1:
         w = (mean_d - mean_dp) / scale
         out["linear score (all coordinates)"] = lambda x: filled(x) @ w
@@ -403,3 +403,12 @@ def search_neighbours(
     assert best is not None
     checkpoint(cancel, progress, 1.0)
     return SearchResult(best[0], best[1], screened)
+
+
+def _column_score(j: int) -> Score:
+    """The score that reads coordinate ``j`` of each sampled output."""
+
+    def score(x: np.ndarray) -> np.ndarray:
+        return x[:, j]
+
+    return score

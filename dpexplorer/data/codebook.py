@@ -18,6 +18,7 @@ import itertools
 import json
 import math
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -301,6 +302,23 @@ class Codebook:
         if self.sha256:
             return self.sha256
         canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    @property
+    def bound_by_content(self) -> bool:
+        """Whether ``dataset`` names the data by a hash of them (a content fingerprint, 32 hex
+        digits, or a file's SHA-256, 64), not by a ledger name."""
+        return re.fullmatch(r"[0-9a-f]{32}|[0-9a-f]{64}", self.dataset.strip()) is not None
+
+    def public_digest(self) -> str:
+        """The SHA-256 a published file gives for this codebook: :meth:`digest`, except for a
+        codebook bound to its data by a hash of them (:attr:`bound_by_content`), whose bytes hold
+        that hash: then the SHA-256 of its canonical JSON without the binding, so nothing
+        published is a function of the rows."""
+        if not self.bound_by_content:
+            return self.digest()
+        unbound = {k: v for k, v in self.to_dict().items() if k != "dataset"}
+        canonical = json.dumps(unbound, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
     def column(self, name: str) -> ColumnFacts | None:

@@ -153,7 +153,7 @@ def _moved(numbered: pl.DataFrame, tail: pl.Series) -> pl.DataFrame:
 def _fresh(table: pl.DataFrame, column: str) -> Any:
     """A value of ``column`` no row holds: the largest number plus one, or a new text."""
     if table.schema[column].is_numeric():
-        top = table[column].drop_nulls().max()
+        top: Any = table[column].drop_nulls().max()
         return (
             (int(top) if top is not None else 0) + 1
             if table.schema[column].is_integer()
@@ -186,7 +186,7 @@ def _clipped(
     ]
     values = table[column].drop_nulls().cast(pl.Float64).clip(lower, upper)
     if q is not None and values.len():
-        at = values.quantile(q, "lower")
+        at: Any = values.quantile(q, "lower")
         word = "median" if q == 0.5 else f"{q:g}-quantile"
         out.append(
             Neighbour(f"a tie at the {word} of {column}", ({column: _typed(table, column, float(at))},))

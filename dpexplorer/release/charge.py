@@ -127,11 +127,16 @@ def charged_guarantee(prepared: Releasable[Any], ledger: Ledger) -> Guarantee:
 
 
 def provenance(
-    prepared: Releasable[Any], charged: Guarantee, row_id: int, ledger_path: str, body: Mapping[str, Any]
+    prepared: Releasable[Any],
+    charged: Guarantee,
+    row_id: int,
+    ledger: tuple[str, str],
+    body: Mapping[str, Any],
 ) -> dict[str, Any]:
     """A release's provenance (its sidecar JSON), the same frame for a statistic and a synthetic
     table: what was declared and charged, then ``body`` (what this kind of release adds), then
-    the software, the dataset's ledger key, the ledger row and path, and the time."""
+    the software, the dataset's public id in the ledger (:meth:`Ledger.public_id`, never a hash
+    of the rows), the ledger row and path, and the time. ``ledger``: (its path, that id)."""
     exact = prepared.exact
     return {
         "mechanism": prepared.mechanism,
@@ -145,9 +150,9 @@ def provenance(
         **prepared.origins,  # each public fact's origin, the codebook (public_facts.origins)
         **body,
         "software": f"dpexplorer {dpexplorer.__version__}",
-        "dataset_fingerprint": prepared.fingerprint,
+        "dataset_id": ledger[1],
         "ledger_row_id": row_id,
-        "ledger_path": ledger_path,
+        "ledger_path": ledger[0],
         "time": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 

@@ -43,6 +43,7 @@ import hashlib
 import json
 import math
 import os
+import secrets
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -920,6 +921,21 @@ class Ledger:
         db.execute("UPDATE ledger_state SET value = ? WHERE key = 'aliases'", (_alias_digest(db),))
 
     # ---- the same people under another table (dpexplorer/release/same_people.py)
+    def public_id(self, key: str) -> str:
+        """The name a published file gives dataset ``key``: the steward's own name for a named
+        dataset (``name:<NAME>``, theirs to publish), else 16 random hex digits drawn from the OS
+        CSPRNG the first time they are asked for and kept in ``ledger_state``. Never a function of
+        the rows: the content fingerprint (a hash of every row) let whoever knows all rows but one
+        test each guess of the last against a published provenance, which no epsilon bounds. The
+        same key gives the same id in this ledger, so a steward can match files to ledger rows."""
+        if key.startswith(NAME_PREFIX):
+            return key
+        slot = f"public_id:{key}"
+        with self._transaction() as db:
+            db.execute("INSERT OR IGNORE INTO ledger_state VALUES (?, ?)", (slot, secrets.token_hex(8)))
+            (value,) = db.execute("SELECT value FROM ledger_state WHERE key = ?", (slot,)).fetchone()
+        return str(value)
+
     def known(self, key: str) -> bool:
         """Whether the dataset ``key`` has a budget or a charged measurement in this ledger."""
         rows = self._read(

@@ -102,14 +102,20 @@ def _joined(phrases: list[str]) -> str:
     return phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + " and " + phrases[-1]
 
 
+BOUND_BY_CONTENT = "the data released (checked against their fingerprint, which is not published)"
+"""What the provenance says of a codebook bound to its data by a hash of the rows."""
+
+
 def codebook_record(codebook: Codebook | None) -> dict[str, Any] | None:
-    """The provenance's ``codebook``: its SHA-256 (:meth:`Codebook.digest`), the ``dataset`` it
-    names, its file and citation; None when the release was checked against none."""
+    """The provenance's ``codebook``: its SHA-256 (:meth:`Codebook.public_digest`), the
+    ``dataset`` it names (a ledger name as written; a binding by a hash of the rows only as
+    "checked", the hash itself never published), its file and citation; None when the release
+    was checked against none."""
     if codebook is None:
         return None
     return {
-        "sha256": codebook.digest(),
-        "dataset": codebook.dataset,
+        "sha256": codebook.public_digest(),
+        "dataset": BOUND_BY_CONTENT if codebook.bound_by_content else codebook.dataset,
         "file": codebook.source,
         "citation": codebook.citation,
     }

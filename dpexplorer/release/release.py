@@ -101,7 +101,7 @@ class PreparedRelease:
     def check(self, charged: Guarantee, ledger: Ledger) -> None:
         """Before the charge: the provenance can be written as JSON (finite numbers only; built
         with a stand-in row id and interval) and a declared total is known."""
-        trial = {"ci": [[0.0, 0.0]], "bits": "", "ledger": str(ledger.path)}
+        trial = {"ci": [[0.0, 0.0]], "bits": "", "ledger": str(ledger.path), "dataset_id": "0" * 16}
         check_provenance(_sidecar(self, 0, charged, trial))
         _consistent_with(self)
 
@@ -513,7 +513,8 @@ def _sidecar(
         "dp_outputs": exact.dp_outputs,
     }
     run = {"run": dict(prepared.run)} if prepared.run else {}
-    return {**provenance(prepared, charged, row_id, result["ledger"], body), **run}
+    ledger = (result["ledger"], result["dataset_id"])
+    return {**provenance(prepared, charged, row_id, ledger, body), **run}
 
 
 def _table(prepared: PreparedRelease, labels: tuple[str, ...], published: Published) -> Table:
@@ -561,6 +562,7 @@ def _draw_and_write(
             "applied": dict(published.applied),
             "bits": source.name,
             "ledger": str(ledger.path),
+            "dataset_id": ledger.public_id(prepared.fingerprint),
         },
     )
     stem = f"release-{row_id:06d}-{prepared.token or new_token()}-{prepared.mechanism}"

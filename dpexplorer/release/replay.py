@@ -72,10 +72,8 @@ ONE_RUN_RUNS = 4
 
 EXEMPT: dict[str, str] = {
     "provenance.time": "the time of the release (bookkeeping)",
-    "provenance.dataset_fingerprint": "the dataset's ledger key, a hash of all its rows: it differs "
-    "on every neighbour by construction. It is published in the provenance, so whoever knows every "
-    "other row can test a guess of the last one against it: share the provenance only where the "
-    "dataset's identity may be known",
+    "provenance.dataset_id": "the dataset's public id, drawn at random by each side's own throwaway "
+    "ledger (Ledger.public_id): independent of the rows, it differs between ledgers by construction",
     "codebook.dataset": "the codebook's binding to its dataset: checked on D only (by design it "
     "refuses any other data, a neighbour included); the neighbours are released with the binding "
     "cleared",
@@ -414,13 +412,14 @@ def _measured(side: _Side, index: int) -> list[tuple[str, list[float]]] | None:
     fields = side.fields[index]
     rounds = len({p.split("]")[0] for p in fields if p.startswith("provenance.dp_outputs.rounds[")})
     measurements = side.measurements[index]
+    found: list[tuple[str, list[float]]]
     if measurements is not None:
         found = [(" × ".join(m["marginal"]), [float(v) for v in m["noisy_counts"]]) for m in measurements]
     else:
         raw = side.raw[index]
         if raw is None:
             return None
-        found, cells = [], set()
+        found, cells = [], set[str]()
         for label, value in zip(*raw, strict=True):
             name = label.split(": ", 1)[0]
             if not found or found[-1][0] != name or label in cells:

@@ -152,7 +152,7 @@ def _dataset_section(report: Report) -> str:
         units.setdefault(unit_of(item), []).append(number)
     rows = [
         ["Dataset", html.escape(report.dataset)],
-        ["Fingerprint (SHA-256)", f"<code>{html.escape(report.fingerprint)}</code>"],
+        ["Dataset id (in the ledger)", f"<code>{html.escape(report.dataset_id)}</code>"],
         ["Rows", html.escape(_released_rows(report))],
     ]
     books = {str(i.codebook.get("sha256")): i.codebook for i in report.items if i.codebook}

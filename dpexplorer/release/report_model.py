@@ -138,7 +138,8 @@ class Report:
     """Everything the report shows (all public: declared facts and DP outputs)."""
 
     dataset: str
-    fingerprint: str
+    dataset_id: str
+    """The dataset's public id in the ledger (:meth:`Ledger.public_id`): never a hash of its rows."""
     items: tuple[ReportItem, ...]
     budget: Budget | None
     budget_lines: tuple[BudgetLine, ...]
@@ -335,7 +336,7 @@ def build_report(
     lines = budget_lines(budget, before, after)
     return Report(
         dataset=dataset,
-        fingerprint=fingerprint,
+        dataset_id=ledger.public_id(fingerprint),
         items=items,
         budget=budget,
         budget_lines=lines,

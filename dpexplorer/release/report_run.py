@@ -250,8 +250,8 @@ def report_of_run(ledger: Ledger, row_id: int) -> Report:
         plan = [{"sampling": {"rate": claim["poisson_rate"]}}, *plan]
     lines = budget_lines(budget, before, after)
     return Report(
-        dataset=str(run.get("dataset") or f"dataset {fingerprint[:12]}"),
-        fingerprint=fingerprint,
+        dataset=str(run.get("dataset") or f"dataset {ledger.public_id(fingerprint)}"),
+        dataset_id=ledger.public_id(fingerprint),
         items=items,
         budget=budget,
         budget_lines=lines,

@@ -350,7 +350,8 @@ def _sidecar(
         },
         "run": dict(prepared.run) if prepared.run is not None else None,
     }
-    return provenance(prepared, charged, row_id, str(ledger.path), body)
+    dataset_id = ledger.public_id(prepared.fingerprint) if row_id else "0" * 16  # 0: the trial
+    return provenance(prepared, charged, row_id, (str(ledger.path), dataset_id), body)
 
 
 def _run_and_write(

@@ -41,6 +41,7 @@ from dpexplorer.data.queries import (
     range_workload,
     where,
 )
+from dpexplorer.release.ledger import Ledger
 
 if os.environ.get("CI"):
     import pyspark  # noqa: F401  (in CI the Spark cases must run: a missing extra fails here)
@@ -607,7 +608,8 @@ def test_release_on_spark_charges_the_file_and_releases(tmp_path, spark, capsys)
     sidecars = sorted((tmp_path / "out").glob("*.provenance.json"))
     assert len(sidecars) == 2
     fingerprint = load_dataset(data).content_fingerprint
-    assert all(json.loads(p.read_text())["dataset_fingerprint"] == fingerprint for p in sidecars)
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:  # one dataset, one public id, on both engines
+        assert all(json.loads(p.read_text())["dataset_id"] == ledger.public_id(fingerprint) for p in sidecars)
     budget = args[: args.index("--budget-epsilon")]
     assert main(budget) == 0, capsys.readouterr().err  # polars: the second half of the budget
     assert main([*budget, "--engine", "spark", "--spark-master", "local[2]"]) == 3  # none left

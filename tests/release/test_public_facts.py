@@ -122,7 +122,7 @@ NEIGHBOURS: dict[str, Callable[[pl.DataFrame], pl.DataFrame]] = {
     "a key only in D'": lambda d: pl.concat([d, pl.DataFrame({"x": [10.0], "c": ["e"]})]),
 }
 
-ALLOWED = frozenset({"time", "ledger_row_id", "ledger_path", "dataset_fingerprint", "files", "dp_outputs"})
+ALLOWED = frozenset({"time", "ledger_row_id", "ledger_path", "dataset_id", "files", "dp_outputs"})
 """Sidecar fields that may differ: bookkeeping, and the path's declared DP outputs."""
 
 

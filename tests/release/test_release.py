@@ -39,7 +39,7 @@ SIDECAR_KEYS = {
     "confidence_level",
     "sampler",
     "software",
-    "dataset_fingerprint",
+    "dataset_id",
     "ledger_row_id",
     "time",
     "query",
@@ -121,7 +121,7 @@ def test_numeric_release_writes_values_and_provenance(ledger, tmp_path, mechanis
     assert bits.used
     sidecar = json.loads(result.files["provenance"].read_text())
     assert sidecar.keys() >= SIDECAR_KEYS
-    assert sidecar["ledger_row_id"] == result.row_id and sidecar["dataset_fingerprint"] == FP
+    assert sidecar["ledger_row_id"] == result.row_id and sidecar["dataset_id"] == ledger.public_id(FP)
     values = json.loads(result.files["json"].read_text())["values"]
     ((low, high),) = result.confidence_intervals
     assert values == [{"label": "mean", "value": result.values[0], "ci_low": low, "ci_high": high}]
