@@ -37,7 +37,7 @@ from dpexplorer.core.checks import (
     shown,
 )
 from dpexplorer.data.conditions import MAX_DEPTH
-from dpexplorer.data.days import check_format
+from dpexplorer.data.days import DECLARED_DAY, check_format
 from dpexplorer.data.errors import DataError, DataTypeError
 from dpexplorer.data.json_files import read_json_file
 from dpexplorer.data.validation import QUERY, column_name, fmt, require
@@ -729,12 +729,18 @@ def missing(query: Mapping[str, Any], codebook: Codebook) -> list[str]:
 def declared_types(codebook: Codebook | None, formats: Mapping[str, str] | None = None) -> Declared:
     """What a file is read with (:class:`dpexplorer.data.load.Declared`): the columns the
     codebook calls a category, text or an identifier, as text; each day column's declared
-    ``date_format``, and each of ``formats`` (column -> format: a command line's, which wins)."""
+    ``date_format`` (a day column without one: :data:`~dpexplorer.data.days.DECLARED_DAY`, read as
+    days whatever one row spells), and each of ``formats`` (column -> format: a command line's,
+    which wins)."""
     from dpexplorer.data.load import Declared
 
     columns = codebook.columns if codebook is not None else {}
     text = frozenset(name for name, facts in columns.items() if facts.kind in TEXT_KINDS)
-    days = {name: f.date_format.value for name, f in columns.items() if f.date_format is not None}
+    days = {
+        name: f.date_format.value if f.date_format is not None else DECLARED_DAY
+        for name, f in columns.items()
+        if f.kind == "day" or f.date_format is not None
+    }
     return Declared(text, tuple({**days, **(formats or {})}.items()))
 
 

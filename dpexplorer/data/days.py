@@ -45,11 +45,17 @@ _DAY_RE = re.compile("|".join(f"^{rx}$" for _, _, rx in DAY_SPELLINGS))
 _STAMP_RE = re.compile(STAMP)
 
 
+DECLARED_DAY = ""
+"""The format of a column a codebook declares a day column without a ``date_format``: read as
+days in the unambiguous spellings whatever its cells hold (a cell that spells none is missing),
+so that one row cannot turn the column to text and a release into a refusal."""
+
+
 def text_day(text: pl.Expr, declared: str | None = None) -> pl.Expr:
     """The day each cell of the text expression ``text`` spells (Date; null where none): an
     unambiguous spelling (module docstring), or with ``declared``, a format of
-    :func:`check_format`, that spelling alone."""
-    if declared is not None:
+    :func:`check_format`, that spelling alone (:data:`DECLARED_DAY` and None: the unambiguous ones)."""
+    if declared:
         return pl.when(text.str.contains(format_pattern(declared))).then(
             text.str.to_date(declared, strict=False)
         )

@@ -24,7 +24,7 @@ import polars as pl
 
 from dpexplorer.core.cancel import CancelToken, ProgressFn
 from dpexplorer.data.cells import cell_key, text_key, text_value
-from dpexplorer.data.days import AMBIGUOUS, check_format, text_day
+from dpexplorer.data.days import AMBIGUOUS, DECLARED_DAY, check_format, text_day
 from dpexplorer.data.errors import DataError, first_line
 from dpexplorer.data.fingerprints import (
     HASH_BATCH,
@@ -119,7 +119,8 @@ class Declared:
         object.__setattr__(self, "text", frozenset(self.text))
         object.__setattr__(self, "formats", tuple(sorted(dict(self.formats).items())))
         for column, fmt in self.formats:
-            check_format(fmt, f"the date format of {column!r}")
+            if fmt != DECLARED_DAY:
+                check_format(fmt, f"the date format of {column!r}")
 
 
 @dataclass(frozen=True)
@@ -786,15 +787,15 @@ def _days(
     dates, used, legacy = [], [], False
     for c in candidates:
         n, days, example = int(counts[f"{c}\x00n"][0]), int(counts[f"{c}\x00days"][0]), counts[f"{c}\x00v"][0]
-        if (n and days == n) or (c in formats and days):
+        if (n and days == n) or (c in formats and (days or formats[c] == DECLARED_DAY)):
             dates.append(c)
             legacy = legacy or not counts[f"{c}\x00iso"][0]
             if c in formats:
                 used.append((c, formats[c]))
             if n > days:
                 notes.append(
-                    f"column {c!r}: {n - days:,} of its {n:,} values spell no day in its declared format "
-                    f"{formats[c]} (e.g. {example!r}); those values are treated as missing"
+                    f"column {c!r}: {n - days:,} of its {n:,} values spell no day "
+                    f"{_spelled(formats[c])} (e.g. {example!r}); those values are treated as missing"
                 )
         elif c in formats and n:
             notes.append(
@@ -811,6 +812,13 @@ def _days(
         return frame, _DaysRead()
     frame = frame.with_columns(text_day(pl.col(c), formats.get(c)).alias(c) for c in dates)
     return frame, _DaysRead(tuple(used), legacy)
+
+
+def _spelled(declared: str) -> str:
+    """How a declared day column is written, in words."""
+    if declared == DECLARED_DAY:
+        return "in an unambiguous spelling (2021-03-01, 2021/03/01, 2021.03.01) of its declared day column"
+    return f"in its declared format {declared}"
 
 
 def _text_may_differ(frame: pl.DataFrame | pl.LazyFrame, columns: list[str]) -> bool:

@@ -197,6 +197,31 @@ def test_a_column_the_codebook_calls_a_category_stays_text_in_a_csv(tmp_path, en
     assert dataset.content_fingerprint == plain.content_fingerprint
 
 
+def test_a_column_the_codebook_calls_a_day_stays_days_whatever_one_row_spells(
+    tmp_path, engine, request
+) -> None:
+    """Without a declaration one row that spells no day turns the column to text, and a day
+    condition on it is refused: whether a plan releases then depends on one person. Declared a
+    day column (no format), it reads as days on D and on D' = D + that row, the row's cell
+    missing (a note), and the count differs by at most the row."""
+    days = [f"2015/0{1 + i % 9}/1{i % 9}" for i in range(180)]
+    codebook = codebook_from_dict({"codebook": 1, "columns": {"visited": {"kind": "day"}}})
+    condition = PredicateCount(where("visited") >= "2015-03-01")
+    answers = []
+    for name, cells in (("d", days), ("d_prime", [*days, "not a day"])):
+        path = tmp_path / f"{name}.csv"
+        path.write_text("visited\n" + "".join(f"{c}\n" for c in cells))
+        plain = opened(path, engine, request)
+        assert plain.schema["visited"] == (pl.Date if name == "d" else pl.String)  # inferred
+        dataset = opened(path, engine, request, declared_types(codebook))
+        assert dataset.schema["visited"] == pl.Date
+        answers.append(true_answer(dataset, condition))
+        if name == "d_prime":
+            assert any("values are treated as missing" in n for n in dataset.warnings)
+            assert dataset.content_fingerprint == plain.content_fingerprint  # one budget
+    assert answers[0] == answers[1] == sum(d >= "2015/03/01" for d in days)
+
+
 def test_earlier_ledgers_keep_their_budget_for_a_parquet_file_read_as_text(tmp_path) -> None:
     """Older ledgers filed a Parquet file of digit codes under its key as numbers: that key is
     among the dataset's earlier keys, so a release there moves its budget, not a fresh one."""

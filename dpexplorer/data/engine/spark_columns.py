@@ -74,7 +74,7 @@ def text_day(text: Column, declared: str | None = None) -> Column:
     """As :func:`dpexplorer.data.days.text_day`: the day a text cell spells in an unambiguous
     spelling (or, with ``declared``, in that format), null where none; the same regular
     expressions, then Spark's parser (a day that does not exist is none)."""
-    if declared is not None:
+    if declared:
         return F.when(text.rlike(format_pattern(declared)), F.try_to_date(text, spark_pattern(declared)))
     days = [F.when(text.rlike(f"^{rx}$"), F.try_to_date(text, pattern)) for _, pattern, rx in DAY_SPELLINGS]
     stamp = F.when(text.rlike(STAMP), F.try_to_date(F.substring(text, 1, 10), "yyyy-MM-dd"))

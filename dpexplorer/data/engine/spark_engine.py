@@ -32,6 +32,7 @@ from pyspark.sql import types as T
 from pyspark.sql.window import Window as SparkWindow
 
 from dpexplorer.core.mechanisms.base import CentredMoments
+from dpexplorer.data.days import DECLARED_DAY
 from dpexplorer.data.engine.base import (
     BoundContributions,
     CellCounts,
@@ -440,7 +441,7 @@ def _days(frame: DataFrame, formats: dict[str, str]) -> tuple[DataFrame, DataFra
         *(F.count(d).alias(f"d{texts.index(c)}") for c, d in declared.items()),
     ).collect()[0]
     dates = [c for i, c in enumerate(texts) if row[f"ok{i}"] == 1 and row[f"n{i}"]]  # all missing: text
-    formatted = [c for c in declared if row[f"d{texts.index(c)}"]]
+    formatted = [c for c in declared if row[f"d{texts.index(c)}"] or formats[c] == DECLARED_DAY]
 
     def read(with_formats: bool) -> DataFrame:
         use = formatted if with_formats else []
