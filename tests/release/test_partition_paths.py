@@ -181,7 +181,15 @@ def test_release_publishes_the_same_provenance_when_a_person_brings_new_keys(
         assert sidecar["guarantee_charged"]["delta"] == 1e-6
         assert sidecar["discretisation"]["keys_selection"]["keys_per_person"] == 3
         assert len(result.labels) == len(result.values)
-        drop = {"time", "ledger_path", "dp_outputs", "files", "confidence_interval", "interval_kinds"}
+        drop = {
+            "time",
+            "ledger_path",
+            "dataset_id",
+            "dp_outputs",
+            "files",
+            "confidence_interval",
+            "interval_kinds",
+        }
         # confidence_interval: computed from the released values (DP outputs), as dp_outputs;
         # interval_kinds: one per released value, as many as the kept keys (a DP output)
         sidecar["post_processing"].pop("values_before")  # the values before clamping: DP outputs

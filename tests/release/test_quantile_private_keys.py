@@ -268,7 +268,11 @@ def test_the_release_publishes_the_same_when_a_person_brings_new_keys(tmp_path: 
         sidecar = json.loads(result.files["provenance"].read_text())
         assert "groups" not in sidecar["discretisation"]
         sidecars.append(
-            {k: v for k, v in sidecar.items() if k not in {"time", "ledger_path", "dp_outputs", "files"}}
+            {
+                k: v
+                for k, v in sidecar.items()
+                if k not in {"time", "ledger_path", "dataset_id", "dp_outputs", "files"}
+            }
         )
     assert np.array_equal(grids[0], grids[1])
     assert sidecars[0] == sidecars[1]

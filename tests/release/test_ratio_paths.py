@@ -206,7 +206,15 @@ def test_group_release_publishes_the_same_facts_on_neighbouring_datasets(tmp_pat
         sidecar = json.loads(result.files["provenance"].read_text())
         assert len(sidecar["dp_outputs"]["confidence_intervals"]) == 3 * 3
         # "files": names carry a random id per release (issue 20), drawn independently of the data
-        drop = {"time", "ledger_path", "dp_outputs", "files", "confidence_interval", "interval_kinds"}
+        drop = {
+            "time",
+            "ledger_path",
+            "dataset_id",
+            "dp_outputs",
+            "files",
+            "confidence_interval",
+            "interval_kinds",
+        }
         # confidence_interval and interval_kinds (whether an interval is the declared range):
         # computed from the released values (DP outputs) and public facts (release/published.py)
         sidecar["post_processing"].pop("values_before")  # the values before clamping: DP outputs
