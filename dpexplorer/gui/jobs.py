@@ -571,3 +571,22 @@ def rebuild_plan(dataset: Any, entries: list[dict[str, Any]]) -> tuple[Any, ...]
             )
         )
     return tuple(plan)
+
+
+def plan_audit(
+    dataset: Any,
+    entries: list[dict[str, Any]],
+    rate: float | None,
+    codebook: Any,
+    draws: int,
+    *,
+    cancel: CancelToken | None = None,
+    progress: ProgressFn | None = None,
+) -> Any:
+    """The replay audit of the window's plan (:func:`dpexplorer.release.replay.audit_plan`):
+    throwaway ledgers only, nothing charged to the window's."""
+    from dpexplorer.release.replay import audit_plan
+
+    return audit_plan(
+        dataset, entries, rate, codebook=codebook, draws=draws, cancel=cancel, progress=progress
+    )

@@ -211,6 +211,7 @@ class MainWindow(WindowMenus, WindowFiles, WindowRelease, WindowCodebook, Window
         self.tabs.insertTab(data_index + 1, self.workspace.budget_view, "Budget")
         self.tabs.insertTab(data_index + 2, self.workspace.risk_view, "Risk")
         self.workspace.budget_view.add_requested.connect(self.add_current_to_plan)
+        self.workspace.budget_view.audit_requested.connect(self.open_plan_audit_dialog)
         if self.dataset_view.sampling_rate is not None:
             self.workspace.budget_view.set_sampling_rate(self.dataset_view.sampling_rate)
         self.explorer.inputs_changed.connect(self.workspace.update)

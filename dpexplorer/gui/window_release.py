@@ -83,6 +83,32 @@ class WindowRelease(_Window):
     _identified: object | None
     """The dataset whose ledger identity is known (the shown one once computed)."""
 
+    def open_plan_audit_dialog(self) -> None:
+        """The Budget tab's "Audit this plan…": the replay audit of the plan as it would be
+        exported (File > Export Analysis), on the open data with the window's codebook. A plan
+        that cannot be exported (no statistic, an undeclared fact) is named in the error box."""
+        from dpexplorer.core.errors import DPExplorerError
+        from dpexplorer.gui.analysis_files import window_analysis
+        from dpexplorer.gui.plan_audit_dialog import PlanAuditDialog
+        from dpexplorer.release.plan_run import plan_entries
+
+        if self.dataset is None:
+            return
+        try:
+            entries, rate = plan_entries(window_analysis(self).plan_json())
+        except DPExplorerError as exc:
+            self.show_error(f"Could not audit the plan: {exc}")
+            return
+        self.plan_audit_dialog = PlanAuditDialog(
+            self.compute,
+            dataset=self.dataset,
+            entries=entries,
+            rate=rate,
+            codebook=self.codebook,
+            parent=self,
+        )
+        self.plan_audit_dialog.open()
+
     def open_private_bounds_dialog(self, column: str) -> None:
         """Release DP quantiles of ``column`` as bounds, then put them in the codebook (origin
         "estimated", with the ledger rows) and so in the query. The coarse range the quantiles

@@ -83,6 +83,8 @@ class BudgetView(View):
 
     add_requested = Signal()
     """"Add current statistic" was clicked: answer with :meth:`add_measurement`."""
+    audit_requested = Signal()
+    """"Audit this plan…" was clicked: the window opens the replay audit of the plan."""
     job_requested = Signal(object)
     """A :class:`BudgetRequest` to run :func:`budget_job` on (through the compute service)."""
     plan_changed = Signal(object)
@@ -161,10 +163,18 @@ class BudgetView(View):
         self.remove_button = QPushButton("Remove selected")
         self.remove_button.setToolTip("Remove the selected planned statistics (released ones stay).")
         self.remove_button.clicked.connect(self._remove_selected)
+        self.audit_button = QPushButton("Audit this plan…")
+        self.audit_button.setToolTip(
+            "Replay the plan on the data and on neighbouring datasets with the same random bits, "
+            "and check that nothing published but the noisy values depends on the data. Nothing is "
+            "charged."
+        )
+        self.audit_button.clicked.connect(self.audit_requested.emit)
         buttons = QHBoxLayout()
         buttons.addWidget(self.add_button)
         buttons.addWidget(self.remove_button)
         buttons.addStretch(1)
+        buttons.addWidget(self.audit_button)
         self.body.addWidget(self.table, 1)
         self.body.addLayout(buttons)
         self.status = QLabel()
