@@ -412,3 +412,101 @@ def _column_score(j: int) -> Score:
         return x[:, j]
 
     return score
+
+
+DIVERGENCE_DRAWS = 200_000
+"""Outputs per side the divergence test of :func:`strongest_audit` draws at most (its scores
+cost more per draw than the threshold events do)."""
+
+
+@dataclass(frozen=True)
+class StrongestBound:
+    """The larger of two lower confidence bounds on epsilon at ``delta`` (:func:`strongest_audit`):
+    ``epsilon_lb``, and ``test``, the words for the test that gave it; both results kept."""
+
+    epsilon_lb: float
+    test: str
+    threshold: Any
+    """The threshold auditor's :class:`~dpexplorer.core.audit.AuditResult`."""
+    divergence: DivergenceBound | None
+    confidence: float
+
+
+def strongest_audit(
+    sample_d: Callable[[np.random.Generator, int], np.ndarray],
+    sample_dp: Callable[[np.random.Generator, int], np.ndarray],
+    delta: float,
+    *,
+    rng: np.random.Generator,
+    n_draws: int,
+    confidence: float = 0.95,
+    categorical: bool = False,
+    cancel: CancelToken | None = None,
+    progress: ProgressFn | None = None,
+) -> StrongestBound:
+    """Two black-box tests on M(D) against M(D') (``sample_*(rng, size)``): the threshold events
+    of :func:`dpexplorer.core.audit.audit` on ``n_draws`` outputs per side, and
+    :func:`divergence_audit` (its scores: coordinates, linear and quadratic, whole outcomes) on
+    fresh draws, at most :data:`DIVERGENCE_DRAWS`. Each runs at confidence 1 - (1 - c) / 2, so the
+    larger bound is a lower confidence bound on epsilon at level ``confidence`` (a union bound);
+    never an estimate of epsilon."""
+    from dpexplorer.core.audit import audit
+
+    each = 1 - (1 - confidence) / 2
+
+    def part(low: float, high: float) -> ProgressFn | None:
+        return None if progress is None else (lambda f: progress(low + (high - low) * f))
+
+    threshold = audit(
+        sample_d, sample_dp, delta, rng=rng, n_draws=n_draws, confidence=each, categorical=categorical,
+        cancel=cancel, progress=part(0.0, 0.7),
+    )  # fmt: skip
+    size = min(n_draws, DIVERGENCE_DRAWS)
+    divergence = None
+    if size >= 100:
+        checkpoint(cancel, progress, 0.7)
+        draws_d, draws_dp = sample_d(rng, size), sample_dp(rng, size)
+        checkpoint(cancel, progress, 0.85)
+        divergence = divergence_audit(list(draws_d), list(draws_dp), delta, confidence=each)
+    checkpoint(cancel, progress, 1.0)
+    if divergence is not None and divergence.epsilon_lb > threshold.epsilon_lb:
+        words = f"hockey-stick divergence test ({divergence.test}; {divergence.n_draws:,} draws per side)"
+        return StrongestBound(divergence.epsilon_lb, words, threshold, divergence, confidence)
+    words = f"threshold events on the output ({threshold.n_draws:,} draws per side)"
+    return StrongestBound(threshold.epsilon_lb, words, threshold, divergence, confidence)
+
+
+def strongest_mechanism_audit(
+    mechanism: Any,
+    params: Mapping[str, Any],
+    query: Any,
+    *,
+    rng: np.random.Generator,
+    n_draws: int = 1_000_000,
+    confidence: float = 0.95,
+    cancel: CancelToken | None = None,
+    progress: ProgressFn | None = None,
+) -> StrongestBound:
+    """:func:`strongest_audit` of a registered ``mechanism`` on the query's pair (D, D'), through
+    ``mechanism.simulate``, at the delta it claims (as
+    :func:`~dpexplorer.core.audit.audit_mechanism`)."""
+    values = mechanism.validate(params)
+    _, delta = mechanism.epsilon_delta(values, query)
+
+    def sample_d(generator: np.random.Generator, size: int) -> np.ndarray:
+        return mechanism.simulate(values, query, generator, size, on="D")
+
+    def sample_dp(generator: np.random.Generator, size: int) -> np.ndarray:
+        return mechanism.simulate(values, query, generator, size, on="D'")
+
+    return strongest_audit(
+        sample_d,
+        sample_dp,
+        float(delta),
+        rng=rng,
+        n_draws=n_draws,
+        confidence=confidence,
+        categorical=mechanism.output_kind == "categorical",
+        cancel=cancel,
+        progress=progress,
+    )

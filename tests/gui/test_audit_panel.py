@@ -113,3 +113,15 @@ def test_a_bound_far_below_the_claim_on_barely_different_neighbours_is_explained
     assert "differ by only 0.05" in text and "calibrated for a change of 73" in text
     count = run_audit(registry.get("laplace"), {"epsilon": 1.0}, COUNT, 200_000, seed=3)
     assert "Why so low" not in describe(count), "neighbours at the sensitivity: nothing to explain"
+
+
+def test_the_result_names_the_test_that_bounded_epsilon() -> None:
+    """Issue 44, deliverable 2: the button runs both black-box tests and says which one gave
+    the bound it shows (the larger; each at half the miss rate, so the larger holds at 95 %)."""
+    report = run_audit(registry.get("laplace"), {"epsilon": 1.0}, COUNT, 200_000, seed=4)
+    strongest = report.strongest
+    assert strongest is not None and strongest.divergence is not None
+    assert report.epsilon_lb == max(strongest.threshold.epsilon_lb, strongest.divergence.epsilon_lb)
+    text = describe(report)
+    assert f"Bounded by the {strongest.test}" in text
+    assert ("hockey-stick divergence test" in text) or ("threshold events on the output" in text)

@@ -1,10 +1,12 @@
 """The audit button of the neighbouring-datasets view (issue 21, item 4): "is this really ε?".
 
-It runs the black-box auditor (:func:`dpexplorer.core.audit.audit_mechanism`) on the mechanism,
-parameters and neighbours on screen, on a worker through the compute service, with progress and
-cancel, and shows the measured lower bound (a 95 % lower confidence bound on ε from simulated
-outputs) beside the claimed ε and the event that gave it. A bound above the claim is evidence of
-a bug in the mechanism's claim; a bound below it proves nothing (the auditor only finds leaks)."""
+It runs two black-box tests (threshold events, and the hockey-stick divergence test:
+:func:`dpexplorer.core.hockey_stick.strongest_mechanism_audit`) on the mechanism, parameters and
+neighbours on screen, on a worker through the compute service, with progress and cancel, and
+shows (naming the test that gave it) the measured lower bound (a 95 % lower confidence bound
+on ε from simulated outputs) beside the claimed ε and the event that gave it. A bound above the
+claim is evidence of a bug in the mechanism's claim; a bound below it proves nothing (the
+auditor only finds leaks)."""
 
 from __future__ import annotations
 
@@ -15,8 +17,10 @@ from typing import Any
 import numpy as np
 from PySide6.QtWidgets import QHBoxLayout, QWidget
 
-from dpexplorer.core.audit import AuditResult, audit_mechanism
+from dpexplorer.core.audit import AuditResult
 from dpexplorer.core.cancel import CancelToken, ProgressFn
+from dpexplorer.core.figures import privacy_number
+from dpexplorer.core.hockey_stick import StrongestBound, strongest_mechanism_audit
 from dpexplorer.core.mechanisms.base import Mechanism, NumericInput, QueryInput
 from dpexplorer.gui import palette
 from dpexplorer.gui.compute import ComputeService
@@ -41,11 +45,18 @@ class AuditReport:
     """|f(D) − f(D')| on the audited neighbours (a numeric query), None otherwise."""
     sensitivity: float | None = None
     """The sensitivity the noise is calibrated for (the worst case over all neighbours)."""
+    strongest: StrongestBound | None = None
+    """Both tests' bounds and which one is larger (``result`` is the threshold test's)."""
+
+    @property
+    def epsilon_lb(self) -> float:
+        """The lower confidence bound shown: the larger test's."""
+        return self.strongest.epsilon_lb if self.strongest is not None else self.result.epsilon_lb
 
     @property
     def violation(self) -> bool:
         """True when the measured lower bound exceeds the claimed ε (evidence of a bug)."""
-        return self.result.epsilon_lb > self.claimed_epsilon
+        return self.epsilon_lb > self.claimed_epsilon
 
 
 def run_audit(
@@ -63,16 +74,19 @@ def run_audit(
     repeated audits differ; tests pass one."""
     start = time.perf_counter()
     claimed, delta = mechanism.epsilon_delta(mechanism.validate(params), query)
-    result = audit_mechanism(
+    strongest = strongest_mechanism_audit(
         mechanism, params, query, rng=np.random.default_rng(seed), n_draws=n_draws, confidence=confidence,
         cancel=cancel, progress=progress,
     )  # fmt: skip
+    result = strongest.threshold
     gap = sensitivity = None
     if isinstance(query, NumericInput):
         gap = float(np.max(np.abs(np.atleast_1d(query.value_d) - np.atleast_1d(query.value_d_prime))))
         sensitivity = float(query.sensitivity_l1)
     seconds = time.perf_counter() - start
-    return AuditReport(mechanism.label, claimed, delta, result, confidence, seconds, gap, sensitivity)
+    return AuditReport(
+        mechanism.label, claimed, delta, result, confidence, seconds, gap, sensitivity, strongest
+    )
 
 
 FAR_BELOW = 0.1
@@ -81,7 +95,7 @@ FAR_BELOW = 0.1
 
 def _why_low(report: AuditReport) -> str:
     """Why a bound far below the claim is no surprise, when these neighbours barely differ."""
-    if report.result.epsilon_lb >= FAR_BELOW * report.claimed_epsilon or not report.sensitivity:
+    if report.epsilon_lb >= FAR_BELOW * report.claimed_epsilon or not report.sensitivity:
         return ""
     if report.gap is None or report.gap >= FAR_BELOW * report.sensitivity:
         return ""
@@ -97,25 +111,45 @@ def _why_low(report: AuditReport) -> str:
 def describe(report: AuditReport) -> str:
     """The result in words (rich text)."""
     r = report.result
-    likelier = "under D" if r.direction == "D>D'" else "under D'"
-    claim = f"claimed ε = {report.claimed_epsilon:.4g}"
+    claim = f"claimed ε = {privacy_number(report.claimed_epsilon)}"
     if report.delta:
-        claim += f" (δ = {report.delta:.3g})"
+        claim += f" (δ = {privacy_number(report.delta)})"
     head = (
-        f"<b>Measured ε ≥ {r.epsilon_lb:.3g}</b> ({report.confidence:.0%} confidence, "
-        f"{r.n_draws:,} simulated outputs per side, {report.seconds:.1f} s) — {claim}. "
+        f"<b>Measured ε ≥ {privacy_number(report.epsilon_lb)}</b> ({report.confidence:.0%} confidence, "
+        f"{report.seconds:.1f} s) — {claim}. "
     )
-    if r.event == "none":
+    event, direction = _event(report)
+    if event == "none":
         return head + "No event showed any privacy loss (this never proves privacy)." + _why_low(report)
-    event = f"Event: {r.event}, likelier {likelier} (P ≥ {r.p_lo:.4g} against ≤ {r.p_hi:.4g})."
+    likelier = "under D" if direction == "D>D'" else "under D'"
+    found = f"Bounded by the {_test(report)}: event {event}, likelier {likelier}"
+    if report.strongest is None or report.strongest.divergence is None or r.epsilon_lb >= report.epsilon_lb:
+        found += f" (P ≥ {r.p_lo:.4g} against ≤ {r.p_hi:.4g})"
+    found += "."
     if report.violation:
         return (
             f'<span style="color:{palette.css(palette.ERROR_TEXT)}"><b>Violation:</b> the measured lower '
             "bound exceeds the "
-            "claimed ε: this mechanism leaks more than it claims.</span> " + head + event
+            "claimed ε: this mechanism leaks more than it claims.</span> " + head + found
         )
     below = " Below the claim: consistent with it (an audit can only find leaks)."
-    return head + event + below + _why_low(report)
+    return head + found + below + _why_low(report)
+
+
+def _test(report: AuditReport) -> str:
+    """Which test gave the bound shown, in words."""
+    if report.strongest is None:
+        return f"threshold events on the output ({report.result.n_draws:,} draws per side)"
+    return report.strongest.test
+
+
+def _event(report: AuditReport) -> tuple[str, str]:
+    """The event and direction of the bound shown (the larger test's)."""
+    strongest = report.strongest
+    chosen = strongest.divergence if strongest is not None else None
+    if chosen is not None and chosen.epsilon_lb > report.result.epsilon_lb:
+        return chosen.event, chosen.direction
+    return report.result.event, report.result.direction
 
 
 class AuditPanel(QWidget):
