@@ -28,6 +28,7 @@ from dpexplorer.release.deployments import caveat, epsilon_text
 from dpexplorer.release.export import atomic_write
 from dpexplorer.release.ledger import guarantee_to_dict
 from dpexplorer.release.presentation import BOTTOM, level_text, privacy_number, show
+from dpexplorer.release.public_facts import BOUND_BY_CONTENT
 from dpexplorer.release.published import HELPER_SUFFIX
 from dpexplorer.release.report_model import SYNTHETIC, BudgetLine, Report, ReportItem
 from dpexplorer.release.report_plots import PDF_PLOT_WIDTH, RISK_PLOT, WIDTH, plot_height, plot_name, plots
@@ -158,7 +159,9 @@ def _dataset_section(report: Report) -> str:
     books = {str(i.codebook.get("sha256")): i.codebook for i in report.items if i.codebook}
     for digest, book in books.items():
         named = f", for dataset {book.get('dataset')}" if book.get("dataset") else ""
-        where = f"{book.get('file')}, " if book.get("file") else ""
+        if book.get("dataset") == BOUND_BY_CONTENT:
+            named = ", checked against the data released (their fingerprint is not published)"
+        where = f"{Path(str(book.get('file'))).name}, " if book.get("file") else ""  # not the local path
         rows.append(["Codebook", html.escape(f"{where}SHA-256 {digest}{named}")])
     for (unit, bound), numbers in units.items():
         plural = "s" if len(numbers) > 1 else ""
@@ -573,7 +576,7 @@ def _reproducibility(report: Report) -> str:
             [
                 ["Software", html.escape(report.software)],
                 ["Report written", html.escape(report.time)],
-                ["Ledger", html.escape(report.ledger_path)],
+                ["Ledger", html.escape(Path(report.ledger_path).name)],  # the file, not the local path
                 ["Randomness", "the operating system's CSPRNG through exact discrete samplers"],
             ],
         )

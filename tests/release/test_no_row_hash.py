@@ -61,6 +61,9 @@ def test_no_published_file_holds_a_hash_of_the_rows(tmp_path: Path) -> None:
     sidecar = json.loads(next(out.glob("*-laplace.provenance.json")).read_text())
     with Ledger(tmp_path / "ledger.sqlite") as ledger:
         assert sidecar["dataset_id"] == ledger.public_id(fingerprint)
+    report = "\n".join(p.read_text(encoding="utf-8") for p in out.rglob("*.html"))
+    assert str(tmp_path) not in report, "the report prints a local path (the ledger's, the codebook's)"
+    assert "checked against the data released" in report
 
 
 def test_the_public_id_is_the_ledgers_not_the_datas(tmp_path: Path) -> None:
