@@ -274,6 +274,23 @@ def audit(
     return best
 
 
+def mechanism_samplers(
+    mechanism: Mechanism, params: Mapping[str, Any], query: QueryInput
+) -> tuple[Sampler, Sampler, float]:
+    """Samplers of ``mechanism``'s outputs on the query's D and D' (``mechanism.simulate``) and
+    the delta it claims (``epsilon_delta``): what every black-box audit of it draws from."""
+    values = mechanism.validate(params)
+    _, delta = mechanism.epsilon_delta(values, query)
+
+    def sample_d(generator: np.random.Generator, size: int) -> np.ndarray:
+        return mechanism.simulate(values, query, generator, size, on="D")
+
+    def sample_d_prime(generator: np.random.Generator, size: int) -> np.ndarray:
+        return mechanism.simulate(values, query, generator, size, on="D'")
+
+    return sample_d, sample_d_prime, float(delta)
+
+
 def audit_mechanism(
     mechanism: Mechanism,
     params: Mapping[str, Any],
@@ -288,19 +305,11 @@ def audit_mechanism(
     """:func:`audit` of ``mechanism`` on the query's pair (D, D'), through ``mechanism.simulate``,
     at the delta the mechanism claims (``epsilon_delta``). Compare ``epsilon_lb`` with the
     claimed epsilon: a bound above the claim is evidence (at level ``confidence``) of a bug."""
-    values = mechanism.validate(params)
-    _, delta = mechanism.epsilon_delta(values, query)
-
-    def sample_d(generator: np.random.Generator, size: int) -> np.ndarray:
-        return mechanism.simulate(values, query, generator, size, on="D")
-
-    def sample_d_prime(generator: np.random.Generator, size: int) -> np.ndarray:
-        return mechanism.simulate(values, query, generator, size, on="D'")
-
+    sample_d, sample_d_prime, delta = mechanism_samplers(mechanism, params, query)
     return audit(
         sample_d,
         sample_d_prime,
-        float(delta),
+        delta,
         rng=rng,
         n_draws=n_draws,
         confidence=confidence,

@@ -57,6 +57,7 @@ from dpexplorer.core.audit import (
     categorical_candidates,
     clopper_pearson,
     epsilon_bound,
+    mechanism_samplers,
     numeric_candidates,
     select_events,
     wilson,
@@ -490,19 +491,11 @@ def strongest_mechanism_audit(
     """:func:`strongest_audit` of a registered ``mechanism`` on the query's pair (D, D'), through
     ``mechanism.simulate``, at the delta it claims (as
     :func:`~dpexplorer.core.audit.audit_mechanism`)."""
-    values = mechanism.validate(params)
-    _, delta = mechanism.epsilon_delta(values, query)
-
-    def sample_d(generator: np.random.Generator, size: int) -> np.ndarray:
-        return mechanism.simulate(values, query, generator, size, on="D")
-
-    def sample_dp(generator: np.random.Generator, size: int) -> np.ndarray:
-        return mechanism.simulate(values, query, generator, size, on="D'")
-
+    sample_d, sample_dp, delta = mechanism_samplers(mechanism, params, query)
     return strongest_audit(
         sample_d,
         sample_dp,
-        float(delta),
+        delta,
         rng=rng,
         n_draws=n_draws,
         confidence=confidence,
