@@ -249,9 +249,10 @@ def report_of_run(ledger: Ledger, row_id: int) -> Report:
     if isinstance(claim, Mapping) and "poisson_rate" in claim:
         plan = [{"sampling": {"rate": claim["poisson_rate"]}}, *plan]
     lines = budget_lines(budget, before, after)
+    dataset_id = ledger.public_id(fingerprint)
     return Report(
-        dataset=str(run.get("dataset") or f"dataset {ledger.public_id(fingerprint)}"),
-        dataset_id=ledger.public_id(fingerprint),
+        dataset=str(run.get("dataset") or f"dataset {dataset_id}"),
+        dataset_id=dataset_id,
         items=items,
         budget=budget,
         budget_lines=lines,
